@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package powercut needs. Idempotent: installs only what is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git clang clang-format clang-tidy libclang-rt-14-dev
+  libabsl-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev googletest
+  libbenchmark-dev librocksdb-dev libsqlite3-dev sqlite3 liburing-dev libisal-dev
+  nbdkit nbdkit-plugin-dev libnbd-dev qemu-system-x86 qemu-utils busybox-static kmod cpio zstd
+  e2fsprogs xfsprogs btrfs-progs util-linux procps python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "install-deps: missing packages: ${missing[*]}" >&2
+    echo "install-deps: run as root (or: sudo apt-get install ${missing[*]})" >&2
+    exit 2
+  fi
+  echo "install-deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
