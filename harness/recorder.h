@@ -27,6 +27,9 @@ class Recorder {
     std::string log_path;        // the dm-log-writes v1 log to write
     uint32_t sector_size = 512;  // the log's sectorsize (512 or 4096)
     uint64_t device_bytes = 0;   // size of the recorded device; writes beyond it are an error
+    // Optional: a copy of the device's content before recording. When set, Finish() also writes
+    // the manifest (harness/manifest.h) beside the log, with order semantics "completion".
+    std::string base_image;
   };
 
   static absl::StatusOr<std::unique_ptr<Recorder>> Create(const Options& options);
@@ -39,6 +42,7 @@ class Recorder {
   virtual absl::Status RecordDiscard(uint64_t offset, uint64_t length) = 0;
   // A mark; `text` must fit in one sector after the entry header. Acks are marks "ack:<id>".
   virtual absl::Status RecordMark(std::string_view text) = 0;
+  // `id` must be 1..64 characters of [A-Za-z0-9_.:-] (the workload protocol).
   absl::Status RecordAck(std::string_view id);
 
   // Number of entries so far.

@@ -1,6 +1,8 @@
 // Early-return helpers for absl::Status / absl::StatusOr, used across the tree.
 #pragma once
 
+#include <string_view>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -8,9 +10,9 @@
 #define POWERCUT_CONCAT(a, b) POWERCUT_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function if `expr` (an absl::Status) is not OK.
-#define RETURN_IF_ERROR(expr)                        \
-  do {                                               \
-    ::absl::Status powercut_status_ = (expr);        \
+#define RETURN_IF_ERROR(expr)                            \
+  do {                                                   \
+    ::absl::Status powercut_status_ = (expr);            \
     if (!powercut_status_.ok()) return powercut_status_; \
   } while (0)
 
@@ -21,3 +23,13 @@
   auto tmp = (expr);                          \
   if (!tmp.ok()) return tmp.status();         \
   lhs = std::move(tmp).value()
+
+namespace powercut {
+
+// The message of `status` as a std::string_view. Debian's Abseil has its own absl::string_view,
+// which fmt cannot format: use fmt::format("{}", StatusMessage(s)).
+inline std::string_view StatusMessage(const absl::Status& status) {
+  return std::string_view(status.message().data(), status.message().size());
+}
+
+}  // namespace powercut

@@ -66,7 +66,9 @@ class Wal {
   virtual absl::StatusOr<Lsn> Commit(absl::Span<const uint8_t> record) = 0;
 
   // Asynchronous commit: `done` runs exactly once, on some committing thread, after the record is
-  // durable (OK with its LSN) or the log is fenced (the error). Must not block for long.
+  // durable (OK with its LSN) or the log is fenced (the error). Must not block for long. There is
+  // no background thread: when no leader is active the caller leads the round itself, so `done`
+  // may run before CommitAsync returns; otherwise the active leader picks the record up.
   using CommitCallback = std::function<void(absl::StatusOr<Lsn>)>;
   virtual void CommitAsync(absl::Span<const uint8_t> record, CommitCallback done) = 0;
 
@@ -78,7 +80,8 @@ class Wal {
   // Segments holding only records <= lsn may be recycled or removed.
   virtual absl::Status ReleaseUpTo(Lsn lsn) = 0;
 
-  // Syncs what was appended, then closes. Further calls fail with FailedPrecondition.
+  // Syncs what was appended (under the configured barrier), then closes. Further calls fail with
+  // FailedPrecondition. Destroying a Wal without Close syncs nothing, like a process exit.
   virtual absl::Status Close() = 0;
 
   // OK, or the error that fenced the log.

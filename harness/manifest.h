@@ -1,0 +1,55 @@
+// The JSON manifest beside a trace (docs/trace.md): which base image the log applies to (path,
+// size, XXH3-128 hash), the device block size, and the order semantics of the log's entries.
+//
+// Validate() rejects a manifest that does not match its log (block size) or its image (size,
+// hash), with an error naming both files and what to do.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace powercut::harness {
+
+enum class OrderSemantics {
+  // powercut's recorder: entries in device completion order; an ack mark follows every request
+  // completed before the ack. All cache models are exact.
+  kCompletion,
+  // the kernel's dm-log-writes: plain writes are logged when the next flush completes; marks land
+  // before completed-but-unflushed writes. Cache "off" is exact only at flush/FUA points.
+  kFlushEpoch,
+};
+
+const char* OrderSemanticsName(OrderSemantics order);  // "completion" / "flush-epoch"
+absl::StatusOr<OrderSemantics> ParseOrderSemantics(const std::string& name);
+
+struct TraceManifest {
+  std::string base_image;       // path; relative paths are relative to the manifest's folder
+  uint64_t base_image_bytes = 0;
+  std::string base_image_hash;  // "xxh3-128:<32 hex>"
+  uint32_t block_size = 512;    // = the log's sectorsize
+  OrderSemantics order = OrderSemantics::kCompletion;
+  uint64_t log_entries = 0;     // informational: entries when the manifest was written
+};
+
+// "<log>.manifest.json".
+std::string ManifestPathFor(const std::string& log_path);
+
+absl::StatusOr<TraceManifest> ReadManifest(const std::string& manifest_path);
+absl::Status WriteManifest(const std::string& manifest_path, const TraceManifest& manifest);
+
+// Builds a manifest for `base_image` (hashing it).
+absl::StatusOr<TraceManifest> MakeManifest(const std::string& base_image, uint32_t block_size,
+                                           OrderSemantics order, uint64_t log_entries);
+
+// Resolves base_image against the manifest's folder.
+std::string ResolveBaseImage(const std::string& manifest_path, const TraceManifest& manifest);
+
+// Checks the image at `image_path` has the manifest's size and hash, and that `log_sector_size`
+// equals the manifest's block size.
+absl::Status ValidateManifest(const TraceManifest& manifest, const std::string& manifest_path,
+                              uint32_t log_sector_size, const std::string& image_path);
+
+}  // namespace powercut::harness

@@ -1,0 +1,46 @@
+// The built-in workloads of `powercut matrix`: each (workload, setting) maps to a run and a check
+// command of the `powercut-workload` binary (docs/workloads.md). The names are the matrix's
+// vocabulary: `--workloads xlog,rocksdb --barriers fdatasync,sync`.
+//
+//   workload       settings (the --barriers values that apply to it)
+//   xlog           none fdatasync fsync odsync rwf_dsync direct_dsync direct sync_file_range
+//   io_uring xlog-append    the same barriers, append variant wal            the same barriers, the
+//   project's WAL with 4 committers rocksdb        sync nosync nowal sqlite-wal     extra full
+//   normal off        (journal_mode=WAL) sqlite-delete  extra full normal off (journal_mode=DELETE)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace powercut::product {
+
+struct BuiltinCell {
+  std::string workload;  // e.g. "xlog"
+  std::string setting;   // e.g. "fdatasync"
+  std::string run_args;  // after "<binary> <kind> run"
+  std::string kind;      // the powercut-workload subcommand: xlog, wal, rocksdb, sqlite
+};
+
+// Every workload name, in matrix order.
+std::vector<std::string> BuiltinWorkloads();
+// The settings a workload accepts, in matrix order (the defaults when --barriers is empty).
+absl::StatusOr<std::vector<std::string>> BuiltinSettings(const std::string& workload);
+// Fails naming the unknown workload or setting and listing the valid ones.
+absl::StatusOr<BuiltinCell> LookupBuiltin(const std::string& workload, const std::string& setting);
+
+std::string BuiltinRunCommand(const std::string& binary, const BuiltinCell& cell, uint64_t count,
+                              uint64_t seed);
+std::string BuiltinCheckCommand(const std::string& binary, const BuiltinCell& cell);
+
+// Finds powercut-workload: `hint` if non-empty (must be executable), else $POWERCUT_WORKLOAD,
+// else next to `self` (the running powercut), else ../workloads/powercut-workload relative to
+// it (the build tree), else on PATH. The error says how to point at it.
+absl::StatusOr<std::string> FindWorkloadBinary(const std::string& hint, const std::string& self);
+
+// The absolute path of the running program ("/proc/self/exe").
+std::string SelfPath();
+
+}  // namespace powercut::product

@@ -1,0 +1,121 @@
+#include "harness/product/cell_result.h"
+
+#include "fmt/format.h"
+
+namespace powercut::product {
+
+bool CellResult::failed() const {
+  if (!ran) return false;
+  for (const auto& m : models) {
+    if (m.violations > 0) return true;
+  }
+  return false;
+}
+
+void FillCell(const RunOutcome& o, CellResult* cell) {
+  cell->ran = o.ran;
+  cell->error_kind = o.error_kind;
+  cell->error = o.error;
+  cell->trace_entries = o.trace_entries;
+  cell->acks = o.acks;
+  cell->record_seconds = o.record_seconds;
+  cell->check_seconds = o.check_seconds;
+  cell->timeline = o.timeline;
+  cell->notes = o.notes;
+  cell->models.clear();
+  if (!o.report) return;
+  for (const auto& m : o.report->results) {
+    CellModel cm{.cache = m.model.Name(),
+                 .points = m.points,
+                 .states = m.states,
+                 .checked = m.checked,
+                 .violations = m.violations,
+                 .lost_acks_max = m.lost_acks_max};
+    if (m.first_violation) {
+      cm.first_violation = m.first_violation->state_id;
+      cm.summary = m.first_violation->Describe();
+    }
+    cell->models.push_back(std::move(cm));
+  }
+}
+
+nlohmann::json CellToJson(const CellResult& c) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const CellModel& m : c.models) {
+    results.push_back(
+        {{"cache", m.cache},
+         {"points", m.points},
+         {"states", m.states},
+         {"checked", m.checked},
+         {"violations", m.violations},
+         {"passed", m.violations == 0},
+         {"lost_acks_max", m.lost_acks_max},
+         {"first_violation",
+          m.first_violation.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.first_violation)},
+         {"summary", m.summary}});
+  }
+  nlohmann::json j = {{"index", c.index},
+                      {"cell", c.name},
+                      {"workload", c.workload},
+                      {"setting", c.setting},
+                      {"fs", c.fs},
+                      {"workload_command", c.workload_command},
+                      {"checker_command", c.checker_command},
+                      {"status", c.ran ? (c.failed() ? "fail" : "pass") : "error"},
+                      {"trace_entries", c.trace_entries},
+                      {"acks", c.acks},
+                      {"record_seconds", c.record_seconds},
+                      {"check_seconds", c.check_seconds},
+                      {"results", results},
+                      {"notes", c.notes}};
+  if (!c.ran) {
+    j["error_kind"] = c.error_kind;
+    j["error"] = c.error;
+  }
+  j["timeline"] = c.timeline ? TimelineToJson(*c.timeline) : nlohmann::json(nullptr);
+  return j;
+}
+
+absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
+  try {
+    CellResult c;
+    c.index = j.at("index").get<size_t>();
+    c.name = j.at("cell").get<std::string>();
+    c.workload = j.at("workload").get<std::string>();
+    c.setting = j.at("setting").get<std::string>();
+    c.fs = j.at("fs").get<std::string>();
+    c.workload_command = j.value("workload_command", "");
+    c.checker_command = j.value("checker_command", "");
+    c.ran = j.at("status").get<std::string>() != "error";
+    c.error_kind = j.value("error_kind", "");
+    c.error = j.value("error", "");
+    c.trace_entries = j.value("trace_entries", uint64_t{0});
+    c.acks = j.value("acks", uint64_t{0});
+    c.record_seconds = j.value("record_seconds", 0.0);
+    c.check_seconds = j.value("check_seconds", 0.0);
+    c.notes = j.value("notes", std::vector<std::string>{});
+    for (const auto& r : j.at("results")) {
+      CellModel m{.cache = r.at("cache").get<std::string>(),
+                  .points = r.value("points", uint64_t{0}),
+                  .states = r.at("states").get<uint64_t>(),
+                  .checked = r.value("checked", uint64_t{0}),
+                  .violations = r.at("violations").get<uint64_t>(),
+                  .lost_acks_max = r.at("lost_acks_max").get<uint64_t>(),
+                  .summary = r.value("summary", "")};
+      if (!r.at("first_violation").is_null()) {
+        m.first_violation = r.at("first_violation").get<std::string>();
+      }
+      c.models.push_back(std::move(m));
+    }
+    if (j.contains("timeline") && !j.at("timeline").is_null()) {
+      auto t = TimelineFromJson(j.at("timeline"));
+      if (!t.ok()) return t.status();
+      c.timeline = std::move(*t);
+    }
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(fmt::format("cell: {}", e.what()));
+  }
+}
+
+}  // namespace powercut::product

@@ -1,0 +1,52 @@
+// One matrix cell (workload x setting x fs) after it ran: per cache model the headline numbers,
+// or why the cell could not run; and its JSON form in a `powercut-matrix/1` report
+// (docs/run.md). Round-trips through JSON, so merged shards render like a single run.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "harness/product/run.h"
+#include "harness/product/timeline.h"
+#include "nlohmann/json.hpp"
+
+namespace powercut::product {
+
+struct CellModel {
+  std::string cache;  // off / on / lying
+  uint64_t points = 0;
+  uint64_t states = 0;
+  uint64_t checked = 0;
+  uint64_t violations = 0;
+  uint64_t lost_acks_max = 0;
+  std::string first_violation;  // state id, "" when none
+  std::string summary;          // the first violation, described
+};
+
+struct CellResult {
+  size_t index = 0;  // position in the unsharded plan
+  std::string name;  // "<workload>/<setting>/<fs>"
+  std::string workload, setting, fs;
+  std::string workload_command, checker_command;
+  bool ran = false;
+  std::string error_kind, error;
+  uint64_t trace_entries = 0;
+  uint64_t acks = 0;
+  double record_seconds = 0, check_seconds = 0;
+  std::vector<CellModel> models;
+  std::optional<Timeline> timeline;
+  std::vector<std::string> notes;
+
+  bool failed() const;  // ran and some model has violations
+};
+
+// Fills the run part of `cell` from a RunOutcome.
+void FillCell(const RunOutcome& outcome, CellResult* cell);
+
+nlohmann::json CellToJson(const CellResult& cell);
+absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j);
+
+}  // namespace powercut::product

@@ -1,0 +1,185 @@
+#include "harness/product/html_report.h"
+
+#include <algorithm>
+
+#include "fmt/format.h"
+
+namespace powercut::product {
+namespace {
+
+std::string Esc(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+constexpr const char* kCss = R"(
+body{font-family:sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.4em} h2{font-size:1.15em;margin-top:1.5em}
+table{border-collapse:collapse} th,td{border:1px solid #bbb;padding:4px 8px;text-align:left}
+td.pass{background:#dff5df} td.fail{background:#f8d4d4} td.error{background:#f3e3b5}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.small{font-size:.85em;color:#555} code{font-size:.9em}
+.legend span{margin-right:1.2em}
+)";
+
+}  // namespace
+
+std::string TimelineSvg(const Timeline& t, const std::string& id) {
+  const double width = 1000, left = 40, right = 20;
+  const size_t n = std::max<size_t>(t.kinds.size(), 1);
+  const double dx = (width - left - right) / static_cast<double>(n);
+  const size_t rows = std::max<size_t>(t.crashes.size(), 1);
+  const double height = 120 + 26.0 * static_cast<double>(rows);
+  auto x = [&](double entry) { return left + entry * dx; };
+  std::string s = fmt::format(
+      "<svg id=\"{}\" class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
+      "height=\"{:.0f}\" viewBox=\"0 0 {} {:.0f}\" role=\"img\">\n"
+      "<title>timeline of {} trace entries</title>\n",
+      Esc(id), width, height, width, height, t.kinds.size());
+  // Lanes: writes (y 20-40), flushes/FUA (50-70), acks (80-100).
+  s += fmt::format(
+      "<text x=\"2\" y=\"34\" font-size=\"10\">write</text>"
+      "<text x=\"2\" y=\"64\" font-size=\"10\">flush</text>"
+      "<text x=\"2\" y=\"94\" font-size=\"10\">ack</text>\n");
+  s += fmt::format("<line x1=\"{}\" y1=\"105\" x2=\"{}\" y2=\"105\" stroke=\"#999\"/>\n", left,
+                   width - right);
+  const double w = std::max(dx, 0.6);
+  for (size_t i = 0; i < t.kinds.size(); ++i) {
+    char k = t.kinds[i];
+    if (k == 'w' || k == 'u' || k == 'F' || k == 'd') {
+      s += fmt::format(
+          "<rect class=\"write\" x=\"{:.2f}\" y=\"20\" width=\"{:.2f}\" "
+          "height=\"20\" fill=\"{}\"/>",
+          x(static_cast<double>(i)), w, k == 'd' ? "#aaa" : "#4a7bd0");
+    }
+    if (k == 'f' || k == 'F' || k == 'u') {
+      s += fmt::format(
+          "<rect class=\"{}\" x=\"{:.2f}\" y=\"50\" width=\"{:.2f}\" height=\"20\" "
+          "fill=\"{}\"/>",
+          k == 'u' ? "fua" : "flush", x(static_cast<double>(i)), w,
+          k == 'u' ? "#8e44ad" : "#2e8b57");
+    }
+  }
+  s += "\n";
+  for (const auto& [entry, ack] : t.acks) {
+    s += fmt::format(
+        "<rect class=\"ack\" x=\"{:.2f}\" y=\"80\" width=\"{:.2f}\" height=\"20\" "
+        "fill=\"#e0a020\"><title>ack {} (entry {})</title></rect>",
+        x(static_cast<double>(entry)), w, Esc(ack), entry);
+  }
+  s += "\n";
+  for (size_t r = 0; r < t.crashes.size(); ++r) {
+    const TimelineCrash& c = t.crashes[r];
+    double y = 115 + 26.0 * static_cast<double>(r);
+    double cx = x(static_cast<double>(c.point));
+    s += fmt::format(
+        "<line class=\"crash\" x1=\"{:.2f}\" y1=\"15\" x2=\"{:.2f}\" y2=\"{:.0f}\" "
+        "stroke=\"#d00\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/>"
+        "<text class=\"crash-label\" x=\"{:.2f}\" y=\"{:.0f}\" font-size=\"11\" fill=\"#d00\">"
+        "crash ({}): {} lost</text>\n",
+        cx, cx, y + 4, std::min(cx + 4, width - 160), y + 12, Esc(c.cache), c.lost.size());
+    for (uint64_t e : c.lost_entries) {
+      s += fmt::format(
+          "<circle class=\"lost\" cx=\"{:.2f}\" cy=\"90\" r=\"{:.1f}\" "
+          "fill=\"none\" stroke=\"#d00\" stroke-width=\"1.5\"><title>lost under {}"
+          "</title></circle>",
+          x(static_cast<double>(e)) + w / 2, std::max(3.0, std::min(dx, 6.0)), Esc(c.cache));
+    }
+    for (uint64_t e : c.dropped) {
+      s += fmt::format(
+          "<rect class=\"dropped\" x=\"{:.2f}\" y=\"18\" width=\"{:.2f}\" "
+          "height=\"24\" fill=\"none\" stroke=\"#d00\"/>",
+          x(static_cast<double>(e)), w);
+    }
+    s += "\n";
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+std::string HtmlReport(const MatrixReport& r, const std::string& title) {
+  std::vector<std::string> caches;
+  for (const CellResult& c : r.cells) {
+    for (const CellModel& m : c.models) {
+      if (std::find(caches.begin(), caches.end(), m.cache) == caches.end()) {
+        caches.push_back(m.cache);
+      }
+    }
+  }
+  if (caches.empty()) caches = {"off", "on", "lying"};
+  std::string h = fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<title>{}</title><style>{}</style></head><body>\n<h1>{}</h1>\n"
+      "<p class=\"small\">Shard {}; {} of {} planned cells; {:.0f} s. Each cache cell: acks lost "
+      "in the worst crash state / crash states checked / violating states.</p>\n",
+      Esc(title), kCss, Esc(title), Esc(r.shard), r.cells.size(), r.plan_cells, r.seconds);
+  h += "<table id=\"matrix\"><thead><tr><th>workload</th><th>setting</th><th>fs</th>";
+  for (const auto& c : caches) h += fmt::format("<th>cache {}</th>", Esc(c));
+  h += "<th>acks</th><th>entries</th></tr></thead><tbody>\n";
+  for (const CellResult& c : r.cells) {
+    h += fmt::format("<tr id=\"cell-{}\" data-cell=\"{}\"><td>{}</td><td>{}</td><td>{}</td>",
+                     c.index, Esc(c.name), Esc(c.workload), Esc(c.setting), Esc(c.fs));
+    if (!c.ran) {
+      h += fmt::format("<td class=\"error\" colspan=\"{}\">could not run ({}): {}</td>",
+                       caches.size() + 2, Esc(c.error_kind), Esc(c.error));
+      h += "</tr>\n";
+      continue;
+    }
+    for (const auto& cache : caches) {
+      const CellModel* m = nullptr;
+      for (const CellModel& cm : c.models) {
+        if (cm.cache == cache) m = &cm;
+      }
+      if (m == nullptr) {
+        h += "<td>-</td>";
+        continue;
+      }
+      h += fmt::format("<td class=\"{} num\" title=\"{}\">{} {} / {} / {}</td>",
+                       m->violations ? "fail" : "pass", Esc(m->summary),
+                       m->violations ? "FAIL" : "pass", m->lost_acks_max, m->states, m->violations);
+    }
+    h += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n", c.acks,
+                     c.trace_entries);
+  }
+  h += "</tbody></table>\n";
+  h += "<p class=\"legend small\"><span style=\"color:#4a7bd0\">&#9632; write</span>"
+       "<span style=\"color:#8e44ad\">&#9632; FUA write</span>"
+       "<span style=\"color:#2e8b57\">&#9632; flush</span>"
+       "<span style=\"color:#e0a020\">&#9632; ack</span>"
+       "<span style=\"color:#d00\">- - crash point, &#9675; lost ack, &#9633; dropped write"
+       "</span></p>\n";
+  for (const CellResult& c : r.cells) {
+    if (!c.failed() || !c.timeline) continue;
+    h += fmt::format("<section class=\"failing\" id=\"failing-{}\"><h2>{}</h2>\n", c.index,
+                     Esc(c.name));
+    h += fmt::format("<p class=\"small\"><code>{}</code></p>\n", Esc(c.workload_command));
+    h += TimelineSvg(*c.timeline, fmt::format("timeline-{}", c.index));
+    h += "<ul class=\"small\">\n";
+    for (const TimelineCrash& crash : c.timeline->crashes) {
+      h += fmt::format("<li>cache {}: {}</li>\n", Esc(crash.cache), Esc(crash.summary));
+    }
+    h += "</ul></section>\n";
+  }
+  h += "</body></html>\n";
+  return h;
+}
+
+}  // namespace powercut::product

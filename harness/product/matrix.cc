@@ -1,0 +1,320 @@
+#include "harness/product/matrix.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "fmt/format.h"
+#include "harness/product/builtin.h"
+#include "harness/product/progress.h"
+
+namespace powercut::product {
+namespace {
+
+std::string XmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') ? '?' : c;
+    }
+  }
+  return out;
+}
+
+uint64_t DefaultCount(const std::string& workload) {
+  return workload.rfind("xlog", 0) == 0 ? 20 : 10;
+}
+
+// The headline preset: the issue's claims, one cell each, on ext4.
+std::vector<std::pair<std::string, std::string>> HeadlineCells() {
+  return {{"xlog", "fdatasync"},
+          {"xlog", "fsync"},
+          {"xlog", "odsync"},
+          {"xlog", "direct_dsync"},
+          {"xlog", "none"},
+          {"xlog", "direct"},
+          {"xlog-append", "sync_file_range"},
+          {"rocksdb", "sync"},
+          {"rocksdb", "nosync"},
+          {"sqlite-wal", "full"}};
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  if (!o.preset.empty()) {
+    if (o.preset != "headline") {
+      return absl::InvalidArgumentError(
+          fmt::format("--preset {}: the only preset is 'headline'", o.preset));
+    }
+    pairs = HeadlineCells();
+  } else {
+    std::vector<std::string> workloads = o.workloads;
+    if (workloads.empty()) workloads = {"xlog"};
+    for (const std::string& w : workloads) {
+      auto settings = BuiltinSettings(w);
+      if (!settings.ok()) return settings.status();
+      if (o.barriers.empty()) {
+        for (const auto& s : *settings) pairs.emplace_back(w, s);
+        continue;
+      }
+      bool any = false;
+      for (const std::string& b : o.barriers) {
+        if (std::find(settings->begin(), settings->end(), b) != settings->end()) {
+          pairs.emplace_back(w, b);
+          any = true;
+        }
+      }
+      if (!any) {
+        return absl::InvalidArgumentError(
+            fmt::format("--barriers {}: none applies to workload '{}' (its settings: {})",
+                        fmt::join(o.barriers, ","), w, fmt::join(*settings, ", ")));
+      }
+    }
+  }
+  if (o.fs.empty()) return absl::InvalidArgumentError("--fs: give at least one file system");
+  for (const std::string& f : o.fs) {
+    if (f != "ext4" && f != "xfs" && f != "btrfs" && f != "raw") {
+      return absl::InvalidArgumentError(
+          fmt::format("--fs {}: expected ext4, xfs, btrfs (raw has no file for the built-in "
+                      "workloads)",
+                      f));
+    }
+    if (f == "raw") {
+      return absl::InvalidArgumentError(
+          "--fs raw: the built-in workloads need a file system; use ext4, xfs or btrfs");
+    }
+  }
+  std::vector<MatrixCell> cells;
+  for (const auto& [w, s] : pairs) {
+    for (const std::string& f : o.fs) {
+      if (auto b = LookupBuiltin(w, s); !b.ok()) return b.status();
+      cells.push_back({.index = cells.size(),
+                       .workload = w,
+                       .setting = s,
+                       .fs = f,
+                       .count = o.count ? o.count : DefaultCount(w)});
+    }
+  }
+  return cells;
+}
+
+nlohmann::json MatrixParameters(const MatrixOptions& o) {
+  return {{"preset", o.preset},
+          {"workloads", o.workloads},
+          {"barriers", o.barriers},
+          {"fs", o.fs},
+          {"cache", o.cache},
+          {"window", o.window},
+          {"points", o.points},
+          {"states", o.states},
+          {"count", o.count},
+          {"seed", o.seed},
+          {"atomic_unit", o.atomic_unit},
+          {"fsck", o.fsck}};
+}
+
+CellRunner VmCellRunner(const std::string& agent_hint) {
+  auto env =
+      std::make_shared<absl::StatusOr<vm::VmEnvironment>>(absl::UnknownError("not prepared"));
+  auto prepared = std::make_shared<bool>(false);
+  return [=](const MatrixCell&, const RunOptions& options) {
+    if (!*prepared) {
+      *env = vm::PrepareVm(agent_hint);
+      *prepared = true;
+    }
+    if (!env->ok()) {
+      RunOutcome out;
+      out.error_kind = "vm";
+      out.error = fmt::format("cannot prepare the VM: {}", std::string(env->status().message()));
+      return out;
+    }
+    return RunWorkload(**env, options);
+  };
+}
+
+absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner& run_cell) {
+  auto start = std::chrono::steady_clock::now();
+  auto plan = PlanMatrix(o);
+  if (!plan.ok()) return plan.status();
+  auto models = ParseCacheList(o.cache, o.window);
+  if (!models.ok()) return models.status();
+  auto points = ParsePoints(o.points);
+  if (!points.ok()) return points.status();
+  auto states = ParseStates(o.states);
+  if (!states.ok()) return states.status();
+  if (o.workload_binary.empty()) {
+    return absl::InvalidArgumentError("matrix: no powercut-workload binary given");
+  }
+  MatrixReport report;
+  report.parameters = MatrixParameters(o);
+  report.shard = o.shard.ToString();
+  report.plan_cells = plan->size();
+  std::vector<MatrixCell> mine;
+  for (const MatrixCell& c : *plan) {
+    if (o.shard.Contains(c.Name())) mine.push_back(c);
+  }
+  Progress progress("matrix: cells", mine.size(), o.progress);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const MatrixCell& c = mine[i];
+    progress.Update(i, "running " + c.Name());
+    BuiltinCell b = *LookupBuiltin(c.workload, c.setting);
+    RunOptions r;
+    r.name = c.Name();
+    r.workload = BuiltinRunCommand(o.workload_binary, b, c.count, o.seed);
+    r.checker = BuiltinCheckCommand(o.workload_binary, b);
+    r.fs = c.fs;
+    r.models = *models;
+    r.points = *points;
+    r.states = *states;
+    r.atomic_unit = o.atomic_unit;
+    r.seed = o.seed;
+    r.fsck = o.fsck;
+    r.timeout = std::chrono::seconds(o.timeout_s);
+    r.checker_timeout_s = o.checker_timeout_s;
+    r.powercut = o.powercut;
+    if (!o.keep_dir.empty()) {
+      std::string name = c.Name();
+      std::replace(name.begin(), name.end(), '/', '_');
+      r.keep_dir = o.keep_dir + "/" + name;
+    }
+    CellResult cell{.index = c.index,
+                    .name = c.Name(),
+                    .workload = c.workload,
+                    .setting = c.setting,
+                    .fs = c.fs,
+                    .workload_command = r.workload,
+                    .checker_command = r.checker};
+    FillCell(run_cell(c, r), &cell);
+    report.cells.push_back(std::move(cell));
+  }
+  progress.Update(mine.size(), "done");
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+nlohmann::json MatrixToJson(const MatrixReport& r) {
+  nlohmann::json cells = nlohmann::json::array();
+  for (const CellResult& c : r.cells) cells.push_back(CellToJson(c));
+  return {{"schema", "powercut-matrix/1"}, {"parameters", r.parameters}, {"shard", r.shard},
+          {"plan_cells", r.plan_cells},    {"seconds", r.seconds},       {"cells", cells}};
+}
+
+absl::StatusOr<MatrixReport> MatrixFromJson(const nlohmann::json& j) {
+  try {
+    if (j.value("schema", "") != "powercut-matrix/1") {
+      return absl::InvalidArgumentError(
+          "not a powercut matrix report (schema powercut-matrix/1 expected)");
+    }
+    MatrixReport r;
+    r.parameters = j.at("parameters");
+    r.shard = j.at("shard").get<std::string>();
+    r.plan_cells = j.at("plan_cells").get<size_t>();
+    r.seconds = j.value("seconds", 0.0);
+    for (const auto& c : j.at("cells")) {
+      auto cell = CellFromJson(c);
+      if (!cell.ok()) return cell.status();
+      r.cells.push_back(std::move(*cell));
+    }
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(fmt::format("matrix report: {}", e.what()));
+  }
+}
+
+std::string HeadlineTable(const MatrixReport& r) {
+  std::vector<std::string> caches;
+  for (const CellResult& c : r.cells) {
+    for (const CellModel& m : c.models) {
+      if (std::find(caches.begin(), caches.end(), m.cache) == caches.end()) {
+        caches.push_back(m.cache);
+      }
+    }
+  }
+  std::string s = fmt::format("{:<36}", "cell (workload/setting/fs)");
+  for (const auto& cache : caches) s += fmt::format("  {:<24}", "cache " + cache);
+  s += "\n";
+  s += fmt::format("{:<36}", "");
+  for (size_t i = 0; i < caches.size(); ++i) s += fmt::format("  {:<24}", "lost/states/violating");
+  s += "\n";
+  for (const CellResult& c : r.cells) {
+    s += fmt::format("{:<36}", c.name);
+    if (!c.ran) {
+      s += fmt::format("  COULD NOT RUN ({}): {}\n", c.error_kind,
+                       c.error.substr(0, c.error.find('\n')));
+      continue;
+    }
+    for (const auto& cache : caches) {
+      std::string cellText = "-";
+      for (const CellModel& m : c.models) {
+        if (m.cache != cache) continue;
+        cellText = fmt::format("{} {}/{}/{}", m.violations ? "FAIL" : "pass", m.lost_acks_max,
+                               m.states, m.violations);
+      }
+      s += fmt::format("  {:<24}", cellText);
+    }
+    s += "\n";
+  }
+  s += fmt::format("{} cells (shard {}, plan {}) in {:.0f} s\n", r.cells.size(), r.shard,
+                   r.plan_cells, r.seconds);
+  return s;
+}
+
+std::string MatrixJunit(const MatrixReport& r) {
+  uint64_t tests = 0, failures = 0, errors = 0;
+  std::string body;
+  for (const CellResult& c : r.cells) {
+    if (!c.ran) {
+      ++tests;
+      ++errors;
+      body += fmt::format(
+          "  <testcase classname=\"powercut.matrix\" name=\"{}\" time=\"{:.3f}\">\n"
+          "    <error type=\"{}\" message=\"{}\"/>\n  </testcase>\n",
+          XmlEscape(c.name), c.record_seconds + c.check_seconds, XmlEscape(c.error_kind),
+          XmlEscape(c.error));
+      continue;
+    }
+    for (const CellModel& m : c.models) {
+      ++tests;
+      body += fmt::format("  <testcase classname=\"powercut.matrix.{}\" name=\"{} cache={}\">\n",
+                          XmlEscape(c.workload), XmlEscape(c.name), XmlEscape(m.cache));
+      if (m.violations) {
+        ++failures;
+        body += fmt::format(
+            "    <failure message=\"{} of {} states violate; worst state loses {} acks\">{}"
+            "</failure>\n",
+            m.violations, m.states, m.lost_acks_max, XmlEscape(m.summary));
+      }
+      body += "  </testcase>\n";
+    }
+  }
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"powercut "
+      "matrix {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n{}</testsuite>\n"
+      "</testsuites>\n",
+      XmlEscape(r.shard), tests, failures, errors, r.seconds, body);
+}
+
+int MatrixExitCode(const MatrixReport& r) {
+  bool violation = false, error = false;
+  for (const CellResult& c : r.cells) {
+    violation = violation || c.failed();
+    error = error || !c.ran;
+  }
+  return violation ? 1 : error ? 2 : 0;
+}
+
+}  // namespace powercut::product

@@ -1,0 +1,82 @@
+// `powercut matrix`: the headline table. One recording per (workload, setting, fs) cell, replayed
+// under every cache model; cells run one after another (each boots its own VM) and a cell that
+// cannot run is reported as such while the rest still runs. `--shard K/N` keeps the cells of one
+// shard (harness/product/shard.h) and records the plan's size, so `powercut merge` can combine
+// shards into exactly the unsharded report.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "harness/product/cell_result.h"
+#include "harness/product/shard.h"
+#include "harness/vm/vm_run.h"
+#include "nlohmann/json.hpp"
+
+namespace powercut::product {
+
+struct MatrixOptions {
+  std::string preset;                  // "" or "headline"
+  std::vector<std::string> workloads;  // built-in names (harness/product/builtin.h)
+  std::vector<std::string> barriers;   // settings; empty: each workload's own list
+  std::vector<std::string> fs = {"ext4"};
+  std::string cache = "off,on,lying";
+  std::string window = "16";
+  std::string points = "acks";
+  std::string states = "8";
+  uint64_t count = 0;  // commits per workload run; 0: the per-workload default (xlog 20, others 10)
+  uint64_t seed = 1;
+  uint32_t atomic_unit = 4096;
+  Shard shard;
+  bool fsck = false;
+  std::string workload_binary;  // powercut-workload (absolute)
+  std::string keep_dir;         // keep each cell's recording in <keep_dir>/<cell name>
+  int timeout_s = 600;
+  double checker_timeout_s = 60;
+  std::string powercut = "powercut";
+  bool progress = true;
+};
+
+struct MatrixCell {
+  size_t index = 0;
+  std::string workload, setting, fs;
+  uint64_t count = 0;
+  std::string Name() const { return workload + "/" + setting + "/" + fs; }
+};
+
+// The whole (unsharded) plan; fails on an unknown workload/setting/fs/preset.
+absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& options);
+
+struct MatrixReport {
+  nlohmann::json parameters;  // what must match for shards to merge
+  std::string shard = "1/1";  // or "merged"
+  size_t plan_cells = 0;      // cells in the unsharded plan
+  std::vector<CellResult> cells;
+  double seconds = 0;
+};
+
+// Runs the shard's cells. `run_cell` runs one cell (tests pass a fake; the default boots the VM).
+using CellRunner = std::function<RunOutcome(const MatrixCell&, const RunOptions&)>;
+absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& options, const CellRunner& run_cell);
+// The default runner: PrepareVm once, then RunWorkload per cell (errors become outcomes).
+CellRunner VmCellRunner(const std::string& agent_hint);
+
+// The parameters object of a report (everything that decides which cells exist and how they
+// are checked; not the shard).
+nlohmann::json MatrixParameters(const MatrixOptions& options);
+
+nlohmann::json MatrixToJson(const MatrixReport& report);
+absl::StatusOr<MatrixReport> MatrixFromJson(const nlohmann::json& j);
+
+// Per cell and cache model: acks lost in the worst state / states checked / violating states;
+// cells that could not run say why.
+std::string HeadlineTable(const MatrixReport& report);
+// One test case per cell x cache model (and one per cell that could not run).
+std::string MatrixJunit(const MatrixReport& report);
+// 0 all pass, 1 some violation, 2 some cell could not run (and none violated).
+int MatrixExitCode(const MatrixReport& report);
+
+}  // namespace powercut::product

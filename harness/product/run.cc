@@ -1,0 +1,298 @@
+#include "harness/product/run.h"
+
+#include <stdlib.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "fmt/format.h"
+#include "harness/product/fsck.h"
+#include "harness/report.h"
+
+namespace powercut::product {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string MakeTempDir(const char* prefix) {
+  std::string tmpl = fmt::format("/var/tmp/{}-XXXXXX", prefix);
+  if (::mkdtemp(tmpl.data()) == nullptr) return "";
+  return tmpl;
+}
+
+std::string Tail(const std::string& path, size_t bytes) {
+  std::error_code ec;
+  uint64_t size = fs::file_size(path, ec);
+  if (ec) return "";
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return "";
+  uint64_t start = size > bytes ? size - bytes : 0;
+  std::fseek(f, static_cast<long>(start), SEEK_SET);
+  std::string out(size - start, '\0');
+  size_t n = std::fread(out.data(), 1, out.size(), f);
+  std::fclose(f);
+  out.resize(n);
+  return out;
+}
+
+harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& o) {
+  harness::CheckOptions c;
+  c.trace_path = trace;
+  // The workload protocol gives a checker on a file system POWERCUT_DIR only (checkers refuse
+  // to guess when both are set).
+  c.checker = o.fs == "raw" ? o.checker : "unset POWERCUT_DEV; " + o.checker;
+  c.fs = o.fs;
+  c.models = o.models;
+  c.atomic_unit = o.atomic_unit;
+  c.points = o.points;
+  c.states = o.states;
+  c.seed = o.seed;
+  c.ordered = o.ordered;
+  c.workers = o.workers;
+  c.checker_timeout_s = o.checker_timeout_s;
+  c.workload = o.name.empty() ? "run" : o.name;
+  c.powercut = o.powercut;
+  if (o.fsck && o.fs != "raw") c.before_mount = FsckHook(o.fs);
+  return c;
+}
+
+}  // namespace
+
+RunOutcome CheckRecording(const std::string& trace, const RunOptions& o) {
+  RunOutcome out;
+  if (o.fsck && o.fs == "raw") {
+    out.error_kind = "usage";
+    out.error = "--fsck needs a file system (--fs ext4, xfs or btrfs), not raw";
+    return out;
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto report = harness::RunCheck(EngineOptions(trace, o));
+  out.check_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!report.ok()) {
+    out.error_kind = "check";
+    out.error =
+        fmt::format("checking the recording failed: {}", std::string(report.status().message()));
+    return out;
+  }
+  out.ran = true;
+  out.trace_entries = report->trace_entries;
+  out.acks = report->trace_acks;
+  bool checker_always_failed = !report->results.empty();
+  for (const auto& m : report->results) {
+    checker_always_failed = checker_always_failed && m.states > 0 && m.violations == m.states &&
+                            m.lost_acks_max == 0 && m.first_violation &&
+                            !m.first_violation->recovered;
+  }
+  if (checker_always_failed) {
+    out.notes.push_back(fmt::format(
+        "the checker failed on every crash state without losing an ack ({}): is the checker "
+        "itself broken? Try it on the final image.",
+        report->results.front().first_violation->Describe()));
+  }
+  auto timeline = BuildTimeline(trace, *report);
+  if (timeline.ok()) {
+    out.timeline = std::move(*timeline);
+  } else {
+    out.notes.push_back(fmt::format("no timeline: {}", std::string(timeline.status().message())));
+  }
+  out.report = std::move(*report);
+  return out;
+}
+
+RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
+  RunOutcome out;
+  if (o.workload.empty() || o.checker.empty()) {
+    out.error_kind = "usage";
+    out.error = "both --workload CMD and --checker CMD are required";
+    return out;
+  }
+  if (o.fs != "raw" && o.fs != "ext4" && o.fs != "xfs" && o.fs != "btrfs") {
+    out.error_kind = "usage";
+    out.error = fmt::format("--fs {}: expected ext4, xfs, btrfs or raw", o.fs);
+    return out;
+  }
+  std::string dir = o.keep_dir;
+  bool temporary = dir.empty();
+  if (temporary) {
+    dir = MakeTempDir("powercut-run");
+    if (dir.empty()) {
+      out.error_kind = "vm";
+      out.error = "cannot create a temporary folder in /var/tmp";
+      return out;
+    }
+  }
+  struct Cleanup {
+    std::string dir;
+    bool active;
+    ~Cleanup() {
+      std::error_code ec;
+      if (active) fs::remove_all(dir, ec);
+    }
+  } cleanup{dir, temporary};
+  if (!temporary) out.recording_dir = dir;
+
+  vm::RunSpec spec;
+  spec.fs = o.fs;
+  spec.command = o.workload;
+  spec.recording = o.recording;
+  spec.output_dir = dir;
+  spec.timeout = o.timeout;
+  auto start = std::chrono::steady_clock::now();
+  auto run = vm::RunInVm(env, spec);
+  out.record_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!run.ok()) {
+    bool hung = absl::IsDeadlineExceeded(run.status());
+    out.error_kind = hung ? "timeout" : "vm";
+    out.error = hung ? fmt::format(
+                           "the workload did not finish within {} s (VM boot included; "
+                           "raise --timeout if it is only slow): {}",
+                           o.timeout.count(), std::string(run.status().message()))
+                     : fmt::format("the VM could not run the workload: {}",
+                                   std::string(run.status().message()));
+    return out;
+  }
+  out.workload_exit = run->guest.exit_code;
+  out.acks = run->host_acks.size();
+  out.invalid_ack_lines = run->guest.invalid_ack_lines;
+  out.trace_entries = run->trace_entries;
+  if (run->guest.exit_code != 0) {
+    out.error_kind = "workload-exit";
+    out.error =
+        fmt::format("the workload exited with status {} after {} acks; its last output:\n{}",
+                    run->guest.exit_code, out.acks, Tail(run->console_log, 1500));
+    return out;
+  }
+  if (run->guest.invalid_ack_lines > 0) {
+    out.error_kind = "malformed-acks";
+    out.error = fmt::format(
+        "the workload wrote {} malformed line(s) on POWERCUT_ACK_FD (expected `ack <id>` with ids "
+        "of 1-64 characters [A-Za-z0-9_.:-]); {} valid acks",
+        run->guest.invalid_ack_lines, out.acks);
+    return out;
+  }
+  if (out.acks == 0) {
+    out.error_kind = "no-acks";
+    out.error =
+        "the workload exited 0 but never acked a commit (write `ack <id>` lines to the fd "
+        "in $POWERCUT_ACK_FD): there is nothing to check";
+    return out;
+  }
+  if (out.acks > o.max_acks) {
+    out.error_kind = "ack-flood";
+    out.error = fmt::format(
+        "the workload sent {} acks, more than --max-acks {}: a flood makes "
+        "every crash point an ack point; lower the workload's count",
+        out.acks, o.max_acks);
+    return out;
+  }
+  if (run->trace.empty()) {
+    out.error_kind = "vm";
+    out.error = "the VM run produced no trace (use --recorder nbd or dm-log-writes)";
+    return out;
+  }
+  RunOutcome checked = CheckRecording(run->trace, o);
+  checked.workload_exit = out.workload_exit;
+  checked.invalid_ack_lines = out.invalid_ack_lines;
+  checked.record_seconds = out.record_seconds;
+  checked.recording_dir = out.recording_dir;
+  if (!checked.ran) checked.acks = out.acks, checked.trace_entries = out.trace_entries;
+  return checked;
+}
+
+absl::StatusOr<std::vector<harness::CacheModel>> ParseCacheList(const std::string& text,
+                                                                const std::string& window) {
+  std::string list = text == "all" ? "off,on,lying" : text;
+  std::vector<harness::CacheModel> models;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string name =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    auto model = harness::ParseCacheModel(name);
+    if (!model.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("--cache {}: {} (expected off, on, lying or all)", text,
+                      std::string(model.status().message())));
+    }
+    if (name == "lying" && !window.empty()) {
+      if (auto s = harness::ParseWindow(window, &*model); !s.ok()) {
+        return absl::InvalidArgumentError(fmt::format("--window: {}", std::string(s.message())));
+      }
+    }
+    models.push_back(*model);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return models;
+}
+
+absl::StatusOr<harness::PointSelection> ParsePoints(const std::string& text) {
+  std::string engine;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string word =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string mapped = word == "every"     ? "entry"
+                         : word == "acks"    ? "ack"
+                         : word == "flushes" ? "flush"
+                                             : word;
+    if (!word.empty() && word.find_first_not_of("0123456789") == std::string::npos) {
+      mapped = "sample:" + word;
+    }
+    engine += (engine.empty() ? "" : ",") + mapped;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  auto points = harness::ParsePointSelection(engine);
+  if (!points.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("--points {}: {} (expected every, acks, flushes or a number, comma-separated)",
+                    text, std::string(points.status().message())));
+  }
+  return points;
+}
+
+absl::StatusOr<harness::StateOptions> ParseStates(const std::string& text) {
+  harness::StateOptions s;
+  if (text == "exhaustive") {
+    s.max_exhaustive = 16;
+    return s;
+  }
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+      text.size() > 9 || std::stoull(text) == 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--states {}: expected exhaustive or a positive number of states per point", text));
+  }
+  uint64_t n = std::stoull(text);
+  s.samples = static_cast<uint32_t>(n);
+  s.max_exhaustive = static_cast<uint32_t>(std::floor(std::log2(static_cast<double>(n))));
+  s.max_all_but_one = static_cast<uint32_t>(std::min<uint64_t>(n, 64));
+  s.max_torn_writes = static_cast<uint32_t>(std::min<uint64_t>(n, 4));
+  s.torn_samples = n >= 8 ? 2 : 1;
+  return s;
+}
+
+absl::StatusOr<vm::Recording> ParseRecorder(const std::string& text) {
+  if (text == "nbd") return vm::Recording::kNbd;
+  if (text == "dm-log-writes") return vm::Recording::kLogWrites;
+  return absl::InvalidArgumentError(
+      fmt::format("--recorder {}: expected nbd or dm-log-writes", text));
+}
+
+std::string RunSummary(const RunOutcome& o) {
+  std::string s;
+  if (!o.ran) {
+    return fmt::format("COULD NOT RUN ({}): {}\n", o.error_kind, o.error);
+  }
+  s += fmt::format("recorded {} entries, {} acks in {:.1f} s; checked in {:.1f} s\n",
+                   o.trace_entries, o.acks, o.record_seconds, o.check_seconds);
+  s += harness::ReportSummaryTable(*o.report);
+  for (const auto& n : o.notes) s += "note: " + n + "\n";
+  if (!o.recording_dir.empty()) s += fmt::format("recording kept in {}\n", o.recording_dir);
+  return s;
+}
+
+}  // namespace powercut::product

@@ -1,0 +1,87 @@
+// `powercut run`: records a workload once in the VM (harness/vm/vm_run.h), then replays the trace
+// under each cache model with the crash-state engine (harness/engine.h).
+//
+// A workload that cannot be tested is an outcome, not an error: RunWorkload() never fails, it
+// returns ran = false with an error_kind naming what went wrong (the VM could not run it, it hung
+// past the timeout, exited non-zero, never acked, flooded acks, printed malformed ack lines, or
+// the check itself failed). A checker that crashes on a crash image is a violation (the state is
+// not recoverable), reported per state by the engine.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "harness/cache_model.h"
+#include "harness/engine.h"
+#include "harness/product/timeline.h"
+#include "harness/state_generator.h"
+#include "harness/vm/vm_run.h"
+
+namespace powercut::product {
+
+struct RunOptions {
+  std::string name;      // in reports; empty: "run"
+  std::string workload;  // command, run in the guest with /bin/sh -c
+  std::string checker;   // command, run on each crash image on the host
+  std::string fs = "ext4";
+  std::vector<harness::CacheModel> models;  // empty: off, on, lying
+  vm::Recording recording = vm::Recording::kNbd;
+  harness::PointSelection points;
+  harness::StateOptions states;
+  uint32_t atomic_unit = 0;
+  uint64_t seed = 1;
+  bool ordered = false;
+  bool fsck = false;
+  int workers = 0;
+  double checker_timeout_s = 60;
+  std::chrono::seconds timeout{600};  // the whole VM run (boot included)
+  uint64_t max_acks = 1000000;        // more is an ack flood
+  std::string keep_dir;  // keep the recording (trace, manifest, base image) here; "" = temporary
+  std::string powercut = "powercut";  // how rebuild commands name the binary
+};
+
+struct RunOutcome {
+  bool ran = false;
+  // When !ran: "vm" (the VM could not run it), "timeout", "workload-exit", "no-acks",
+  // "ack-flood", "malformed-acks", "check" (the engine could not check the trace).
+  std::string error_kind;
+  std::string error;
+  int workload_exit = -1;
+  uint64_t acks = 0;
+  uint64_t invalid_ack_lines = 0;
+  uint64_t trace_entries = 0;
+  double record_seconds = 0;
+  double check_seconds = 0;
+  std::optional<harness::CheckReport> report;
+  std::optional<Timeline> timeline;
+  std::string recording_dir;  // kept recording ("" when temporary)
+  std::vector<std::string> notes;
+
+  bool passed() const { return ran && report && report->passed(); }
+  int exit_code() const { return !ran ? 2 : passed() ? 0 : 1; }
+};
+
+RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& options);
+
+// Checks an existing recording (the part of RunWorkload after the VM): trace + manifest.
+RunOutcome CheckRecording(const std::string& trace, const RunOptions& options);
+
+// "off,on,lying", "all"; `window` is the lying window ("16", "64KiB").
+absl::StatusOr<std::vector<harness::CacheModel>> ParseCacheList(const std::string& text,
+                                                                const std::string& window);
+// "every", "acks", "flushes", "N" (a seeded sample of N entry points), comma-separated; also
+// the engine's "entry,ack,flush,sample:N".
+absl::StatusOr<harness::PointSelection> ParsePoints(const std::string& text);
+// "exhaustive" (every subset up to 16 volatile writes) or N: about N states per point (every
+// subset up to log2(N) writes, else the extremes and N seeded samples).
+absl::StatusOr<harness::StateOptions> ParseStates(const std::string& text);
+absl::StatusOr<vm::Recording> ParseRecorder(const std::string& text);
+
+// One line per cache model, for stdout.
+std::string RunSummary(const RunOutcome& outcome);
+
+}  // namespace powercut::product

@@ -1,0 +1,400 @@
+// powercut-vm-agent: the guest agent. Runs inside the VM (chrooted into the host root by the
+// guest init) and does one job from /run/powercut/job.json:
+//   workload: [dm-log-writes | dm-flakey table] -> mount -> run the workload with POWERCUT_DIR /
+//             POWERCUT_DEV and POWERCUT_ACK_FD -> relay each `ack <id>` over virtio-serial (and as
+//             a dm-log-writes mark) -> [flakey: switch table at the chosen ack; remount; checker]
+//             -> unmount -> remove dm devices;
+//   check:    mount (the kernel replays the journal) -> run the checker -> parse have/corrupt.
+// It writes /run/powercut/result.json and exits; the init powers the guest off.
+#include <fcntl.h>
+#include <linux/dm-ioctl.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "fmt/format.h"
+#include "harness/ack_id.h"
+#include "harness/vm/guest_job.h"
+#include "harness/vm/process.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using powercut::vm::GuestJob;
+using powercut::vm::GuestResult;
+
+constexpr char kRunDir[] = "/run/powercut";
+constexpr char kMountDir[] = "/tmp/powercut-fs";
+constexpr char kLogWritesName[] = "powercut-lw";
+constexpr char kFlakeyName[] = "powercut-flakey";
+constexpr char kAckPortName[] = "powercut.ack";
+
+std::string ReadLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+double Uptime() {
+  std::ifstream in("/proc/uptime");
+  double up = 0;
+  in >> up;
+  return up;
+}
+
+// "/dev/vdb" for the virtio disk with that serial.
+std::string FindDisk(const std::string& serial) {
+  for (const auto& entry : fs::directory_iterator("/sys/block")) {
+    std::string name = entry.path().filename();
+    if (name.rfind("vd", 0) != 0) continue;
+    if (ReadLine(entry.path() / "serial") == serial) return "/dev/" + name;
+  }
+  return "";
+}
+
+// "/dev/vport1p1" for the virtio-serial port with that name.
+std::string FindPort(const std::string& port_name) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/sys/class/virtio-ports", ec)) {
+    if (ReadLine(entry.path() / "name") == port_name) {
+      return "/dev/" + entry.path().filename().string();
+    }
+  }
+  return "";
+}
+
+// "/dev/dm-0" for the device-mapper device of that name (devtmpfs makes the node; there is no
+// udev in the guest to make /dev/mapper/<name>).
+std::string FindDmDevice(const std::string& name) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/sys/block", ec)) {
+    std::string dev = entry.path().filename();
+    if (dev.rfind("dm-", 0) == 0 && ReadLine(entry.path() / "dm/name") == name) {
+      return "/dev/" + dev;
+    }
+  }
+  return "";
+}
+
+// Sends a dm target message (e.g. "mark ack:7") with the DM_TARGET_MSG ioctl: no process per ack.
+bool DmMessage(const std::string& device_name, const std::string& message) {
+  int fd = open("/dev/mapper/control", O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  alignas(8) char buf[8192] = {};
+  auto* io = reinterpret_cast<dm_ioctl*>(buf);
+  io->version[0] = DM_VERSION_MAJOR;
+  io->version[1] = 0;
+  io->version[2] = 0;
+  io->data_size = sizeof buf;
+  io->data_start = sizeof(dm_ioctl);
+  std::strncpy(io->name, device_name.c_str(), sizeof(io->name) - 1);
+  auto* msg = reinterpret_cast<dm_target_msg*>(buf + io->data_start);
+  msg->sector = 0;
+  std::strncpy(msg->message, message.c_str(),
+               sizeof buf - io->data_start - sizeof(dm_target_msg) - 1);
+  bool ok = ioctl(fd, DM_TARGET_MSG, io) == 0;
+  close(fd);
+  return ok;
+}
+
+class Agent {
+ public:
+  explicit Agent(GuestJob job) : job_(std::move(job)) {}
+
+  GuestResult Run() {
+    result_.ready_seconds = Uptime();
+    port_fd_ = OpenPort();
+    Event("agent-start");
+    bool ok = job_.mode == GuestJob::Mode::kCheck ? Check() : Workload();
+    result_.ok = ok;
+    Event(fmt::format("agent-done ok={}", ok ? 1 : 0));
+    return result_;
+  }
+
+ private:
+  bool Fail(const std::string& step, const std::string& error) {
+    result_.failed_step = step;
+    result_.error = error;
+    std::fprintf(stderr, "powercut-agent: step %s failed: %s\n", step.c_str(), error.c_str());
+    return false;
+  }
+
+  bool Cmd(const std::string& step, const std::vector<std::string>& argv) {
+    auto out = powercut::vm::RunCommandOrError(step, argv);
+    if (!out.ok()) return Fail(step, std::string(out.status().message()));
+    return true;
+  }
+
+  int OpenPort() {
+    std::string port = FindPort(kAckPortName);
+    if (port.empty()) return -1;
+    return open(port.c_str(), O_WRONLY | O_CLOEXEC);
+  }
+
+  void Send(const std::string& line) {
+    if (port_fd_ < 0) return;
+    std::string text = line + "\n";
+    const char* p = text.data();
+    size_t n = text.size();
+    while (n > 0) {
+      ssize_t w = write(port_fd_, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return;
+      p += w;
+      n -= static_cast<size_t>(w);
+    }
+  }
+  void Event(const std::string& text) { Send("event " + text); }
+
+  bool DeviceSectors(const std::string& dev, uint64_t* sectors) {
+    std::string s = ReadLine(fmt::format("/sys/block/{}/size", fs::path(dev).filename().string()));
+    if (s.empty()) return false;
+    *sectors = std::stoull(s);
+    return true;
+  }
+
+  bool Setup() {
+    disk_ = FindDisk(job_.disk_serial);
+    if (disk_.empty()) {
+      return Fail("find-disk", fmt::format("no virtio disk with serial {}", job_.disk_serial));
+    }
+    result_.device_cache = ReadLine(
+        fmt::format("/sys/block/{}/queue/write_cache", fs::path(disk_).filename().string()));
+    uint64_t sectors = 0;
+    if (!DeviceSectors(disk_, &sectors)) return Fail("find-disk", "cannot read the disk size");
+    sectors_ = sectors;
+    device_ = disk_;
+    if (!job_.log_writes_serial.empty()) {
+      std::string log = FindDisk(job_.log_writes_serial);
+      if (log.empty()) {
+        return Fail("dm-log-writes",
+                    fmt::format("no virtio disk with serial {}", job_.log_writes_serial));
+      }
+      if (!Cmd("dm-log-writes", {"dmsetup", "--noudevsync", "create", kLogWritesName, "--table",
+                                 fmt::format("0 {} log-writes {} {}", sectors, disk_, log)})) {
+        return false;
+      }
+      device_ = FindDmDevice(kLogWritesName);
+      if (device_.empty()) return Fail("dm-log-writes", "the dm device did not appear");
+      log_writes_ = true;
+    }
+    if (!job_.flakey.empty()) {
+      flakey_base_ = device_;
+      if (!Cmd("dm-flakey",
+               {"dmsetup", "--noudevsync", "create", kFlakeyName, "--table", PassThroughTable()})) {
+        return false;
+      }
+      device_ = FindDmDevice(kFlakeyName);
+      if (device_.empty()) return Fail("dm-flakey", "the dm device did not appear");
+    }
+    return true;
+  }
+
+  std::string PassThroughTable() const {
+    return fmt::format("0 {} linear {} 0", sectors_, flakey_base_);
+  }
+
+  bool SwitchFlakey(const std::string& table) {
+    return Cmd("dm-flakey", {"dmsetup", "--noudevsync", "suspend", "--nolockfs", kFlakeyName}) &&
+           Cmd("dm-flakey", {"dmsetup", "--noudevsync", "load", kFlakeyName, "--table", table}) &&
+           Cmd("dm-flakey", {"dmsetup", "--noudevsync", "resume", kFlakeyName});
+  }
+
+  std::string FlakeyTable() const {
+    // Always "down" (up 0 s, down 3600 s): every write is dropped or fails from now on.
+    return fmt::format("0 {} flakey {} 0 0 3600 1 {}", sectors_, flakey_base_, job_.flakey);
+  }
+
+  bool Mount() {
+    if (job_.fs == "raw") return true;
+    fs::create_directories(kMountDir);
+    std::vector<std::string> argv = {"mount", "-t", job_.fs};
+    if (!job_.mount_options.empty()) {
+      argv.push_back("-o");
+      argv.push_back(job_.mount_options);
+    }
+    argv.push_back(device_);
+    argv.push_back(kMountDir);
+    return Cmd("mount", argv);
+  }
+
+  bool Unmount() {
+    if (job_.fs == "raw") return true;
+    return Cmd("unmount", {"umount", kMountDir});
+  }
+
+  // Runs `command` with the protocol's variables; relays acks while it runs.
+  int RunCommand(const std::string& command, const std::string& log_name, bool relay_acks,
+                 std::string* stdout_text) {
+    int ack_pipe[2];
+    int out_pipe[2];
+    if (pipe2(ack_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) return -1;
+    std::string log_path = fmt::format("{}/{}", kRunDir, log_name);
+    pid_t pid = fork();
+    if (pid == 0) {
+      int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      dup2(stdout_text != nullptr ? out_pipe[1] : log_fd, STDOUT_FILENO);
+      dup2(log_fd, STDERR_FILENO);
+      dup2(ack_pipe[1], 3);  // dup2 clears FD_CLOEXEC on the new descriptor
+      int devnull = open("/dev/null", O_RDONLY);
+      dup2(devnull, STDIN_FILENO);
+      if (job_.fs == "raw") {
+        setenv("POWERCUT_DEV", device_.c_str(), 1);
+      } else {
+        setenv("POWERCUT_DIR", kMountDir, 1);
+        if (chdir(kMountDir) != 0) _exit(126);
+      }
+      setenv("POWERCUT_ACK_FD", "3", 1);
+      setenv("HOME", "/tmp", 1);
+      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(ack_pipe[1]);
+    close(out_pipe[1]);
+    if (pid < 0) {
+      close(ack_pipe[0]);
+      close(out_pipe[0]);
+      return -1;
+    }
+    // Checker output is read to the end first (checkers do not ack); then the ack pipe.
+    if (stdout_text != nullptr) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = read(out_pipe[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+        if (n > 0) stdout_text->append(buf, static_cast<size_t>(n));
+      }
+    }
+    close(out_pipe[0]);
+    std::string pending;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(ack_pipe[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+      if (n <= 0) continue;
+      pending.append(buf, static_cast<size_t>(n));
+      size_t nl;
+      while ((nl = pending.find('\n')) != std::string::npos) {
+        std::string line = pending.substr(0, nl);
+        pending.erase(0, nl + 1);
+        if (relay_acks) HandleAckLine(line);
+      }
+    }
+    close(ack_pipe[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  void HandleAckLine(const std::string& line) {
+    if (line.rfind("ack ", 0) != 0 || !powercut::harness::IsValidAckId(line.substr(4))) {
+      ++result_.invalid_ack_lines;
+      Send(fmt::format("event invalid-ack-line {}", line.substr(0, 80)));
+      return;
+    }
+    std::string id = line.substr(4);
+    if (log_writes_) DmMessage(kLogWritesName, "mark ack:" + id);
+    Send("ack " + id);
+    result_.acked.push_back(id);
+    ++result_.acks;
+    if (!job_.flakey.empty() && !flakey_switched_ &&
+        static_cast<int64_t>(result_.acks) >= job_.flakey_after_acks) {
+      SwitchToFlakey();
+    }
+  }
+
+  void SwitchToFlakey() {
+    result_.acks_before_cut = static_cast<int64_t>(result_.acks);
+    flakey_switched_ = true;
+    if (SwitchFlakey(FlakeyTable())) Event(fmt::format("flakey {}", job_.flakey));
+  }
+
+  static void ParseChecker(const std::string& text, GuestResult* result) {
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.rfind("have ", 0) == 0) result->have.push_back(line.substr(5));
+      if (line.rfind("corrupt ", 0) == 0) result->corrupt.push_back(line.substr(8));
+    }
+  }
+
+  bool Workload() {
+    if (!Setup() || !Mount()) return false;
+    if (!job_.flakey.empty() && job_.flakey_after_acks <= 0) SwitchToFlakey();
+    Event("workload-start");
+    result_.exit_code = RunCommand(job_.command, "workload.log", /*relay_acks=*/true, nullptr);
+    Event(fmt::format("workload-exit {}", result_.exit_code));
+    if (!job_.flakey.empty()) {
+      if (!flakey_switched_) SwitchToFlakey();
+      // As xfstests: unmount with the writes going nowhere, restore the pass-through table,
+      // remount (journal replay) and check.
+      if (!Unmount() || !SwitchFlakey(PassThroughTable()) || !Mount()) return false;
+      std::string out;
+      result_.checker_exit_code = RunCommand(job_.checker, "checker.log", false, &out);
+      ParseChecker(out, &result_);
+    }
+    sync();
+    if (!Unmount()) return false;
+    if (!job_.flakey.empty() &&
+        !Cmd("dm-flakey", {"dmsetup", "--noudevsync", "remove", kFlakeyName})) {
+      return false;
+    }
+    // Removing the log-writes target writes its final superblock.
+    if (log_writes_ &&
+        !Cmd("dm-log-writes", {"dmsetup", "--noudevsync", "remove", kLogWritesName})) {
+      return false;
+    }
+    return true;
+  }
+
+  bool Check() {
+    if (!Setup() || !Mount()) return false;
+    std::string out;
+    result_.checker_exit_code = RunCommand(job_.command, "checker.log", false, &out);
+    result_.exit_code = result_.checker_exit_code;
+    ParseChecker(out, &result_);
+    sync();
+    return Unmount();
+  }
+
+  GuestJob job_;
+  GuestResult result_;
+  int port_fd_ = -1;
+  std::string disk_;
+  std::string device_;
+  std::string flakey_base_;
+  uint64_t sectors_ = 0;
+  bool log_writes_ = false;
+  bool flakey_switched_ = false;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string job_path = argc > 1 ? argv[1] : fmt::format("{}/job.json", kRunDir);
+  std::ifstream in(job_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  GuestResult result;
+  auto job = powercut::vm::GuestJobFromJson(text.str());
+  if (!job.ok()) {
+    result.failed_step = "job";
+    result.error = fmt::format("{}: {}", job_path, std::string(job.status().message()));
+  } else {
+    result = Agent(*job).Run();
+  }
+  std::string out_path = fmt::format("{}/result.json", kRunDir);
+  std::ofstream out(out_path + ".tmp");
+  out << powercut::vm::GuestResultToJson(result);
+  out.close();
+  std::rename((out_path + ".tmp").c_str(), out_path.c_str());
+  return result.ok ? 0 : 1;
+}

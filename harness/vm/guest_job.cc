@@ -1,0 +1,89 @@
+#include "harness/vm/guest_job.h"
+
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+
+namespace powercut::vm {
+
+using nlohmann::json;
+
+std::string GuestJobToJson(const GuestJob& job) {
+  json j = {{"mode", job.mode == GuestJob::Mode::kCheck ? "check" : "workload"},
+            {"fs", job.fs},
+            {"disk_serial", job.disk_serial},
+            {"log_writes_serial", job.log_writes_serial},
+            {"flakey", job.flakey},
+            {"flakey_after_acks", job.flakey_after_acks},
+            {"command", job.command},
+            {"checker", job.checker},
+            {"mount_options", job.mount_options}};
+  return j.dump(2);
+}
+
+absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("job.json: not a JSON object");
+  }
+  GuestJob job;
+  try {
+    job.mode =
+        j.value("mode", "workload") == "check" ? GuestJob::Mode::kCheck : GuestJob::Mode::kWorkload;
+    job.fs = j.value("fs", job.fs);
+    job.disk_serial = j.value("disk_serial", job.disk_serial);
+    job.log_writes_serial = j.value("log_writes_serial", "");
+    job.flakey = j.value("flakey", "");
+    job.flakey_after_acks = j.value("flakey_after_acks", int64_t{0});
+    job.command = j.value("command", "");
+    job.checker = j.value("checker", "");
+    job.mount_options = j.value("mount_options", "");
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(fmt::format("job.json: {}", e.what()));
+  }
+  return job;
+}
+
+std::string GuestResultToJson(const GuestResult& r) {
+  json j = {{"ok", r.ok},
+            {"failed_step", r.failed_step},
+            {"error", r.error},
+            {"exit_code", r.exit_code},
+            {"acks", r.acks},
+            {"invalid_ack_lines", r.invalid_ack_lines},
+            {"acked", r.acked},
+            {"acks_before_cut", r.acks_before_cut},
+            {"checker_exit_code", r.checker_exit_code},
+            {"have", r.have},
+            {"corrupt", r.corrupt},
+            {"device_cache", r.device_cache},
+            {"ready_seconds", r.ready_seconds}};
+  return j.dump(2, ' ', false, json::error_handler_t::replace);
+}
+
+absl::StatusOr<GuestResult> GuestResultFromJson(const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("result.json: not a JSON object");
+  }
+  GuestResult r;
+  try {
+    r.ok = j.value("ok", false);
+    r.failed_step = j.value("failed_step", "");
+    r.error = j.value("error", "");
+    r.exit_code = j.value("exit_code", -1);
+    r.acks = j.value("acks", uint64_t{0});
+    r.invalid_ack_lines = j.value("invalid_ack_lines", uint64_t{0});
+    r.acked = j.value("acked", std::vector<std::string>{});
+    r.acks_before_cut = j.value("acks_before_cut", int64_t{-1});
+    r.checker_exit_code = j.value("checker_exit_code", -1);
+    r.have = j.value("have", std::vector<std::string>{});
+    r.corrupt = j.value("corrupt", std::vector<std::string>{});
+    r.device_cache = j.value("device_cache", "");
+    r.ready_seconds = j.value("ready_seconds", 0.0);
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(fmt::format("result.json: {}", e.what()));
+  }
+  return r;
+}
+
+}  // namespace powercut::vm

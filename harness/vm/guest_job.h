@@ -1,0 +1,53 @@
+// The host -> guest job description and the guest -> host result, exchanged as JSON files in the
+// run folder (host <run>/job.json and <run>/result.json; the guest sees them under /run/powercut).
+// Shared by the host orchestration (vm_run.h) and the guest agent (guest/agent.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace powercut::vm {
+
+// What the guest agent does.
+struct GuestJob {
+  enum class Mode { kWorkload, kCheck };
+  Mode mode = Mode::kWorkload;
+  std::string fs = "ext4";  // ext4 | xfs | btrfs | raw
+  std::string disk_serial = "powercut0";
+  // dm-log-writes: the log disk's serial; "" = no dm-log-writes.
+  std::string log_writes_serial;
+  // dm-flakey: "" | "drop_writes" | "error_writes"; the table switches from pass-through to
+  // flakey when `flakey_after_acks` acks were relayed (0 = before the workload starts).
+  std::string flakey;
+  int64_t flakey_after_acks = 0;
+  std::string command;        // the workload (kWorkload) or checker (kCheck)
+  std::string checker;        // kWorkload with flakey: run after the remount
+  std::string mount_options;  // passed to mount -o ("" = defaults)
+};
+
+// What the guest agent reports.
+struct GuestResult {
+  bool ok = false;          // every step up to the command ran (the command may fail)
+  std::string failed_step;  // e.g. "mount", "dm-log-writes", "workload"
+  std::string error;
+  int exit_code = -1;  // the workload's or checker's exit status
+  uint64_t acks = 0;
+  uint64_t invalid_ack_lines = 0;
+  std::vector<std::string> acked;  // ids in order
+  int64_t acks_before_cut = -1;    // dm-flakey: acks relayed before the table was switched
+  int checker_exit_code = -1;      // dm-flakey: the checker after the remount (or kCheck)
+  std::vector<std::string> have;   // checker output
+  std::vector<std::string> corrupt;
+  std::string device_cache;  // /sys/block/<disk>/queue/write_cache as the guest saw it
+  double ready_seconds = 0;  // guest uptime when the agent started
+};
+
+std::string GuestJobToJson(const GuestJob& job);
+absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text);
+std::string GuestResultToJson(const GuestResult& result);
+absl::StatusOr<GuestResult> GuestResultFromJson(const std::string& text);
+
+}  // namespace powercut::vm

@@ -1,0 +1,180 @@
+// powercut-vm: the VM crash domain on its own (the `powercut` CLI wires the same library in).
+//   powercut-vm kernel       fetch the guest kernel, print its version
+//   powercut-vm initramfs    build the initramfs, print its path
+//   powercut-vm boot         boot a guest, run `true` on a fresh ext4, power off; print timings
+//   powercut-vm run ...      run a workload on a recorded disk (see --help)
+//   powercut-vm check ...    boot a fresh guest on an image and run a checker
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "CLI/CLI.hpp"
+#include "fmt/format.h"
+#include "harness/vm/initramfs.h"
+#include "harness/vm/kernel.h"
+#include "harness/vm/process.h"
+#include "harness/vm/qemu.h"
+#include "harness/vm/vm_run.h"
+
+namespace {
+
+using powercut::vm::AccelName;
+using powercut::vm::BuildInitramfs;
+using powercut::vm::DefaultGuestModules;
+using powercut::vm::FetchKernel;
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "powercut-vm: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+int Kernel() {
+  auto kernel = FetchKernel();
+  if (!kernel.ok()) return Fail(kernel.status());
+  fmt::print("kernel {} (package {} {})\n  {}\n  {}\n", kernel->release, kernel->package,
+             kernel->package_version, kernel->vmlinuz, kernel->modules_dir);
+  return 0;
+}
+
+int Initramfs() {
+  auto kernel = FetchKernel();
+  if (!kernel.ok()) return Fail(kernel.status());
+  auto initramfs = BuildInitramfs(*kernel, DefaultGuestModules());
+  if (!initramfs.ok()) return Fail(initramfs.status());
+  fmt::print("initramfs {} ({} modules, {} bytes)\n", initramfs->path, initramfs->modules,
+             initramfs->bytes);
+  return 0;
+}
+
+void PrintRun(const powercut::vm::RunResult& r) {
+  fmt::print("accel: {}\nboot to agent: {:.2f} s\nwall: {:.2f} s\n", AccelName(r.accel),
+             r.boot_seconds, r.wall_seconds);
+  if (r.power_cut) {
+    fmt::print("power cut: yes (cache {}: {} candidate writes, {} kept, {} dropped, {} torn)\n",
+               powercut::vm::CacheModelName(r.cut_report.model), r.cut_report.candidates,
+               r.cut_report.kept, r.cut_report.dropped, r.cut_report.torn);
+  } else {
+    fmt::print("workload exit: {}\nguest disk cache: {}\n", r.guest.exit_code,
+               r.guest.device_cache);
+  }
+  fmt::print("acks: {} received by the host\n", r.host_acks.size());
+  if (r.guest.checker_exit_code >= 0) {
+    fmt::print("checker exit: {}, have {} ids, corrupt {}\n", r.guest.checker_exit_code,
+               r.guest.have.size(), r.guest.corrupt.size());
+  }
+  if (!r.trace.empty()) {
+    fmt::print("trace: {} ({} entries; nbd requests {}, flushes {})\nmanifest: {}\n", r.trace,
+               r.trace_entries, r.nbd_requests, r.nbd_flushes, r.manifest);
+  }
+  if (!r.log_writes_trace.empty()) {
+    fmt::print("dm-log-writes trace: {}\nmanifest: {}\n", r.log_writes_trace,
+               r.log_writes_manifest);
+  }
+  fmt::print("base image: {}\nfinal image: {}\nack log: {}\nconsole: {}\n", r.base_image,
+             r.final_image, r.ack_log, r.console_log);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  powercut::vm::InstallInterruptHandlers();
+  CLI::App app{"powercut-vm: the VM crash domain of powercut"};
+  app.require_subcommand(1);
+  auto* kernel = app.add_subcommand("kernel", "fetch the guest kernel and print its version");
+  auto* initramfs = app.add_subcommand("initramfs", "build the guest initramfs");
+  auto* boot = app.add_subcommand("boot", "boot a guest with a trivial workload; print timings");
+
+  auto* run = app.add_subcommand("run", "run a workload in a guest on a recorded disk");
+  powercut::vm::RunSpec spec;
+  std::string recorder = "nbd", cut = "none", cache = "on";
+  uint64_t disk_mib = 0, seed = 1;
+  int timeout_s = 300;
+  run->add_option("--fs", spec.fs, "ext4, xfs, btrfs or raw")->capture_default_str();
+  run->add_option("--recorder", recorder, "nbd, dm-log-writes or none")->capture_default_str();
+  run->add_option("--out", spec.output_dir, "output folder")->required();
+  run->add_option("--cut", cut, "none, random, after-acks=N or after=DURATION")
+      ->capture_default_str();
+  run->add_option("--cache", cache, "cache model of the cut disk: off, on or lying")
+      ->capture_default_str();
+  run->add_option("--seed", seed, "seed of the cut")->capture_default_str();
+  run->add_option("--flakey", spec.flakey, "dm-flakey: drop_writes or error_writes");
+  run->add_option("--flakey-after-acks", spec.flakey_after_acks,
+                  "switch the dm-flakey table after this many acks");
+  run->add_option("--checker", spec.checker, "checker command (dm-flakey runs)");
+  run->add_option("--mount-options", spec.mount_options);
+  run->add_flag("--also-log-writes", spec.also_log_writes,
+                "with --recorder nbd: also record with dm-log-writes in the guest");
+  run->add_option("--disk-mib", disk_mib, "disk size (default 128, xfs 300)");
+  run->add_option("--timeout", timeout_s, "seconds before a hung guest is killed")
+      ->capture_default_str();
+  run->add_option("command", spec.command, "the workload, one command string")->required();
+
+  auto* check = app.add_subcommand("check", "boot a fresh guest on an image and run a checker");
+  powercut::vm::CheckSpec cspec;
+  check->add_option("--fs", cspec.fs)->capture_default_str();
+  check->add_option("--image", cspec.image)->required()->check(CLI::ExistingFile);
+  check->add_option("--in-place", cspec.copy_image,
+                    "false: check the image itself (journal "
+                    "replay changes it)");
+  check->add_option("checker", cspec.checker, "the checker, one command string")->required();
+
+  CLI11_PARSE(app, argc, argv);
+  if (kernel->parsed()) return Kernel();
+  if (initramfs->parsed()) return Initramfs();
+
+  auto env = powercut::vm::PrepareVm();
+  if (!env.ok()) return Fail(env.status());
+  fmt::print("kernel {} ({}), initramfs {}, accel {}\n", env->kernel.release,
+             env->kernel.package_version, env->initramfs.path, AccelName(env->accel));
+  if (boot->parsed()) {
+    char tmpl[] = "/tmp/powercut-boot-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return Fail(absl::UnavailableError("mkdtemp failed"));
+    spec.output_dir = tmpl;
+    spec.command = "true";
+    spec.recording = powercut::vm::Recording::kNone;
+    auto r = powercut::vm::RunInVm(*env, spec);
+    std::filesystem::remove_all(tmpl);
+    if (!r.ok()) return Fail(r.status());
+    fmt::print("boot to agent: {:.2f} s (guest uptime {:.2f} s), whole run {:.2f} s, accel {}\n",
+               r->boot_seconds, r->guest.ready_seconds, r->wall_seconds, AccelName(r->accel));
+    return 0;
+  }
+  if (run->parsed()) {
+    spec.timeout = std::chrono::seconds(timeout_s);
+    spec.disk_bytes = disk_mib << 20;
+    if (recorder == "nbd") {
+      spec.recording = powercut::vm::Recording::kNbd;
+    } else if (recorder == "dm-log-writes") {
+      spec.recording = powercut::vm::Recording::kLogWrites;
+    } else if (recorder == "none") {
+      spec.recording = powercut::vm::Recording::kNone;
+    } else {
+      return Fail(absl::InvalidArgumentError(
+          fmt::format("--recorder '{}': expected nbd, dm-log-writes or none", recorder)));
+    }
+    auto c = powercut::vm::ParseCut(cut);
+    if (!c.ok()) return Fail(c.status());
+    spec.cut = *c;
+    spec.cut.seed = seed;
+    auto model = powercut::vm::ParseCacheModel(cache);
+    if (!model.ok()) return Fail(model.status());
+    spec.cut.model = *model;
+    auto r = powercut::vm::RunInVm(*env, spec);
+    if (!r.ok()) return Fail(r.status());
+    PrintRun(*r);
+    return r->power_cut || r->guest.exit_code == 0 ? 0 : 3;
+  }
+  if (check->parsed()) {
+    auto r = powercut::vm::CheckInVm(*env, cspec);
+    if (!r.ok()) return Fail(r.status());
+    if (!r->ok) {
+      fmt::print("check: step {} failed: {}\n", r->failed_step, r->error);
+      return 4;
+    }
+    for (const auto& id : r->have) fmt::print("have {}\n", id);
+    for (const auto& id : r->corrupt) fmt::print("corrupt {}\n", id);
+    fmt::print("checker exit: {}\n", r->checker_exit_code);
+    return r->checker_exit_code == 0 ? 0 : 5;
+  }
+  return 2;
+}

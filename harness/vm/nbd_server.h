@@ -1,0 +1,112 @@
+// powercut's recording block device: an NBD server (fixed newstyle handshake, simple replies) on a
+// unix socket, backed by an image file, that reports every completed request to a Recorder.
+//
+// Order guarantee: requests are executed one at a time in arrival order, and each is recorded
+// after it completed on the backing file and before its reply is sent, so the trace is the
+// device's completion order: whatever the guest saw complete is already in the trace.
+//
+// The export advertises FLUSH and FUA (NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA); qemu with
+// cache.writeback=on shows the guest a volatile write cache, so the guest's barriers reach us as
+// NBD_CMD_FLUSH and FUA writes. A flush is recorded, not fsynced: the host's durability of the
+// backing file plays no part in the crash model.
+//
+// Live power cut: the server keeps an undo record (old bytes) of every write since the last flush
+// (and of the last `lying_window` writes), so after the guest was killed ApplyPowerCut() can turn
+// the backing image into what a drive with the chosen cache model could have left behind.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "harness/recorder.h"
+
+namespace powercut::vm {
+
+enum class CacheModel { kOff, kOn, kLying };
+const char* CacheModelName(CacheModel model);
+absl::StatusOr<CacheModel> ParseCacheModel(const std::string& name);
+
+struct PowerCutReport {
+  CacheModel model = CacheModel::kOn;
+  uint64_t seed = 0;
+  uint64_t candidates = 0;  // writes whose fate was drawn (volatile, or inside the lying window)
+  uint64_t kept = 0;
+  uint64_t dropped = 0;
+  uint64_t torn = 0;  // writes of which only some atomic units were kept
+};
+
+class NbdServer {
+ public:
+  struct Options {
+    std::string socket_path;
+    std::string image_path;                 // the backing image; its size is the export size
+    harness::Recorder* recorder = nullptr;  // may be null (then nothing is recorded)
+    uint32_t atomic_unit = 4096;            // tearing granularity for ApplyPowerCut
+    size_t lying_window = 64;               // writes kept undoable for the lying model
+  };
+
+  // Binds and listens on the socket, then serves connections on a thread of its own.
+  static absl::StatusOr<std::unique_ptr<NbdServer>> Start(const Options& options);
+  ~NbdServer();
+
+  // Stops serving (closes the listener and any connection) and joins the thread. Idempotent.
+  void Stop();
+
+  // After Stop(): rewrites the writes that were not yet durable under `model` with a seeded RNG:
+  // off keeps every completed write; on keeps every write completed before the last flush and
+  // every FUA write, and keeps, drops or tears (per atomic unit) each later write; lying does the
+  // same to the last `lying_window` writes, flushes or not. Kept writes are applied in completion
+  // order.
+  absl::StatusOr<PowerCutReport> ApplyPowerCut(CacheModel model, uint64_t seed);
+
+  // The first error met while serving (I/O or recorder), or OK.
+  absl::Status status() const;
+  uint64_t requests() const;
+  uint64_t flushes() const;
+  uint64_t export_bytes() const { return export_bytes_; }
+
+ private:
+  struct UndoRecord {
+    uint64_t offset;
+    std::vector<uint8_t> old_data;
+    std::vector<uint8_t> new_data;
+    bool fua;
+    bool volatile_;  // completed after the last flush
+  };
+
+  NbdServer(Options options, int listen_fd, int image_fd, uint64_t export_bytes)
+      : options_(std::move(options)),
+        listen_fd_(listen_fd),
+        image_fd_(image_fd),
+        export_bytes_(export_bytes) {}
+  void Serve();
+  absl::Status ServeConnection(int fd);
+  absl::Status Handshake(int fd, bool* go);
+  absl::Status Transmission(int fd);
+  void NoteError(const absl::Status& s);
+
+  const Options options_;
+  int listen_fd_;
+  int image_fd_;
+  const uint64_t export_bytes_;
+  std::thread thread_;
+
+  mutable absl::Mutex mu_;
+  int connection_fd_ ABSL_GUARDED_BY(mu_) = -1;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  uint64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t flushes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<UndoRecord> undo_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace powercut::vm

@@ -1,0 +1,449 @@
+#include "harness/vm/vm_run.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "absl/synchronization/notification.h"
+#include "fmt/format.h"
+#include "harness/manifest.h"
+#include "harness/recorder.h"
+#include "harness/trace_reader.h"
+#include "harness/vm/ack_channel.h"
+#include "harness/vm/disk_image.h"
+#include "harness/vm/process.h"
+#include "wal/status_macros.h"
+
+namespace powercut::vm {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kAgentName[] = "powercut-vm-agent";
+
+// Folders the guest covers with tmpfs (guest/init.sh).
+bool UnderMaskedFolder(const std::string& path) {
+  for (const char* prefix : {"/tmp/", "/run/", "/var/tmp/", "/mnt/"}) {
+    if (path.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::Status WriteAll(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return absl::UnavailableError(fmt::format("cannot write {}", path));
+  return absl::OkStatus();
+}
+
+// A private folder for sockets, job and result; removed on destruction. Short path: unix socket
+// paths are limited to 107 bytes.
+class RunFolder {
+ public:
+  static absl::StatusOr<RunFolder> Create() {
+    std::string tmpl = "/tmp/powercut-vm-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      return absl::UnavailableError("creating a private run folder in /tmp failed");
+    }
+    return RunFolder(tmpl);
+  }
+  RunFolder(RunFolder&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
+  RunFolder(const RunFolder&) = delete;
+  ~RunFolder() {
+    if (!path_.empty()) {
+      std::error_code ec;
+      fs::remove_all(path_, ec);
+    }
+  }
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  explicit RunFolder(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+std::vector<std::string> GuestModulesFor(const std::string& fs, bool log_writes, bool flakey) {
+  std::vector<std::string> modules;
+  if (fs != "raw") modules.push_back(fs);
+  if (log_writes || flakey) modules.push_back("dm-mod");
+  if (log_writes) modules.push_back("dm-log-writes");
+  if (flakey) modules.push_back("dm-flakey");
+  return modules;
+}
+
+std::vector<std::string> KeepPathsFor(const std::string& agent,
+                                      std::vector<std::string> keep) {
+  std::string dir = fs::path(agent).parent_path();
+  if (UnderMaskedFolder(dir + "/")) keep.push_back(dir);
+  return keep;
+}
+
+absl::Status ValidateKeepPaths(const std::vector<std::string>& paths) {
+  for (const auto& p : paths) {
+    if (p.empty() || p[0] != '/' || p.find_first_of(" ,\t\n") != std::string::npos ||
+        !fs::is_directory(p)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "keep path '{}': must be an existing absolute folder without spaces or commas", p));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateCommon(const std::string& fs_name, const std::string& command,
+                            const char* what) {
+  if (fs_name != "ext4" && fs_name != "xfs" && fs_name != "btrfs" && fs_name != "raw") {
+    return absl::InvalidArgumentError(
+        fmt::format("file system '{}': expected ext4, xfs, btrfs or raw", fs_name));
+  }
+  if (command.empty()) {
+    return absl::InvalidArgumentError(
+        fmt::format("no {} command: give it as one command string (run with /bin/sh -c)", what));
+  }
+  return absl::OkStatus();
+}
+
+// Reads result.json; a missing one means the guest died before the agent finished.
+absl::StatusOr<GuestResult> ReadGuestResult(const RunFolder& run, const Qemu& qemu) {
+  std::string text = ReadAll(run / "result.json");
+  if (text.empty()) {
+    return absl::InternalError(fmt::format(
+        "guest: the agent wrote no result (the guest failed before or during the job); last "
+        "console lines:\n{}",
+        qemu.ConsoleTail()));
+  }
+  return GuestResultFromJson(text);
+}
+
+absl::Status GuestStepError(const GuestResult& r, const Qemu& qemu) {
+  return absl::FailedPreconditionError(
+      fmt::format("guest step {} failed: {}\nlast console lines:\n{}", r.failed_step, r.error,
+                  qemu.ConsoleTail()));
+}
+
+}  // namespace
+
+absl::StatusOr<CutSpec> ParseCut(const std::string& text) {
+  CutSpec cut;
+  if (text.empty() || text == "none") return cut;
+  if (text == "random") {
+    cut.when = CutSpec::When::kRandom;
+    return cut;
+  }
+  auto bad = [&] {
+    return absl::InvalidArgumentError(fmt::format(
+        "--cut '{}': expected random, after-acks=N or after=DURATION (e.g. 1.5s, 300ms)", text));
+  };
+  if (text.rfind("after-acks=", 0) == 0) {
+    std::string n = text.substr(11);
+    if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) return bad();
+    cut.when = CutSpec::When::kAfterAcks;
+    cut.after_acks = std::stoull(n);
+    if (cut.after_acks == 0) return bad();
+    return cut;
+  }
+  if (text.rfind("after=", 0) == 0) {
+    std::string d = text.substr(6);
+    double scale;
+    if (d.size() > 2 && d.substr(d.size() - 2) == "ms") {
+      scale = 1;
+      d.resize(d.size() - 2);
+    } else if (d.size() > 1 && d.back() == 's') {
+      scale = 1000;
+      d.pop_back();
+    } else {
+      return bad();
+    }
+    char* end = nullptr;
+    double v = std::strtod(d.c_str(), &end);
+    if (d.empty() || end == nullptr || *end != '\0' || v < 0) return bad();
+    cut.when = CutSpec::When::kAfter;
+    cut.after = std::chrono::milliseconds(static_cast<int64_t>(v * scale));
+    return cut;
+  }
+  return bad();
+}
+
+absl::StatusOr<VmEnvironment> PrepareVm(const std::string& agent_hint) {
+  VmEnvironment env;
+  ASSIGN_OR_RETURN(env.kernel, FetchKernel());
+  ASSIGN_OR_RETURN(env.initramfs, BuildInitramfs(env.kernel, DefaultGuestModules()));
+  std::vector<std::string> candidates;
+  if (const char* e = std::getenv("POWERCUT_VM_AGENT"); e != nullptr && *e != '\0') {
+    candidates.push_back(e);
+  }
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back((self.parent_path() / kAgentName).string());
+  if (!agent_hint.empty()) candidates.push_back(agent_hint);
+  for (const auto& c : candidates) {
+    if (access(c.c_str(), X_OK) == 0) {
+      env.agent = fs::absolute(c).lexically_normal().string();
+      break;
+    }
+  }
+  if (env.agent.empty()) {
+    return absl::NotFoundError(fmt::format(
+        "guest agent: {} not found (looked next to this program and in POWERCUT_VM_AGENT); build "
+        "the target powercut-vm-agent",
+        kAgentName));
+  }
+  env.accel = ChooseAccel();
+  return env;
+}
+
+absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec) {
+  RETURN_IF_ERROR(ValidateCommon(spec.fs, spec.command, "workload"));
+  RETURN_IF_ERROR(ValidateKeepPaths(spec.keep_paths));
+  if (spec.output_dir.empty()) {
+    return absl::InvalidArgumentError("no output folder for the trace and images");
+  }
+  if (!spec.flakey.empty() && spec.flakey != "drop_writes" && spec.flakey != "error_writes") {
+    return absl::InvalidArgumentError(
+        fmt::format("dm-flakey mode '{}': expected drop_writes or error_writes", spec.flakey));
+  }
+  const bool log_writes = spec.recording == Recording::kLogWrites || spec.also_log_writes;
+  if (spec.also_log_writes && spec.recording != Recording::kNbd) {
+    return absl::InvalidArgumentError("also_log_writes needs the NBD recording");
+  }
+  if (!spec.flakey.empty() && log_writes) {
+    return absl::InvalidArgumentError("dm-flakey and dm-log-writes cannot be combined in one run");
+  }
+  std::error_code ec;
+  fs::create_directories(spec.output_dir, ec);
+  const std::string out = fs::absolute(spec.output_dir).lexically_normal().string();
+  ASSIGN_OR_RETURN(RunFolder run, RunFolder::Create());
+
+  RunResult result;
+  result.accel = env.accel;
+  result.base_image = out + "/base.img";
+  result.final_image = out + "/final.img";
+  result.ack_log = out + "/acks.jsonl";
+  result.console_log = out + "/console.log";
+  const std::string disk = out + "/disk.img";
+  uint64_t bytes = spec.disk_bytes != 0
+                       ? spec.disk_bytes
+                       : std::max<uint64_t>(128ull << 20, MinimumImageBytes(spec.fs));
+  if (bytes < MinimumImageBytes(spec.fs) || bytes % 4096 != 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("disk size {} bytes: {} needs at least {} bytes, in whole 4 KiB blocks", bytes,
+                    spec.fs, MinimumImageBytes(spec.fs)));
+  }
+  RETURN_IF_ERROR(CreateSparseImage(disk, bytes));
+  RETURN_IF_ERROR(MakeFileSystem(spec.fs, disk));
+  RETURN_IF_ERROR(CopySparse(disk, result.base_image));
+  std::filesystem::remove(result.console_log, ec);
+
+  // The recorder and the disks.
+  std::unique_ptr<harness::Recorder> recorder;
+  std::unique_ptr<NbdServer> nbd;
+  QemuOptions q;
+  q.kernel = env.kernel.vmlinuz;
+  q.initramfs = env.initramfs.path;
+  q.agent = env.agent;
+  q.run_dir = run.path();
+  q.console_log = result.console_log;
+  q.ack_socket = run / "ack.sock";
+  q.accel = env.accel;
+  q.keep_paths = KeepPathsFor(env.agent, spec.keep_paths);
+  q.guest_modules = GuestModulesFor(spec.fs, log_writes, !spec.flakey.empty());
+  GuestJob job;
+  job.mode = GuestJob::Mode::kWorkload;
+  job.fs = spec.fs;
+  job.command = spec.command;
+  job.checker = spec.checker;
+  job.mount_options = spec.mount_options;
+  job.flakey = spec.flakey;
+  job.flakey_after_acks = spec.flakey_after_acks;
+  const std::string log_disk = out + "/log-writes.img";
+  if (spec.recording == Recording::kNbd) {
+    result.trace = out + "/trace.log";
+    harness::Recorder::Options ro;
+    ro.log_path = result.trace;
+    ro.sector_size = 512;
+    ro.device_bytes = bytes;
+    ro.base_image = result.base_image;
+    ASSIGN_OR_RETURN(recorder, harness::Recorder::Create(ro));
+    NbdServer::Options no;
+    no.socket_path = run / "nbd.sock";
+    no.image_path = disk;
+    no.recorder = recorder.get();
+    ASSIGN_OR_RETURN(nbd, NbdServer::Start(no));
+    q.disks.push_back({.nbd_socket = no.socket_path, .image_file = ""});
+  } else {
+    q.disks.push_back({.nbd_socket = "", .image_file = disk});
+  }
+  if (log_writes) {
+    // The log holds a copy of every write plus one block per entry.
+    RETURN_IF_ERROR(CreateSparseImage(log_disk, bytes * 2 + (64ull << 20)));
+    q.disks.push_back({.nbd_socket = "", .image_file = log_disk});
+    job.log_writes_serial = "powercut1";
+  }
+  RETURN_IF_ERROR(WriteAll(run / "job.json", GuestJobToJson(job)));
+
+  // The cut moment: `cut_delay` after `cut_trigger` (workload start, or the N-th ack).
+  std::mt19937_64 rng(spec.cut.seed);
+  std::chrono::milliseconds cut_delay{-1};
+  uint64_t trigger_ack = 0;  // 0: the trigger is the workload start
+  if (spec.cut.when == CutSpec::When::kAfter) cut_delay = spec.cut.after;
+  if (spec.cut.when == CutSpec::When::kRandom) {
+    trigger_ack = 1 + rng() % std::max<uint64_t>(1, spec.cut.random_max_acks);
+    cut_delay = std::chrono::milliseconds(static_cast<int64_t>(
+        rng() % static_cast<uint64_t>(std::max<int64_t>(1, spec.cut.random_window.count()))));
+  }
+  std::atomic<Qemu*> qemu_for_cut{nullptr};
+  std::atomic<bool> cut_fired{false};
+  absl::Notification cut_trigger;
+  std::atomic<int64_t> agent_start_ms{-1};
+  const Clock::time_point t0 = Clock::now();
+
+  AckChannel::Options ao;
+  ao.socket_path = q.ack_socket;
+  ao.ack_log_path = result.ack_log;
+  ao.recorder = recorder.get();
+  ao.on_ack = [&](uint64_t acks) {
+    if (spec.cut.when == CutSpec::When::kAfterAcks && acks == spec.cut.after_acks &&
+        !cut_fired.exchange(true)) {
+      if (Qemu* qm = qemu_for_cut.load()) qm->SignalKill();
+    }
+    if (trigger_ack != 0 && acks == trigger_ack && !cut_trigger.HasBeenNotified()) {
+      cut_trigger.Notify();
+    }
+  };
+  ao.on_event = [&](const std::string& event) {
+    if (event == "workload-start" && trigger_ack == 0 && !cut_trigger.HasBeenNotified()) {
+      cut_trigger.Notify();
+    }
+    if (event == "agent-start") {
+      agent_start_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+    }
+  };
+  ASSIGN_OR_RETURN(std::unique_ptr<AckChannel> acks, AckChannel::Start(ao));
+
+  ASSIGN_OR_RETURN(std::unique_ptr<Qemu> qemu, Qemu::Start(q));
+  qemu_for_cut = qemu.get();
+  const Clock::time_point deadline = Clock::now() + spec.timeout;
+  auto remaining = [&] {
+    return std::max(std::chrono::milliseconds(0),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  };
+  if (cut_delay.count() >= 0) {
+    // Wait for the trigger (or the guest to end), then for the delay.
+    bool ended = false;
+    while (!cut_trigger.WaitForNotificationWithTimeout(absl::Milliseconds(200))) {
+      if (qemu->Poll(std::chrono::milliseconds(0)).has_value() || remaining().count() == 0) {
+        ended = true;
+        break;
+      }
+    }
+    if (!ended && !qemu->Poll(cut_delay).has_value() && !cut_fired.exchange(true)) {
+      qemu->Kill();  // the power cut
+    }
+  }
+  absl::StatusOr<int> exit_code = qemu->WaitForExit(remaining());
+  result.wall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (agent_start_ms >= 0) result.boot_seconds = static_cast<double>(agent_start_ms) / 1000.0;
+  acks->Stop();
+  result.host_acks = acks->acks();
+  if (nbd != nullptr) {
+    nbd->Stop();
+    result.nbd_requests = nbd->requests();
+    result.nbd_flushes = nbd->flushes();
+    RETURN_IF_ERROR(nbd->status());
+  }
+  result.power_cut = cut_fired.load();
+  if (!result.power_cut && !exit_code.ok()) return exit_code.status();  // hung guest
+
+  if (result.power_cut) {
+    if (nbd != nullptr) {
+      ASSIGN_OR_RETURN(result.cut_report, nbd->ApplyPowerCut(spec.cut.model, spec.cut.seed));
+    }
+  } else {
+    ASSIGN_OR_RETURN(result.guest, ReadGuestResult(run, *qemu));
+    if (!result.guest.ok) return GuestStepError(result.guest, *qemu);
+  }
+  if (recorder != nullptr) {
+    RETURN_IF_ERROR(recorder->Finish());
+    result.trace_entries = recorder->entries();
+    result.manifest = harness::ManifestPathFor(result.trace);
+  }
+  if (log_writes && !result.power_cut) {
+    // Keep only the used part of the log device: that is the trace.
+    ASSIGN_OR_RETURN(uint64_t used, LogWritesUsedBytes(log_disk));
+    fs::resize_file(log_disk, used, ec);
+    std::string trace = out + (spec.also_log_writes ? "/log-writes.log" : "/trace.log");
+    fs::rename(log_disk, trace, ec);
+    if (ec) return absl::InternalError(fmt::format("cannot move {} to {}", log_disk, trace));
+    ASSIGN_OR_RETURN(auto file,
+                     harness::TraceFile::Open(trace, {.device_bytes = bytes, .name = trace}));
+    ASSIGN_OR_RETURN(
+        harness::TraceManifest m,
+        harness::MakeManifest(result.base_image, file->trace().sector_size,
+                              harness::OrderSemantics::kFlushEpoch, file->trace().entries.size()));
+    m.base_image = "base.img";
+    std::string manifest = harness::ManifestPathFor(trace);
+    RETURN_IF_ERROR(harness::WriteManifest(manifest, m));
+    if (spec.also_log_writes) {
+      result.log_writes_trace = trace;
+      result.log_writes_manifest = manifest;
+    } else {
+      result.trace = trace;
+      result.manifest = manifest;
+      result.trace_entries = file->trace().entries.size();
+    }
+  } else {
+    fs::remove(log_disk, ec);
+  }
+  fs::rename(disk, result.final_image, ec);
+  if (ec) return absl::InternalError(fmt::format("cannot move {} to {}", disk, result.final_image));
+  return result;
+}
+
+absl::StatusOr<GuestResult> CheckInVm(const VmEnvironment& env, const CheckSpec& spec) {
+  RETURN_IF_ERROR(ValidateCommon(spec.fs, spec.checker, "checker"));
+  RETURN_IF_ERROR(ValidateKeepPaths(spec.keep_paths));
+  ASSIGN_OR_RETURN(RunFolder run, RunFolder::Create());
+  std::string image = spec.image;
+  if (spec.copy_image) {
+    image = run / "check.img";
+    RETURN_IF_ERROR(CopySparse(spec.image, image));
+  }
+  QemuOptions q;
+  q.kernel = env.kernel.vmlinuz;
+  q.initramfs = env.initramfs.path;
+  q.agent = env.agent;
+  q.run_dir = run.path();
+  q.console_log = run / "console.log";
+  q.accel = env.accel;
+  q.keep_paths = KeepPathsFor(env.agent, spec.keep_paths);
+  q.guest_modules = GuestModulesFor(spec.fs, false, false);
+  q.disks.push_back({.nbd_socket = "", .image_file = image});
+  GuestJob job;
+  job.mode = GuestJob::Mode::kCheck;
+  job.fs = spec.fs;
+  job.command = spec.checker;
+  job.mount_options = spec.mount_options;
+  RETURN_IF_ERROR(WriteAll(run / "job.json", GuestJobToJson(job)));
+  ASSIGN_OR_RETURN(std::unique_ptr<Qemu> qemu, Qemu::Start(q));
+  RETURN_IF_ERROR(qemu->WaitForExit(spec.timeout).status());
+  ASSIGN_OR_RETURN(GuestResult r, ReadGuestResult(run, *qemu));
+  if (!r.ok && r.failed_step != "mount") return GuestStepError(r, *qemu);
+  return r;
+}
+
+}  // namespace powercut::vm

@@ -1,0 +1,126 @@
+// Running a workload in a qemu guest on a recorded disk, and checking an image in a guest: the
+// API the `powercut` CLI and the crash-state engine use (docs/vm.md).
+//
+//   auto env = PrepareVm();                    // kernel, initramfs, agent, accelerator
+//   RunSpec spec{.fs = "ext4", .command = "...", .output_dir = "out"};
+//   auto run = RunInVm(*env, spec);            // out/trace.log (+ .manifest.json), out/base.img,
+//                                              // out/final.img, out/acks.jsonl, out/console.log
+//   auto check = CheckInVm(*env, {.fs = "ext4", .image = "out/final.img", .checker = "..."});
+//
+// Every run uses a private temporary folder (sockets, job, result) removed at the end; qemu never
+// outlives the call; the guest is killed after `timeout`.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "harness/vm/guest_job.h"
+#include "harness/vm/initramfs.h"
+#include "harness/vm/kernel.h"
+#include "harness/vm/nbd_server.h"
+#include "harness/vm/qemu.h"
+
+namespace powercut::vm {
+
+struct VmEnvironment {
+  GuestKernel kernel;
+  Initramfs initramfs;
+  std::string agent;  // absolute path of powercut-vm-agent
+  Accel accel = Accel::kTcg;
+};
+
+// Fetches the kernel, builds the initramfs and finds the guest agent: $POWERCUT_VM_AGENT, else
+// powercut-vm-agent next to the running program, else `agent_hint` (e.g. a build-tree path).
+absl::StatusOr<VmEnvironment> PrepareVm(const std::string& agent_hint = "");
+
+// How the disk under test is recorded.
+enum class Recording {
+  kNbd,        // powercut's NBD server + Recorder: completion order, all cache models exact
+  kLogWrites,  // the kernel's dm-log-writes in the guest: flush-epoch order
+  kNone,       // a plain image file (dm-flakey runs, check runs)
+};
+
+// A live power cut (SIGKILL of qemu) during the workload.
+struct CutSpec {
+  enum class When { kNever, kAfterAcks, kAfter, kRandom };
+  When when = When::kNever;
+  uint64_t after_acks = 0;             // kAfterAcks: right after the N-th ack arrived
+  std::chrono::milliseconds after{0};  // kAfter: this long after the workload started
+  // kRandom: after ack N, N uniform in [1, random_max_acks], plus a delay uniform in
+  // [0, random_window): a moment between commits (if the workload acks fewer, it ends uncut).
+  uint64_t random_max_acks = 20;
+  std::chrono::milliseconds random_window{200};
+  uint64_t seed = 1;
+  CacheModel model = CacheModel::kOn;  // what the disk keeps (NBD recording only)
+};
+
+// "random", "after-acks=N", "after=DURATION" (e.g. 1.5s, 300ms); "" or "none" = never.
+absl::StatusOr<CutSpec> ParseCut(const std::string& text);
+
+struct RunSpec {
+  std::string fs = "ext4";  // ext4 | xfs | btrfs | raw
+  std::string command;      // the workload, run with /bin/sh -c
+  std::string mount_options;
+  Recording recording = Recording::kNbd;
+  // With Recording::kNbd: also run dm-log-writes in the guest on top of the NBD disk, so one run
+  // yields both traces of the same writes (out/log-writes.log besides out/trace.log).
+  bool also_log_writes = false;
+  uint64_t disk_bytes = 0;  // 0 = 128 MiB (300 MiB for xfs)
+  std::string output_dir;   // created if missing
+  CutSpec cut;
+  // dm-flakey (Recording::kNone or kNbd): "drop_writes" or "error_writes", switched on after
+  // `flakey_after_acks` acks; the guest then unmounts, restores the table, remounts and runs
+  // `checker` in the same boot (xfstests' way).
+  std::string flakey;
+  int64_t flakey_after_acks = 0;
+  std::string checker;
+  std::chrono::seconds timeout{300};
+  // Host folders the workload needs that lie under /tmp, /run, /var/tmp or /mnt (tmpfs in the
+  // guest). The agent's own folder is kept automatically.
+  std::vector<std::string> keep_paths;
+};
+
+struct RunResult {
+  GuestResult guest;       // the agent's report (empty when the power was cut)
+  bool power_cut = false;  // qemu was SIGKILLed by the cut
+  PowerCutReport cut_report;
+  std::vector<std::string> host_acks;  // acks as the host received them, in order
+  std::string trace;                   // dm-log-writes v1 log ("" for Recording::kNone)
+  std::string manifest;
+  std::string log_writes_trace;  // the dm-log-writes trace when also_log_writes
+  std::string log_writes_manifest;
+  std::string base_image;   // the disk right after mkfs, before the guest booted
+  std::string final_image;  // the disk as the guest (or the cut) left it
+  std::string ack_log;      // JSON lines
+  std::string console_log;
+  Accel accel = Accel::kTcg;
+  double boot_seconds = 0;  // qemu start -> agent running (host clock)
+  double wall_seconds = 0;
+  uint64_t trace_entries = 0;
+  uint64_t nbd_requests = 0;
+  uint64_t nbd_flushes = 0;
+};
+
+// Fails (naming the step and quoting the last console lines) when a step before the workload
+// fails or the guest hangs; a workload that exits non-zero is reported in guest.exit_code.
+absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec);
+
+struct CheckSpec {
+  std::string fs = "ext4";
+  std::string image;       // checked in place unless copy_image
+  bool copy_image = true;  // check a sparse copy, leave `image` untouched
+  std::string checker;
+  std::string mount_options;
+  std::chrono::seconds timeout{300};
+  std::vector<std::string> keep_paths;  // as in RunSpec
+};
+
+// Boots a fresh guest on the image, mounts it (the real kernel replays the journal), runs the
+// checker and returns its `have`/`corrupt` lines and exit status (guest.checker_exit_code). A
+// mount failure is reported as guest.ok = false with failed_step "mount", not as an error.
+absl::StatusOr<GuestResult> CheckInVm(const VmEnvironment& env, const CheckSpec& spec);
+
+}  // namespace powercut::vm

@@ -1,0 +1,173 @@
+// The whole engine on the recorder core: a raw-device log workload written through the Recorder
+// in-process, checked by a real checker command (raw_log_checker) under each cache model.
+#include <chrono>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "harness/checker.h"
+#include "harness/engine.h"
+#include "harness/raw_log.h"
+#include "harness/recorder.h"
+#include "harness/report.h"
+#include "tests/harness/temp_dir.h"
+
+namespace powercut::harness {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+constexpr uint64_t kDevice = 256 * 1024;
+
+class RawLogEngine : public ::testing::Test {
+ protected:
+  // Records `commits` commits with `barrier` and returns the trace path.
+  std::string Record(RawLogBarrier barrier, uint64_t commits = 6) {
+    std::string base = dir_.File("base.img");
+    testing::MakeImage(base, kDevice);
+    std::string log = dir_.File("raw.log");
+    Recorder::Options options{log, 512, kDevice, base};
+    auto rec = Recorder::Create(options);
+    EXPECT_TRUE(rec.ok()) << rec.status();
+    EXPECT_TRUE(WriteRawLog(**rec, commits, barrier).ok());
+    EXPECT_TRUE((*rec)->Finish().ok());
+    return log;
+  }
+
+  CheckReport Check(const std::string& log, const std::string& cache, int workers = 2) {
+    CheckOptions o;
+    o.trace_path = log;
+    o.checker = RAW_LOG_CHECKER;
+    o.workers = workers;
+    o.models = {*ParseCacheModel(cache)};
+    o.points.every_entry = true;
+    o.work_dir = dir_.File("work");
+    auto report = RunCheck(o);
+    EXPECT_TRUE(report.ok()) << report.status();
+    return report.ok() ? *report : CheckReport{};
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(RawLogEngine, FlushBeforeAckPassesOffAndOn) {
+  std::string log = Record(RawLogBarrier::kFlushBeforeAck);
+  for (const char* cache : {"off", "on"}) {
+    CheckReport r = Check(log, cache);
+    ASSERT_EQ(r.results.size(), 1u);
+    EXPECT_EQ(r.results[0].violations, 0u) << cache << "\n" << ReportSummaryTable(r);
+    EXPECT_GT(r.results[0].states, r.results[0].points);  // torn variants exist (4096/512 units)
+    EXPECT_GT(r.results[0].deduplicated, 0u);
+    EXPECT_EQ(r.results[0].lost_acks_max, 0u);
+  }
+}
+
+TEST_F(RawLogEngine, FuaWritesPassOn) {
+  CheckReport r = Check(Record(RawLogBarrier::kFua), "on");
+  EXPECT_EQ(r.results[0].violations, 0u) << ReportSummaryTable(r);
+}
+
+TEST_F(RawLogEngine, NoBarrierFailsOnButPassesOff) {
+  std::string log = Record(RawLogBarrier::kNone);
+  CheckReport off = Check(log, "off");
+  EXPECT_EQ(off.results[0].violations, 0u) << ReportSummaryTable(off);
+  CheckReport on = Check(log, "on");
+  const ModelResult& r = on.results[0];
+  EXPECT_GT(r.violations, 0u);
+  // Nothing is ever flushed: at the last ack all 6 commits can be lost.
+  EXPECT_EQ(r.lost_acks_max, 6u);
+  ASSERT_TRUE(r.first_violation.has_value());
+  EXPECT_FALSE(r.first_violation->lost.empty());
+  EXPECT_THAT(r.first_violation->rebuild, HasSubstr("state materialize"));
+  EXPECT_THAT(r.first_violation->Describe(), HasSubstr("cache on"));
+}
+
+TEST_F(RawLogEngine, AckBeforeWriteFailsOff) {
+  CheckReport r = Check(Record(RawLogBarrier::kAckBeforeWrite), "off");
+  EXPECT_GT(r.results[0].violations, 0u);
+  EXPECT_EQ(r.results[0].first_violation->lost, (std::vector<std::string>{"0"}));
+}
+
+TEST_F(RawLogEngine, LyingCacheLosesEvenFlushedCommits) {
+  CheckReport r = Check(Record(RawLogBarrier::kFlushBeforeAck), "lying");
+  EXPECT_GT(r.results[0].violations, 0u);
+}
+
+TEST_F(RawLogEngine, OneWorkerAndTwoWorkersAgree) {
+  std::string log = Record(RawLogBarrier::kNone, 8);
+  CheckReport one = Check(log, "on", 1);
+  CheckReport two = Check(log, "on", 2);
+  EXPECT_EQ(one.results[0].states, two.results[0].states);
+  EXPECT_EQ(one.results[0].violations, two.results[0].violations);
+  EXPECT_EQ(one.results[0].lost_acks_distribution, two.results[0].lost_acks_distribution);
+  EXPECT_EQ(one.results[0].first_violation->state_id, two.results[0].first_violation->state_id);
+}
+
+TEST_F(RawLogEngine, ReportsNameTheFirstViolation) {
+  CheckReport r = Check(Record(RawLogBarrier::kNone), "on");
+  nlohmann::json j = ReportToJson(r);
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["cache"], "on");
+  EXPECT_GT(j["results"][0]["violations"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["results"][0]["lost_acks_max"], 6);
+  EXPECT_EQ(j["results"][0]["first_violation"]["state"], r.results[0].first_violation->state_id);
+  std::string junit = ReportToJunit(r);
+  EXPECT_THAT(junit, HasSubstr("<failure"));
+  EXPECT_THAT(junit, HasSubstr(r.results[0].first_violation->state_id));
+  EXPECT_THAT(ReportSummaryTable(r), HasSubstr("FAIL"));
+}
+
+TEST_F(RawLogEngine, ACheckerThatWritesTheRawImageIsReported) {
+  std::string log = Record(RawLogBarrier::kFlushBeforeAck, 2);
+  CheckOptions o;
+  o.trace_path = log;
+  o.checker = "printf x >> \"$POWERCUT_DEV\"";
+  o.workers = 1;
+  o.models = {*ParseCacheModel("off")};
+  auto report = RunCheck(o);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_TRUE(report->results[0].first_violation.has_value());
+  EXPECT_THAT(report->results[0].first_violation->mount_error, HasSubstr("wrote to the raw image"));
+}
+
+TEST_F(RawLogEngine, MissingBaseAndBadCheckerOptionsAreClearErrors) {
+  std::string base = dir_.File("b.img");
+  testing::MakeImage(base, kDevice);
+  std::string log = dir_.File("nomanifest.log");
+  auto rec = Recorder::Create({log, 512, kDevice});
+  ASSERT_TRUE(rec.ok());
+  ASSERT_TRUE((*rec)->Finish().ok());
+  CheckOptions o;
+  o.trace_path = log;
+  o.checker = "true";
+  EXPECT_THAT(std::string(RunCheck(o).status().message()), HasSubstr("pass --base"));
+  o.base_image = base;
+  o.fs = "ntfs";
+  EXPECT_THAT(std::string(RunCheck(o).status().message()), HasSubstr("expected raw, ext4"));
+}
+
+TEST(Checker, ParsesHaveAndCorruptAndPassesTheEnvironment) {
+  auto out = RunChecker(
+      "echo \"have $POWERCUT_DEV\"; echo 'have 2'; echo 'corrupt 3'; echo noise; echo 'have bad id'; "
+      "exit 3",
+      {{"POWERCUT_DEV", "dev1"}}, 10);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->exit_code, 3);
+  EXPECT_FALSE(out->recovered());
+  EXPECT_TRUE(out->have.contains("dev1"));
+  EXPECT_TRUE(out->have.contains("2"));
+  EXPECT_EQ(out->have.size(), 2u);
+  EXPECT_TRUE(out->corrupt.contains("3"));
+}
+
+TEST(Checker, TimeoutKillsTheWholeProcessGroup) {
+  auto start = std::chrono::steady_clock::now();
+  auto out = RunChecker("sleep 30 & sleep 30; echo never", {}, 0.3);
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->timed_out);
+  EXPECT_FALSE(out->recovered());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+}  // namespace
+}  // namespace powercut::harness

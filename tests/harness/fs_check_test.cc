@@ -1,0 +1,100 @@
+// File-system checks by loop mount: a real ext4 image, the kernel's journal replay on mount, a
+// shell checker reading files, unmount, discard. Needs root and loop devices (skips otherwise).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "harness/diff_trace.h"
+#include "harness/engine.h"
+#include "harness/image_io.h"
+#include "harness/loop_mount.h"
+#include "harness/report.h"
+#include "tests/harness/temp_dir.h"
+
+namespace powercut::harness {
+namespace {
+
+using testing::TempDir;
+
+constexpr char kChecker[] =
+    "for f in \"$POWERCUT_DIR\"/commit-*; do [ -f \"$f\" ] && grep -q '^commit ' \"$f\" && echo "
+    "\"have ${f##*commit-}\"; done; true";
+
+class Ext4Check : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0 || ::access("/dev/loop-control", W_OK) != 0) {
+      GTEST_SKIP() << "needs root and /dev/loop-control";
+    }
+    base_ = dir_.File("base.img");
+    testing::MakeImage(base_, 32 << 20);
+    std::string mkfs = "mkfs.ext4 -q -F -b 4096 -E lazy_itable_init=1,lazy_journal_init=1 " + base_;
+    ASSERT_EQ(std::system(mkfs.c_str()), 0) << mkfs;
+    after_ = dir_.File("after.img");
+    ASSERT_TRUE(CopySparse(base_, after_).ok());
+    std::string mnt = dir_.File("mnt");
+    std::filesystem::create_directories(mnt);
+    auto mount = LoopMount::Mount(after_, "ext4", mnt);
+    if (!mount.ok()) GTEST_SKIP() << "loop mount not permitted here: " << mount.status();
+    for (int i = 0; i < 3; ++i) {
+      std::string path = mnt + "/commit-" + std::to_string(i);
+      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ASSERT_GE(fd, 0);
+      std::string text = "commit " + std::to_string(i) + "\n";
+      ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+      ASSERT_EQ(::fsync(fd), 0);
+      ::close(fd);
+    }
+    ASSERT_TRUE((*mount)->Unmount().ok());
+  }
+
+  CheckReport Check(bool flush_before_acks) {
+    std::string log = dir_.File(flush_before_acks ? "flushed.log" : "unflushed.log");
+    DiffTraceOptions d;
+    d.acks = {"0", "1", "2"};
+    d.flush_before_acks = flush_before_acks;
+    EXPECT_TRUE(WriteDiffTrace(base_, after_, log, d).ok());
+    CheckOptions o;
+    o.trace_path = log;
+    o.checker = kChecker;
+    o.fs = "ext4";
+    o.models = {*ParseCacheModel("off"), *ParseCacheModel("on")};
+    o.states.samples = 8;
+    o.states.max_all_but_one = 8;
+    o.work_dir = dir_.File("work");
+    auto report = RunCheck(o);
+    EXPECT_TRUE(report.ok()) << report.status();
+    return report.ok() ? *report : CheckReport{};
+  }
+
+  TempDir dir_;
+  std::string base_, after_;
+};
+
+TEST_F(Ext4Check, FlushedCommitsSurviveEveryModelAndUnflushedOnesDoNotUnderOn) {
+  CheckReport flushed = Check(true);
+  ASSERT_EQ(flushed.results.size(), 2u);
+  for (const auto& r : flushed.results) {
+    EXPECT_EQ(r.violations, 0u) << ReportSummaryTable(flushed);
+    EXPECT_EQ(r.checked + r.deduplicated, r.states);
+  }
+  EXPECT_GT(flushed.results[0].checked, 0u);
+  CheckReport unflushed = Check(false);
+  ASSERT_EQ(unflushed.results.size(), 2u);
+  EXPECT_EQ(unflushed.results[0].violations, 0u) << ReportSummaryTable(unflushed);  // off
+  EXPECT_GT(unflushed.results[1].violations, 0u) << ReportSummaryTable(unflushed);  // on
+  EXPECT_EQ(unflushed.results[1].lost_acks_max, 3u);
+  // Nothing is left mounted or attached under the work folder.
+  std::string mounts;
+  {
+    std::ifstream in("/proc/self/mountinfo");
+    mounts.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_EQ(mounts.find(dir_.path()), std::string::npos);
+}
+
+}  // namespace
+}  // namespace powercut::harness

@@ -1,0 +1,73 @@
+// The `powercut` binary on bad input: each mistake is a clear message naming what is wrong and
+// exit 2, never a crash.
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "harness/product/matrix.h"
+#include "tests/product/test_util.h"
+
+namespace powercut::product {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::RunCommand;
+using testing::TempDir;
+
+TEST(Cli, UnknownWorkloadAndBadShardAreUsageErrors) {
+  auto r = RunCommand(std::string(POWERCUT_BIN) + " matrix --workloads postgres --quiet");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("unknown workload 'postgres'"));
+  for (const char* shard : {"0/3", "4/3", "x"}) {
+    r = RunCommand(std::string(POWERCUT_BIN) + " matrix --shard " + shard + " --quiet");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("--shard")) << shard;
+  }
+  r = RunCommand(std::string(POWERCUT_BIN) + " matrix --workloads xlog --barriers bogus");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("bogus"));
+}
+
+TEST(Cli, ListShowsEachShardsCellsAndTheyPartitionThePlan) {
+  std::string all =
+      RunCommand(std::string(POWERCUT_BIN) + " matrix --preset headline --list").output;
+  std::string parts;
+  for (const char* k : {"1/2", "2/2"}) {
+    auto r =
+        RunCommand(std::string(POWERCUT_BIN) + " matrix --preset headline --list --shard " + k);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    parts += r.output;
+  }
+  auto lines = [](const std::string& s) {
+    std::vector<std::string> v;
+    size_t start = 0;
+    while (start < s.size()) {
+      size_t nl = s.find('\n', start);
+      v.push_back(s.substr(start, nl - start));
+      start = nl + 1;
+    }
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(lines(all).size(), 10u);
+  EXPECT_EQ(lines(all), lines(parts));
+}
+
+TEST(Cli, RunAndMergeAndReproRejectBadInput) {
+  TempDir dir;
+  auto r = RunCommand(std::string(POWERCUT_BIN) +
+                      " run --workload true --checker true --cache sometimes --quiet");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--cache"));
+  r = RunCommand(std::string(POWERCUT_BIN) + " merge " + dir.File("none.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cannot read"));
+  { std::ofstream(dir.File("x.json")) << "{\"schema\": \"something-else\"}"; }
+  r = RunCommand(std::string(POWERCUT_BIN) + " merge " + dir.File("x.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("powercut-matrix/1"));
+  r = RunCommand(std::string(POWERCUT_BIN) + " repro nonsense --trace " + dir.File("t.log") +
+                 " --checker true --bundle " + dir.File("b"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+}  // namespace
+}  // namespace powercut::product

@@ -1,0 +1,177 @@
+// repro + shrinking, and checking an existing recording, on a synthetic raw-device trace written
+// through the real Recorder and checked by a real checker program (raw_log_checker).
+#include "harness/product/repro.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "fmt/format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "harness/engine.h"
+#include "harness/product/html_report.h"
+#include "harness/product/run.h"
+#include "harness/raw_log.h"
+#include "harness/recorder.h"
+#include "tests/product/test_util.h"
+
+namespace powercut::product {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ReadFile;
+using testing::RunCommand;
+using testing::TempDir;
+
+constexpr uint64_t kDevice = 256 * 1024;
+
+std::string Record(const TempDir& dir, harness::RawLogBarrier barrier, uint64_t commits) {
+  std::string base = dir.File("base.img");
+  { std::ofstream create(base); }
+  std::filesystem::resize_file(base, kDevice);
+  std::string log = dir.File("raw.log");
+  auto rec = harness::Recorder::Create({log, 512, kDevice, base});
+  EXPECT_TRUE(rec.ok()) << rec.status();
+  EXPECT_TRUE(harness::WriteRawLog(**rec, commits, barrier).ok());
+  EXPECT_TRUE((*rec)->Finish().ok());
+  return log;
+}
+
+RunOptions RawOptions(const std::string& cache) {
+  RunOptions o;
+  o.fs = "raw";
+  o.checker = RAW_LOG_CHECKER;
+  o.models = *ParseCacheList(cache, "16");
+  o.points = *ParsePoints("acks");
+  o.states = *ParseStates("8");
+  o.workers = 2;
+  o.name = "rawlog";
+  return o;
+}
+
+TEST(CheckRecording, NoBarrierLosesAcksUnderOnAndDrawsTheTimeline) {
+  TempDir dir;
+  std::string log = Record(dir, harness::RawLogBarrier::kNone, 6);
+  RunOutcome out = CheckRecording(log, RawOptions("off,on"));
+  ASSERT_TRUE(out.ran) << out.error;
+  ASSERT_EQ(out.report->results.size(), 2u);
+  EXPECT_EQ(out.report->results[0].violations, 0u);  // off: a completed write is durable
+  EXPECT_GT(out.report->results[1].violations, 0u);  // on: nothing was flushed
+  EXPECT_EQ(out.report->results[1].lost_acks_max, 6u);
+  EXPECT_EQ(out.exit_code(), 1);
+  ASSERT_TRUE(out.timeline.has_value());
+  EXPECT_EQ(out.timeline->acks.size(), 6u);
+  ASSERT_EQ(out.timeline->crashes.size(), 1u);
+  EXPECT_EQ(out.timeline->crashes[0].cache, "on");
+  EXPECT_FALSE(out.timeline->crashes[0].lost_entries.empty());
+  std::string svg = TimelineSvg(*out.timeline, "t");
+  EXPECT_THAT(svg, HasSubstr("class=\"lost\""));
+  EXPECT_THAT(svg, HasSubstr("class=\"crash\""));
+}
+
+TEST(CheckRecording, FlushedCommitsPass) {
+  TempDir dir;
+  std::string log = Record(dir, harness::RawLogBarrier::kFlushBeforeAck, 5);
+  RunOutcome out = CheckRecording(log, RawOptions("off,on"));
+  ASSERT_TRUE(out.ran) << out.error;
+  EXPECT_TRUE(out.passed());
+  EXPECT_EQ(out.exit_code(), 0);
+}
+
+TEST(RunCommand, ACrashingCheckerIsReportedAsSuchAndTheJsonHasTheContract) {
+  TempDir dir;
+  std::string log = Record(dir, harness::RawLogBarrier::kFlushBeforeAck, 4);
+  std::string json = dir.File("r.json");
+  auto r = RunCommand(
+      fmt::format("{} run --trace {} --fs raw --cache off,on --points acks --states 4 --workload x "
+                  "--checker 'kill -SEGV $$' --json {} --quiet",
+                  POWERCUT_BIN, log, json));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("the checker failed on every crash state"));
+  nlohmann::json j = nlohmann::json::parse(ReadFile(json));
+  ASSERT_EQ(j["results"].size(), 2u);
+  for (const auto& m : j["results"]) {
+    for (const char* key : {"cache", "states", "violations", "lost_acks_max", "first_violation"}) {
+      EXPECT_TRUE(m.contains(key)) << key;
+    }
+    EXPECT_GT(m["violations"].get<int>(), 0);
+    EXPECT_TRUE(m["first_violation"].is_object() || m["first_violation"].is_string());
+  }
+  EXPECT_EQ(j["run"]["status"], "fail");
+
+  // The same recording with the real checker passes, and a missing trace is "could not run".
+  r =
+      RunCommand(fmt::format("{} run --trace {} --fs raw --cache all --workload x --checker {} "
+                             "--quiet",
+                             POWERCUT_BIN, log, RAW_LOG_CHECKER));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(fmt::format("{} run --trace {} --fs raw --workload x --checker {} --quiet",
+                             POWERCUT_BIN, dir.File("missing.log"), RAW_LOG_CHECKER));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("missing.log"));
+}
+
+TEST(Repro, ShrinksToOneDroppedWriteAndTheBundleRechecksOnItsOwn) {
+  TempDir dir;
+  std::string log = Record(dir, harness::RawLogBarrier::kNone, 8);
+  RunOutcome out = CheckRecording(log, RawOptions("on"));
+  ASSERT_TRUE(out.ran) << out.error;
+  // The state that drops every unflushed write at the last ack.
+  std::string worst;
+  for (const auto& v : out.report->results[0].examples) {
+    if (v.dropped.size() >= 8) worst = v.state_id;
+  }
+  if (worst.empty()) {
+    auto id = harness::DecodeStateId(out.report->results[0].first_violation->state_id);
+    ASSERT_TRUE(id.ok());
+    id->state.point = out.report->trace_entries;
+    id->state.kept = {harness::SubsetSpec::kNone, 0};
+    id->state.torn_entry.reset();
+    worst = harness::EncodeStateId(id->trace_hash8, id->state);
+  }
+  ReproOptions o{.state_id = worst,
+                 .trace = log,
+                 .bundle = dir.File("bundle"),
+                 .checker = RAW_LOG_CHECKER,
+                 .fs = "raw",
+                 .powercut = POWERCUT_BIN};
+  auto r = Repro(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->violates);
+  EXPECT_GE(r->dropped.size(), 8u);
+  ASSERT_EQ(r->minimal_dropped.size() + (r->minimal_torn ? 1 : 0), 1u) << r->minimal_verdict;
+  EXPECT_NE(r->minimal_state_id, worst);
+  EXPECT_THAT(r->minimal_verdict, HasSubstr("lost"));
+  EXPECT_GT(r->steps.size(), 1u);
+  for (const char* f : {"trace.log", "trace.log.manifest.json", "base.img", "state.txt",
+                        "README.md", "repro.json"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir.File("bundle/") + f)) << f;
+  }
+  EXPECT_THAT(ReadFile(dir.File("bundle/README.md")), HasSubstr(r->minimal_state_id));
+  // Self-contained: move the bundle away from the original trace and re-check it there.
+  std::filesystem::rename(dir.File("bundle"), dir.File("moved"));
+  std::filesystem::remove(log);
+  std::filesystem::remove(dir.File("base.img"));
+  auto recheck = RunCommand(
+      fmt::format("cd {} && {} repro {} --trace trace.log --checker {} "
+                  "--fs raw --recheck",
+                  dir.File("moved"), POWERCUT_BIN, r->minimal_state_id, RAW_LOG_CHECKER));
+  EXPECT_EQ(recheck.exit_code, 1) << recheck.output;
+  EXPECT_THAT(recheck.output, HasSubstr("lost"));
+}
+
+TEST(Repro, RejectsAStateOfAnotherTraceAndAPassingStateIsNotShrunk) {
+  TempDir dir;
+  std::string log = Record(dir, harness::RawLogBarrier::kFlushBeforeAck, 3);
+  ReproOptions o{
+      .state_id = "pc1_deadbeef_on_a512_p3_kA", .trace = log, .checker = RAW_LOG_CHECKER};
+  auto r = Repro(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("deadbeef"));
+  o.state_id = "garbage";
+  EXPECT_FALSE(Repro(o).ok());
+}
+
+}  // namespace
+}  // namespace powercut::product

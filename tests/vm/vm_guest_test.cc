@@ -1,0 +1,339 @@
+// End-to-end tests of the VM crash domain: real kernel, real qemu, real file systems, the NBD
+// recorder, dm-log-writes, dm-flakey and live power cuts (label "vm"). Each test boots one or two
+// guests; the workloads are shell loops over coreutils, so what they promise is plain:
+//   fdatasync: append a line, fdatasync it (dd conv=fdatasync), ack;
+//   nobarrier: append a line, ack (the page cache holds it);
+//   odirect:   overwrite a block of a zero-filled, synced file with O_DIRECT, ack (no flush).
+// Skips (with the reason) only when qemu or the guest kernel cannot be had.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+
+#include "fmt/format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "harness/engine.h"
+#include "harness/hash.h"
+#include "harness/trace_reader.h"
+#include "harness/trace_replay.h"
+#include "harness/vm/process.h"
+#include "harness/vm/vm_run.h"
+
+namespace powercut::vm {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::IsSupersetOf;
+
+constexpr int kCommits = 8;
+
+std::string FdatasyncWorkload(int n) {
+  return fmt::format(
+      "f=$POWERCUT_DIR/log; : > $f; sync $f $POWERCUT_DIR; "
+      "for i in $(seq 1 {}); do echo \"rec $i\" | "
+      "dd of=$f oflag=append conv=notrunc,fdatasync status=none || exit 1; "
+      "echo \"ack $i\" >&$POWERCUT_ACK_FD; done",
+      n);
+}
+
+std::string NoBarrierWorkload(int n) {
+  return fmt::format(
+      "f=$POWERCUT_DIR/log; : > $f; sync $f $POWERCUT_DIR; "
+      "for i in $(seq 1 {}); do echo \"rec $i\" >> $f; echo \"ack $i\" >&$POWERCUT_ACK_FD; done",
+      n);
+}
+
+// Prints `have i` for every whole line "rec i" (lines torn by the crash do not match).
+constexpr char kLogChecker[] =
+    "f=$POWERCUT_DIR/log; [ -f $f ] && sed -n 's/^rec \\([0-9]*\\)$/have \\1/p' $f; exit 0";
+
+std::string ODirectWorkload(int n) {
+  return fmt::format(
+      "f=$POWERCUT_DIR/data; dd if=/dev/zero of=$f bs=4096 count={} conv=fsync status=none; "
+      "sync $POWERCUT_DIR; "
+      "for i in $(seq 1 {}); do printf 'blk %d\\n' $i | "
+      "dd of=$f bs=4096 seek=$i count=1 oflag=direct conv=notrunc,sync status=none || exit 1; "
+      "echo \"ack $i\" >&$POWERCUT_ACK_FD; done",
+      n + 1, n);
+}
+
+std::string ODirectChecker(int n) {
+  return fmt::format(
+      "f=$POWERCUT_DIR/data; [ -f $f ] || exit 0; for i in $(seq 1 {}); do "
+      "b=$(dd if=$f bs=4096 skip=$i count=1 status=none | tr -d '\\000'); "
+      "[ \"$b\" = \"blk $i\" ] && echo have $i; done; exit 0",
+      n);
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    // Not under /tmp's tmpfs in the guest: only the host reads these.
+    std::string tmpl = "/tmp/powercut-vmtest-XXXXXX";
+    path_ = mkdtemp(tmpl.data()) != nullptr ? tmpl : "";
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string HashOf(const std::string& path) {
+  auto h = harness::HashFile(path);
+  return h.ok() ? h->Hex() : std::string(h.status().message());
+}
+
+class VmTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto qemu = RunCommand({"qemu-system-x86_64", "--version"});
+    if (!qemu.ok() || qemu->exit_code != 0) {
+      skip_reason_ = new std::string("qemu-system-x86_64 is not installed (qemu-system-x86)");
+      return;
+    }
+    auto env = PrepareVm(POWERCUT_VM_AGENT_PATH);
+    if (!env.ok()) {
+      skip_reason_ = new std::string(
+          fmt::format("the guest cannot be prepared: {}", std::string(env.status().message())));
+      return;
+    }
+    env_ = new VmEnvironment(*env);
+    fmt::print("guest kernel {} ({}), accel {}, initramfs {} ({} bytes)\n", env_->kernel.release,
+               env_->kernel.package_version, AccelName(env_->accel), env_->initramfs.path,
+               env_->initramfs.bytes);
+  }
+
+  void SetUp() override {
+    if (skip_reason_ != nullptr) GTEST_SKIP() << *skip_reason_;
+  }
+
+  absl::StatusOr<RunResult> Run(RunSpec spec) {
+    spec.output_dir = dir_.path();
+    spec.timeout = std::chrono::seconds(240);
+    auto r = RunInVm(*env_, spec);
+    if (r.ok()) {
+      fmt::print("run: boot to agent {:.1f} s, wall {:.1f} s, {} acks, {} trace entries\n",
+                 r->boot_seconds, r->wall_seconds, r->host_acks.size(), r->trace_entries);
+    }
+    return r;
+  }
+
+  // The engine's verdicts for one model on a trace recorded on ext4.
+  harness::ModelResult Check(const std::string& trace, const std::string& checker,
+                             harness::CacheMode mode) {
+    harness::CheckOptions o;
+    o.trace_path = trace;
+    o.checker = checker;
+    o.fs = "ext4";
+    o.models = {harness::CacheModel{.mode = mode}};
+    o.states.max_exhaustive = 4;
+    o.states.samples = 8;
+    o.states.torn = false;
+    o.points.flushes = false;  // ack points are where durability is promised
+    o.workers = 2;
+    o.work_dir = dir_ / "engine";
+    auto report = harness::RunCheck(o);
+    EXPECT_TRUE(report.ok()) << report.status();
+    if (!report.ok() || report->results.empty()) return {};
+    const auto& m = report->results[0];
+    fmt::print("engine: cache {}: {} points, {} states, {} violations\n", m.model.Name(), m.points,
+               m.states, m.violations);
+    return m;
+  }
+
+  static VmEnvironment* env_;
+  static std::string* skip_reason_;
+  TempDir dir_;
+};
+
+VmEnvironment* VmTest::env_ = nullptr;
+std::string* VmTest::skip_reason_ = nullptr;
+
+TEST_F(VmTest, BootsRunsATrivialWorkloadAndPowersOff) {
+  RunSpec spec;
+  spec.command = "test -d \"$POWERCUT_DIR\" && test \"$POWERCUT_ACK_FD\" = 3 && echo ack 1 >&3";
+  spec.recording = Recording::kNone;
+  auto r = Run(spec);
+  ASSERT_TRUE(r.ok()) << r.status();
+  fmt::print("boot time: {:.2f} s to a ready guest agent (guest uptime {:.2f} s), accel {}\n",
+             r->boot_seconds, r->guest.ready_seconds, AccelName(r->accel));
+  EXPECT_EQ(r->guest.exit_code, 0);
+  EXPECT_EQ(r->guest.device_cache, "write back");
+  EXPECT_THAT(r->host_acks, ::testing::ElementsAre("1"));
+  EXPECT_GT(r->boot_seconds, 0);
+}
+
+TEST_F(VmTest, AFailingStepNamesItselfAndQuotesTheConsole) {
+  RunSpec spec;
+  spec.command = "true";
+  spec.recording = Recording::kNone;
+  spec.mount_options = "no_such_option";
+  auto r = Run(spec);
+  ASSERT_FALSE(r.ok());
+  std::string msg(r.status().message());
+  EXPECT_THAT(msg, ::testing::HasSubstr("guest step mount failed"));
+  EXPECT_THAT(msg, ::testing::HasSubstr("powercut-init:"));  // console lines
+}
+
+// One run, two recorders of the same writes: dm-log-writes in the guest on top of the NBD disk.
+// Both traces replay to the final image, and the fdatasync workload passes under off and on.
+TEST_F(VmTest, FdatasyncWorkloadRecordedByNbdAndDmLogWritesAgreesAndPasses) {
+  RunSpec spec;
+  spec.command = FdatasyncWorkload(kCommits);
+  spec.recording = Recording::kNbd;
+  spec.also_log_writes = true;
+  auto r = Run(spec);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->guest.exit_code, 0);
+  ASSERT_EQ(r->host_acks.size(), static_cast<size_t>(kCommits));
+  EXPECT_GT(r->nbd_flushes, static_cast<uint64_t>(kCommits));  // each fdatasync is a FLUSH
+
+  const std::string final_hash = HashOf(r->final_image);
+  for (const std::string& trace : {r->trace, r->log_writes_trace}) {
+    auto file = harness::TraceFile::Open(trace);
+    ASSERT_TRUE(file.ok()) << file.status();
+    // (The kernel's log also ends with its own mark "dm-log-writes-end".)
+    size_t ack_marks = 0;
+    for (const auto& e : (*file)->trace().entries) {
+      ack_marks += e.is_mark() && e.mark.rfind("ack:", 0) == 0 ? 1 : 0;
+    }
+    EXPECT_EQ(ack_marks, static_cast<size_t>(kCommits)) << trace;
+    std::string replayed = dir_ / "replayed.img";
+    auto applied = harness::ReplayTrace(**file, r->base_image, replayed, {});
+    ASSERT_TRUE(applied.ok()) << applied.status();
+    EXPECT_EQ(HashOf(replayed), final_hash) << trace << " does not replay to the final image";
+    fs::remove(replayed);
+  }
+  EXPECT_EQ(Check(r->trace, kLogChecker, harness::CacheMode::kOff).violations, 0u);
+  EXPECT_EQ(Check(r->trace, kLogChecker, harness::CacheMode::kOn).violations, 0u);
+}
+
+TEST_F(VmTest, WriteWithoutBarrierLosesAcksUnderOffAndOn) {
+  RunSpec spec;
+  spec.command = NoBarrierWorkload(kCommits);
+  auto r = Run(spec);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->host_acks.size(), static_cast<size_t>(kCommits));
+  EXPECT_GT(Check(r->trace, kLogChecker, harness::CacheMode::kOff).violations, 0u);
+  EXPECT_GT(Check(r->trace, kLogChecker, harness::CacheMode::kOn).violations, 0u);
+}
+
+// O_DIRECT alone: the write is complete on the device, but no FLUSH follows. Durable only when
+// the drive has no volatile cache: needs the completion order of the NBD recorder.
+TEST_F(VmTest, ODirectIntoAZeroFilledFilePassesOffAndFailsOn) {
+  RunSpec spec;
+  spec.command = ODirectWorkload(kCommits);
+  auto r = Run(spec);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->host_acks.size(), static_cast<size_t>(kCommits));
+  EXPECT_EQ(Check(r->trace, ODirectChecker(kCommits), harness::CacheMode::kOff).violations, 0u);
+  EXPECT_GT(Check(r->trace, ODirectChecker(kCommits), harness::CacheMode::kOn).violations, 0u);
+}
+
+TEST_F(VmTest, FlakeyDropWritesAtARandomAckKeepsEveryEarlierAck) {
+  std::mt19937 rng(static_cast<unsigned>(std::random_device{}()));
+  const int cut_at = 1 + static_cast<int>(rng() % (kCommits - 1));
+  fmt::print("dm-flakey drop_writes after ack {}\n", cut_at);
+  RunSpec spec;
+  spec.command = FdatasyncWorkload(kCommits);
+  spec.recording = Recording::kNone;
+  spec.flakey = "drop_writes";
+  spec.flakey_after_acks = cut_at;
+  spec.checker = kLogChecker;
+  auto r = Run(spec);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->guest.acks_before_cut, cut_at);
+  EXPECT_EQ(r->guest.checker_exit_code, 0);
+  std::vector<std::string> must_have(r->guest.acked.begin(),
+                                     r->guest.acked.begin() + r->guest.acks_before_cut);
+  EXPECT_THAT(r->guest.have, IsSupersetOf(must_have));
+  // The writes after the cut went nowhere: the last commits are gone.
+  EXPECT_LT(r->guest.have.size(), static_cast<size_t>(kCommits));
+}
+
+TEST_F(VmTest, FlakeyErrorWritesFailsTheCommitAndNothingLaterIsAcked) {
+  constexpr int kCutAt = 3;
+  RunSpec spec;
+  spec.command = FdatasyncWorkload(kCommits);
+  spec.recording = Recording::kNone;
+  spec.flakey = "error_writes";
+  spec.flakey_after_acks = kCutAt;
+  spec.checker = kLogChecker;
+  auto r = Run(spec);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NE(r->guest.exit_code, 0) << "a commit after error_writes must fail";
+  // At most the commit already in flight when the table switched can still have been acked.
+  EXPECT_LE(r->guest.acks, static_cast<uint64_t>(kCutAt + 1));
+  EXPECT_LT(r->guest.acks, static_cast<uint64_t>(kCommits));
+}
+
+#ifdef POWERCUT_WORKLOAD_PATH
+// The project's WAL under dm-flakey error_writes: the commit whose barrier fails returns an error,
+// the WAL fences itself, and no commit after it is acknowledged (one in flight may complete).
+TEST_F(VmTest, WalCommitFailsUnderErrorWritesAndNothingLaterIsAcked) {
+  constexpr int kCutAt = 5;
+  RunSpec spec;
+  spec.command = fmt::format("{} wal run --barrier fdatasync --threads 1 --count 200",
+                             POWERCUT_WORKLOAD_PATH);
+  spec.recording = Recording::kNone;
+  spec.flakey = "error_writes";
+  spec.flakey_after_acks = kCutAt;
+  spec.checker = "true";
+  auto r = Run(spec);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NE(r->guest.exit_code, 0) << "the WAL must report the failed commit";
+  EXPECT_EQ(r->guest.acks_before_cut, kCutAt);
+  EXPECT_LE(r->guest.acks, static_cast<uint64_t>(kCutAt + 1));
+}
+#endif
+
+// Live power cut at a random moment of the workload, disk cache on (each unflushed write kept,
+// dropped or torn by the seed); a fresh guest replays the journal and runs the checker.
+TEST_F(VmTest, LivePowerCutRandomKeepsEveryAckOfTheFdatasyncWorkload) {
+  int seeds = 3;
+  if (const char* e = std::getenv("POWERCUT_VM_CUT_SEEDS")) seeds = std::max(1, std::atoi(e));
+  int cut_runs = 0;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    RunSpec spec;
+    spec.command = FdatasyncWorkload(40);
+    spec.cut.when = CutSpec::When::kRandom;
+    spec.cut.random_max_acks = 30;
+    spec.cut.random_window = std::chrono::milliseconds(100);
+    spec.cut.seed = static_cast<uint64_t>(seed);
+    spec.cut.model = CacheModel::kOn;
+    auto r = Run(spec);
+    ASSERT_TRUE(r.ok()) << r.status();
+    if (!r->power_cut) {
+      fmt::print("seed {}: the workload finished before the cut\n", seed);
+      continue;
+    }
+    ++cut_runs;
+    auto check = CheckInVm(*env_, {.fs = "ext4",
+                                   .image = r->final_image,
+                                   .copy_image = true,
+                                   .checker = kLogChecker,
+                                   .mount_options = "",
+                                   .timeout = std::chrono::seconds(240)});
+    ASSERT_TRUE(check.ok()) << check.status();
+    ASSERT_TRUE(check->ok) << check->failed_step << ": " << check->error;
+    fmt::print(
+        "seed {}: cut after {} acks ({} volatile writes: {} kept, {} dropped, {} torn); "
+        "the checker has {}\n",
+        seed, r->host_acks.size(), r->cut_report.candidates, r->cut_report.kept,
+        r->cut_report.dropped, r->cut_report.torn, check->have.size());
+    EXPECT_EQ(check->checker_exit_code, 0);
+    EXPECT_THAT(check->have, IsSupersetOf(r->host_acks)) << "seed " << seed;
+  }
+  EXPECT_GT(cut_runs, 0) << "no seed cut the power during the workload";
+}
+
+}  // namespace
+}  // namespace powercut::vm

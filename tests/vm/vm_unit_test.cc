@@ -1,0 +1,385 @@
+// Tests of the VM crash domain's host parts that need no guest: the NBD server (driven by qemu-io,
+// the same NBD client code qemu uses), the ack channel, power-cut cache models, the cpio writer
+// (read back by the cpio tool), child-process hygiene and option parsing.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "harness/recorder.h"
+#include "harness/trace_reader.h"
+#include "harness/trace_replay.h"
+#include "harness/vm/ack_channel.h"
+#include "harness/vm/cpio_writer.h"
+#include "harness/vm/disk_image.h"
+#include "harness/vm/nbd_server.h"
+#include "harness/vm/process.h"
+#include "harness/vm/vm_run.h"
+
+namespace powercut::vm {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = "/tmp/powercut-vmtest-XXXXXX";
+    path_ = mkdtemp(tmpl.data()) != nullptr ? tmpl : "";
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string QemuIoUrl(const std::string& socket) { return "nbd+unix:///?socket=" + socket; }
+
+bool HaveQemuIo() {
+  auto r = RunCommand({"qemu-io", "--version"});
+  return r.ok() && r->exit_code == 0;
+}
+
+// Starts a recorder and an NBD server on a 1 MiB image.
+struct ServedImage {
+  explicit ServedImage(const TempDir& dir, size_t lying_window = 64) {
+    image = dir / "disk.img";
+    trace = dir / "trace.log";
+    socket = dir / "nbd.sock";
+    EXPECT_TRUE(CreateSparseImage(image, 1 << 20).ok());
+    auto rec = harness::Recorder::Create(
+        {.log_path = trace, .sector_size = 512, .device_bytes = 1 << 20, .base_image = ""});
+    EXPECT_TRUE(rec.ok()) << rec.status();
+    recorder = std::move(*rec);
+    auto srv = NbdServer::Start({.socket_path = socket,
+                                 .image_path = image,
+                                 .recorder = recorder.get(),
+                                 .atomic_unit = 4096,
+                                 .lying_window = lying_window});
+    EXPECT_TRUE(srv.ok()) << srv.status();
+    server = std::move(*srv);
+  }
+  // Runs qemu-io commands against the server; returns qemu-io's output.
+  // Runs qemu-io commands against the server with a write-back cache (flushes and FUA reach the
+  // server). qemu-io flushes when it closes the device, unless `crash`: then it ends with its
+  // `abort` command, so the writes stay volatile, as in a power cut.
+  std::string Io(const std::vector<std::string>& commands, bool crash = false) {
+    std::string line = "ulimit -c 0; exec qemu-io -f raw -t writeback";
+    for (const auto& c : commands) line += " -c '" + c + "'";
+    if (crash) line += " -c abort";
+    line += " '" + QemuIoUrl(socket) + "'";
+    auto r = RunCommand({"sh", "-c", line});
+    EXPECT_TRUE(r.ok());
+    EXPECT_EQ(r->exit_code, crash ? 128 + SIGABRT : 0) << r->output;
+    return r->output;
+  }
+  std::string image, trace, socket;
+  std::unique_ptr<harness::Recorder> recorder;
+  std::unique_ptr<NbdServer> server;
+};
+
+TEST(NbdServerTest, RecordsWritesFlushesAndFuaInCompletionOrder) {
+  if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
+  TempDir dir;
+  ServedImage s(dir);
+  s.Io({"write -P 0xab 0 4096", "flush", "write -f -P 0xcd 8192 4096", "read -P 0xab 0 4096"});
+  ASSERT_TRUE(s.recorder->RecordAck("1").ok());
+  s.server->Stop();
+  ASSERT_TRUE(s.server->status().ok()) << s.server->status();
+  ASSERT_TRUE(s.recorder->Finish().ok());
+
+  std::string img = ReadFile(s.image);
+  EXPECT_EQ(img[0], '\xab');
+  EXPECT_EQ(img[8192], '\xcd');
+  EXPECT_EQ(img[4096], '\0');
+
+  auto trace = harness::TraceFile::Open(s.trace);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  std::vector<std::string> kinds;
+  for (const auto& e : (*trace)->trace().entries) {
+    if (e.is_mark()) {
+      kinds.push_back("mark " + e.mark);
+    } else if (e.is_flush() && e.header.nr_sectors == 0) {
+      kinds.push_back("flush");
+    } else {
+      kinds.push_back(fmt::format("write {} {}{}", e.header.sector, e.header.nr_sectors,
+                                  e.is_fua() ? " fua" : ""));
+    }
+  }
+  // qemu-io flushes once more when it closes the device.
+  EXPECT_THAT(kinds, ElementsAre("write 0 8", "flush", "write 16 8 fua", "flush", "mark ack:1"));
+}
+
+TEST(NbdServerTest, PowerCutCacheOnKeepsFlushedAndFuaWritesAndDrawsTheRest) {
+  if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    TempDir dir;
+    ServedImage s(dir);
+    s.Io({"write -P 0x11 0 4096"});  // flushed when qemu-io closes
+    s.Io({"write -P 0x22 0 4096", "write -f -P 0x33 65536 4096", "write -P 0x44 131072 8192"},
+         true);
+    auto report = s.server->ApplyPowerCut(CacheModel::kOn, seed);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(report->candidates, 3u);
+    EXPECT_EQ(report->kept + report->dropped + report->torn, 3u);
+    std::string img = ReadFile(s.image);
+    // Block 0: flushed 0x11, or the volatile overwrite 0x22 (kept or torn: one unit either way).
+    EXPECT_TRUE(img[0] == '\x11' || img[0] == '\x22') << seed;
+    EXPECT_EQ(img[4095], img[0]);   // a 4 KiB write inside one atomic unit is never split
+    EXPECT_EQ(img[65536], '\x33');  // FUA: durable
+    // The 8 KiB volatile write: each 4 KiB unit is new or old on its own.
+    EXPECT_TRUE(img[131072] == '\x44' || img[131072] == '\0');
+    EXPECT_TRUE(img[135168] == '\x44' || img[135168] == '\0');
+  }
+}
+
+TEST(NbdServerTest, PowerCutSeedsCoverKeptAndDropped) {
+  if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
+  bool saw_kept = false, saw_dropped = false;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    TempDir dir;
+    ServedImage s(dir);
+    s.Io({"write -P 0x11 0 4096"});
+    s.Io({"write -P 0x22 0 4096"}, true);
+    ASSERT_TRUE(s.server->ApplyPowerCut(CacheModel::kOn, seed).ok());
+    char c = ReadFile(s.image)[0];
+    saw_kept |= c == '\x22';
+    saw_dropped |= c == '\x11';
+  }
+  EXPECT_TRUE(saw_kept);
+  EXPECT_TRUE(saw_dropped);
+}
+
+TEST(NbdServerTest, PowerCutCacheOffKeepsEveryCompletedWrite) {
+  if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
+  TempDir dir;
+  ServedImage s(dir);
+  s.Io({"write -P 0x22 0 4096", "write -P 0x44 131072 8192"}, true);
+  auto report = s.server->ApplyPowerCut(CacheModel::kOff, 7);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->candidates, 0u);
+  std::string img = ReadFile(s.image);
+  EXPECT_EQ(img[0], '\x22');
+  EXPECT_EQ(img[139263], '\x44');
+}
+
+TEST(NbdServerTest, PowerCutLyingMayDropFlushedWritesInsideTheWindow) {
+  if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
+  bool saw_flushed_write_lost = false;
+  for (uint64_t seed = 1; seed <= 12 && !saw_flushed_write_lost; ++seed) {
+    TempDir dir;
+    ServedImage s(dir, /*lying_window=*/4);
+    s.Io({"write -P 0x11 0 4096", "flush"});
+    ASSERT_TRUE(s.server->ApplyPowerCut(CacheModel::kLying, seed).ok());
+    saw_flushed_write_lost = ReadFile(s.image)[0] != '\x11';
+  }
+  EXPECT_TRUE(saw_flushed_write_lost);
+}
+
+TEST(NbdServerTest, RejectsABadImage) {
+  TempDir dir;
+  ASSERT_TRUE(CreateSparseImage(dir / "odd.img", 1000).ok());
+  auto s = NbdServer::Start({.socket_path = dir / "s", .image_path = dir / "odd.img"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("multiple of 512"));
+  auto missing = NbdServer::Start({.socket_path = dir / "s", .image_path = dir / "none.img"});
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("none.img"));
+}
+
+int Connect(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST(AckChannelTest, RecordsValidAcksAsMarksAndLogsEverything) {
+  TempDir dir;
+  auto rec = harness::Recorder::Create(
+      {.log_path = dir / "t.log", .sector_size = 512, .device_bytes = 1 << 20, .base_image = ""});
+  ASSERT_TRUE(rec.ok());
+  std::vector<uint64_t> counts;
+  absl::Mutex mu;
+  auto ch = AckChannel::Start({.socket_path = dir / "ack.sock",
+                               .ack_log_path = dir / "acks.jsonl",
+                               .recorder = rec->get(),
+                               .on_ack =
+                                   [&](uint64_t n) {
+                                     absl::MutexLock l(&mu);
+                                     counts.push_back(n);
+                                   },
+                               .on_event = nullptr});
+  ASSERT_TRUE(ch.ok()) << ch.status();
+  int fd = Connect(dir / "ack.sock");
+  ASSERT_GE(fd, 0);
+  std::string lines =
+      "ack 1\nevent workload-start\nack bad id\nack tx:7.a-b_c\nack " + std::string(65, 'x') + "\n";
+  ASSERT_EQ(write(fd, lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  close(fd);
+  (*ch)->Stop();  // drains the connection before returning
+  EXPECT_THAT((*ch)->acks(), ElementsAre("1", "tx:7.a-b_c"));
+  EXPECT_EQ((*ch)->invalid_lines(), 2u);
+  {
+    absl::MutexLock l(&mu);
+    EXPECT_THAT(counts, ElementsAre(1u, 2u));
+  }
+  ASSERT_TRUE((*rec)->Finish().ok());
+  auto trace = harness::TraceFile::Open(dir / "t.log");
+  ASSERT_TRUE(trace.ok());
+  ASSERT_EQ((*trace)->trace().entries.size(), 2u);
+  EXPECT_EQ((*trace)->trace().entries[1].mark, "ack:tx:7.a-b_c");
+  std::string log = ReadFile(dir / "acks.jsonl");
+  EXPECT_THAT(log, HasSubstr("\"id\":\"1\""));
+  EXPECT_THAT(log, HasSubstr("\"event\":\"workload-start\""));
+  EXPECT_THAT(log, HasSubstr("\"invalid\":\"ack bad id\""));
+}
+
+TEST(CpioWriterTest, TheCpioToolReadsTheArchiveBack) {
+  TempDir dir;
+  CpioWriter w;
+  w.AddDirectory("bin");
+  w.AddFile("bin/hello", "hello world\n", 0755);
+  w.AddSymlink("bin/link", "hello");
+  std::ofstream(dir / "a.cpio", std::ios::binary) << w.Finish();
+  auto r = RunCommand({"cpio", "-i", "-d", "--quiet", "-F", dir / "a.cpio"}, dir / "");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->exit_code, 0) << r->output;
+  EXPECT_EQ(ReadFile(dir / "bin/hello"), "hello world\n");
+  EXPECT_EQ(fs::read_symlink(dir / "bin/link"), "hello");
+  EXPECT_TRUE(access((dir / "bin/hello").c_str(), X_OK) == 0);
+}
+
+TEST(ProcessTest, ErrorNamesTheStepAndQuotesOutput) {
+  auto r = RunCommandOrError("step frobnicate", {"sh", "-c", "echo boom; exit 3"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("step frobnicate"));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("status 3"));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("boom"));
+  auto missing = RunCommand({"/nonexistent/program"});
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(missing->exit_code, 127);
+}
+
+TEST(ProcessTest, KillTakesTheWholeProcessGroup) {
+  TempDir dir;
+  std::string pidfile = dir / "grandchild.pid";
+  // The child starts a grandchild in its group and waits.
+  auto child =
+      ChildProcess::Spawn({"sh", "-c", fmt::format("sleep 600 & echo $! > {}; wait", pidfile)}, "");
+  ASSERT_TRUE(child.ok());
+  // Wait (bounded) until the grandchild has written its pid.
+  std::string pid_text;
+  for (int i = 0; i < 500 && pid_text.empty(); ++i) {
+    EXPECT_FALSE(child->WaitFor(std::chrono::milliseconds(10)).has_value());
+    pid_text = ReadFile(pidfile);
+    if (!pid_text.empty() && pid_text.back() != '\n') pid_text.clear();
+  }
+  ASSERT_FALSE(pid_text.empty());
+  pid_t grandchild = std::stoi(pid_text);
+  EXPECT_EQ(child->Kill(), 128 + SIGKILL);
+  // The grandchild was in the group: it is dead or a zombie about to be reaped by init.
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {
+    std::string stat = ReadFile(fmt::format("/proc/{}/stat", grandchild));
+    gone = stat.empty() || stat.find(") Z") != std::string::npos;
+    if (!gone) usleep(10000);
+  }
+  EXPECT_TRUE(gone);
+}
+
+TEST(ParseCutTest, AcceptsTheThreeFormsAndRejectsOthers) {
+  EXPECT_EQ(ParseCut("random")->when, CutSpec::When::kRandom);
+  EXPECT_EQ(ParseCut("after-acks=5")->after_acks, 5u);
+  EXPECT_EQ(ParseCut("after=1.5s")->after, std::chrono::milliseconds(1500));
+  EXPECT_EQ(ParseCut("after=300ms")->after, std::chrono::milliseconds(300));
+  EXPECT_EQ(ParseCut("")->when, CutSpec::When::kNever);
+  for (const char* bad : {"after-acks=", "after-acks=0", "after=5", "after=xs", "sometimes"}) {
+    auto c = ParseCut(bad);
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("--cut"));
+  }
+}
+
+TEST(DiskImageTest, RefusesBlockDevicesAndUnknownFileSystems) {
+  auto s = MakeFileSystem("ext4", "/dev/null");
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("never writes to block devices"));
+  TempDir dir;
+  ASSERT_TRUE(CreateSparseImage(dir / "x.img", 64 << 20).ok());
+  auto bad = MakeFileSystem("zfs", dir / "x.img");
+  EXPECT_THAT(std::string(bad.message()), HasSubstr("expected ext4, xfs, btrfs or raw"));
+}
+
+TEST(DiskImageTest, LogWritesUsedBytesFollowsTheEntries) {
+  TempDir dir;
+  auto rec = harness::Recorder::Create(
+      {.log_path = dir / "t.log", .sector_size = 512, .device_bytes = 1 << 20, .base_image = ""});
+  ASSERT_TRUE(rec.ok());
+  std::vector<uint8_t> data(4096, 7);
+  ASSERT_TRUE((*rec)->RecordWrite(0, data, false).ok());
+  ASSERT_TRUE((*rec)->RecordFlush().ok());
+  ASSERT_TRUE((*rec)->RecordAck("1").ok());
+  ASSERT_TRUE((*rec)->Finish().ok());
+  // super + (entry + 8 data sectors) + flush entry + mark entry.
+  uint64_t expected = 512 + (512 + 4096) + 512 + 512;
+  ASSERT_GE(fs::file_size(dir / "t.log"), expected);
+  fs::resize_file(dir / "t.log", 1 << 20);  // as a log device: much bigger than its log
+  auto used = LogWritesUsedBytes(dir / "t.log");
+  ASSERT_TRUE(used.ok()) << used.status();
+  EXPECT_EQ(*used, expected);
+  std::ofstream(dir / "junk", std::ios::binary) << std::string(4096, 'j');
+  EXPECT_FALSE(LogWritesUsedBytes(dir / "junk").ok());
+}
+
+// The real traces in tests/data (recorded in a guest by both recorders at once) replay onto a
+// zero base image to the guest's final disk.
+TEST(SampleTracesTest, BothRecordersReplayToTheGuestsFinalImage) {
+  const std::string data = POWERCUT_TEST_DATA_DIR;
+  std::string final_json = ReadFile(data + "/raw-dio-fdatasync.final.json");
+  ASSERT_FALSE(final_json.empty());
+  auto pos = final_json.find("\"final_image_sha256\": \"");
+  ASSERT_NE(pos, std::string::npos);
+  std::string expected = final_json.substr(pos + 23, 64);
+  TempDir dir;
+  ASSERT_TRUE(CreateSparseImage(dir / "zero.img", 16 << 20).ok());
+  for (const char* name : {"raw-dio-fdatasync.log-writes.log", "raw-dio-fdatasync.nbd.log"}) {
+    auto file =
+        harness::TraceFile::Open(data + "/" + name, {.device_bytes = 16 << 20, .name = name});
+    ASSERT_TRUE(file.ok()) << file.status();
+    size_t acks = 0;
+    for (const auto& e : (*file)->trace().entries) acks += e.mark.rfind("ack:", 0) == 0 ? 1 : 0;
+    EXPECT_EQ(acks, 8u) << name;
+    auto applied = harness::ReplayTrace(**file, dir / "zero.img", dir / "out.img", {});
+    ASSERT_TRUE(applied.ok()) << applied.status();
+    auto sum = RunCommand({"sha256sum", dir / "out.img"});
+    ASSERT_TRUE(sum.ok());
+    EXPECT_EQ(sum->output.substr(0, 64), expected) << name;
+  }
+}
+
+}  // namespace
+}  // namespace powercut::vm

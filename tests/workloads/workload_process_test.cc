@@ -1,0 +1,425 @@
+// End-to-end tests of powercut-workload as the tester runs it: a child process with a pipe as
+// POWERCUT_ACK_FD, in a directory on a real disk file system, then the checker as a second process.
+// Process crashes (SIGKILL after K acks, read from the pipe) must lose no acked commit in any mode
+// that wrote the data; power cuts are the tester's business (harness/, the VM rooms).
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/workloads/child_process.h"
+#include "tests/workloads/temp_dir.h"
+#include "tools/workloads/ack_channel.h"
+#include "tools/workloads/catalog.h"
+
+namespace powercut::workloads {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr char kBinary[] = POWERCUT_WORKLOAD_BIN;
+
+struct RunOutput {
+  int exit_code = -1;
+  std::vector<std::string> acks;  // ids, in the order acked
+  std::string err;
+};
+
+struct CheckOutput {
+  int exit_code = -1;
+  std::set<std::string> have;
+  std::vector<std::string> corrupt;
+  std::string out;
+  std::string err;
+};
+
+using Env = std::map<std::string, std::string>;
+
+class WorkloadProcessTest : public ::testing::Test {
+ protected:
+  WorkloadProcessTest() : data_(tmp_.Sub("data")) {}
+
+  Env DirEnv() const { return {{"POWERCUT_DIR", data_}}; }
+
+  // Runs `args`; with `kill_after`, SIGKILLs the child once it has acked that many ids, then
+  // collects every ack it wrote before dying.
+  RunOutput Run(const std::vector<std::string>& args, std::optional<size_t> kill_after = {},
+                std::optional<Env> env = {}, bool ack_pipe = true) {
+    std::vector<std::string> argv = {kBinary};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess child({argv, env.value_or(DirEnv()), ack_pipe, tmp_.path() + "/run.out",
+                        tmp_.path() + "/run.err"});
+    RunOutput output;
+    if (!child.started()) {
+      ADD_FAILURE() << child.start_error();
+      return output;
+    }
+    bool killed = false;
+    while (std::optional<std::string> line = child.NextAckLine()) {
+      if (line->rfind("ack ", 0) != 0 || !IsValidId(line->substr(4))) {
+        ADD_FAILURE() << "malformed ack line '" << *line << "'";
+        continue;
+      }
+      output.acks.push_back(line->substr(4));
+      if (!killed && kill_after.has_value() && output.acks.size() >= *kill_after) {
+        child.Kill(SIGKILL);
+        killed = true;
+      }
+    }
+    output.exit_code = child.Wait();
+    output.err = ChildProcess::ReadFile(tmp_.path() + "/run.err");
+    return output;
+  }
+
+  CheckOutput Check(const std::string& workload, std::optional<Env> env = {},
+                    const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {kBinary, workload, "check"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    ChildProcess child({argv, env.value_or(DirEnv()), false, tmp_.path() + "/check.out",
+                        tmp_.path() + "/check.err"});
+    CheckOutput output;
+    if (!child.started()) {
+      ADD_FAILURE() << child.start_error();
+      return output;
+    }
+    output.exit_code = child.Wait();
+    output.out = ChildProcess::ReadFile(tmp_.path() + "/check.out");
+    output.err = ChildProcess::ReadFile(tmp_.path() + "/check.err");
+    size_t start = 0;
+    while (start < output.out.size()) {
+      size_t end = output.out.find('\n', start);
+      if (end == std::string::npos) end = output.out.size();
+      const std::string line = output.out.substr(start, end - start);
+      start = end + 1;
+      if (line.rfind("have ", 0) == 0 && IsValidId(line.substr(5))) {
+        EXPECT_TRUE(output.have.insert(line.substr(5)).second) << "duplicate " << line;
+      } else if (line.rfind("corrupt ", 0) == 0 && IsValidId(line.substr(8))) {
+        output.corrupt.push_back(line.substr(8));
+      } else {
+        ADD_FAILURE() << "malformed checker line '" << line << "'";
+      }
+    }
+    return output;
+  }
+
+  static void ExpectAllAckedHad(const RunOutput& run, const CheckOutput& check) {
+    size_t missing = 0;
+    for (const std::string& id : run.acks) {
+      if (!check.have.contains(id) && ++missing <= 5) ADD_FAILURE() << "acked id " << id << " lost";
+    }
+    EXPECT_EQ(missing, 0u) << "of " << run.acks.size() << " acks";
+  }
+
+  TempDir tmp_;
+  std::string data_;
+};
+
+// Every configuration `powercut-workload list` offers, with a gtest-friendly label.
+std::vector<WorkloadConfig> AllConfigs() { return Catalog(); }
+
+std::string Label(const WorkloadConfig& config) {
+  std::string label = config.name;
+  for (char& c : label) {
+    if (c == '-') c = '_';
+  }
+  return label;
+}
+
+std::vector<std::string> RunArgs(const WorkloadConfig& c, const std::string& count) {
+  std::vector<std::string> args = {c.workload, "run", "--count", count};
+  args.insert(args.end(), c.run_args.begin(), c.run_args.end());
+  return args;
+}
+
+class WorkloadCaseTest : public WorkloadProcessTest,
+                         public ::testing::WithParamInterface<WorkloadConfig> {};
+
+TEST_P(WorkloadCaseTest, EveryAckIsHadAfterACleanRun) {
+  constexpr int kCount = 30;
+  RunOutput run = Run(RunArgs(GetParam(), std::to_string(kCount)));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_EQ(run.acks.size(), static_cast<size_t>(kCount));
+  std::set<std::string> distinct(run.acks.begin(), run.acks.end());
+  std::set<std::string> expected;
+  for (int i = 1; i <= kCount; ++i) expected.insert(std::to_string(i));
+  EXPECT_EQ(distinct, expected);
+  if (GetParam().workload == "xlog" || GetParam().workload == "sqlite") {
+    // Single committer: acks come in commit order.
+    for (int i = 0; i < kCount; ++i) EXPECT_EQ(run.acks[i], std::to_string(i + 1));
+  }
+
+  CheckOutput check = Check(GetParam().workload);
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_THAT(check.corrupt, IsEmpty()) << check.err;
+  EXPECT_EQ(check.have, expected) << check.err;
+}
+
+// SIGKILL once K acks were read. A configuration that survives a process crash (all but
+// rocksdb --disable-wal) must lose nothing; one that loses must lose something, so both
+// directions of the catalog's expectation are checked.
+TEST_P(WorkloadCaseTest, ProcessCrashMatchesTheCatalog) {
+  constexpr size_t kKillAfter = 25;
+  // A count the child cannot reach before the kill: it blocks once the pipe buffer is full.
+  RunOutput run = Run(RunArgs(GetParam(), "1000000"), kKillAfter);
+  EXPECT_EQ(run.exit_code, 128 + SIGKILL) << run.err;
+  ASSERT_GE(run.acks.size(), kKillAfter);
+
+  CheckOutput check = Check(GetParam().workload);
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_THAT(check.corrupt, IsEmpty()) << check.err;
+  if (GetParam().process_crash == Expectation::kSurvives) {
+    ExpectAllAckedHad(run, check);
+  } else {
+    size_t lost = 0;
+    for (const std::string& id : run.acks) lost += check.have.contains(id) ? 0 : 1;
+    EXPECT_GT(lost, 0u) << "the catalog says " << GetParam().name << " loses acks";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, WorkloadCaseTest, ::testing::ValuesIn(AllConfigs()),
+                         [](const ::testing::TestParamInfo<WorkloadConfig>& param_info) {
+                           return Label(param_info.param);
+                         });
+
+TEST_F(WorkloadProcessTest, ListPrintsTheCatalogAsJson) {
+  ChildProcess child({{kBinary, "list", "--json", "--count", "7"},
+                      {},
+                      false,
+                      tmp_.path() + "/list.out",
+                      tmp_.path() + "/list.err"});
+  ASSERT_TRUE(child.started()) << child.start_error();
+  ASSERT_EQ(child.Wait(), 0);
+  const nlohmann::json list =
+      nlohmann::json::parse(ChildProcess::ReadFile(tmp_.path() + "/list.out"), nullptr, false);
+  ASSERT_TRUE(list.is_array());
+  const std::vector<WorkloadConfig> catalog = Catalog();
+  ASSERT_EQ(list.size(), catalog.size());
+  for (size_t i = 0; i < catalog.size(); ++i) {
+    EXPECT_EQ(list[i]["name"], catalog[i].name);
+    const std::string run = list[i]["run"];
+    EXPECT_EQ(run.rfind(std::string("/"), 0), 0u) << "absolute binary path: " << run;
+    EXPECT_THAT(run, HasSubstr(catalog[i].workload + " run"));
+    EXPECT_THAT(run, HasSubstr("--count 7"));
+    EXPECT_EQ(list[i]["check"].get<std::string>().substr(run.find(' ')),
+              " " + catalog[i].workload + " check");
+    for (const char* model : {"process_crash", "off", "on", "lying"}) {
+      const std::string verdict = list[i]["expect"][model];
+      EXPECT_TRUE(verdict == "survives" || verdict == "loses" || verdict == "may-lose") << verdict;
+    }
+  }
+}
+
+TEST_F(WorkloadProcessTest, RocksDbWithoutWalKeepsAcksAfterCleanClose) {
+  RunOutput run = Run({"rocksdb", "run", "--disable-wal", "--sync", "false", "--count", "20"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  CheckOutput check = Check("rocksdb");
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  ExpectAllAckedHad(run, check);
+}
+
+TEST_F(WorkloadProcessTest, XlogDefaultIsThe2001Test) {
+  RunOutput run = Run({"xlog", "run"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.acks.size(), 2000u);
+  EXPECT_EQ(run.acks.back(), "2000");
+  CheckOutput check = Check("xlog");
+  EXPECT_EQ(check.exit_code, 0);
+  EXPECT_EQ(check.have.size(), 2000u);
+}
+
+TEST_F(WorkloadProcessTest, XlogRunsOnARawDevice) {
+  const std::string dev = tmp_.path() + "/raw.img";
+  ASSERT_EQ(::truncate(dev.c_str(), 0), -1);  // does not exist yet
+  {
+    FILE* f = std::fopen(dev.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+    ASSERT_EQ(::truncate(dev.c_str(), 1 << 20), 0);
+  }
+  const Env env = {{"POWERCUT_DEV", dev}};
+  EXPECT_EQ(Check("xlog", env).have.size(), 0u);  // no header yet: nothing set up
+  RunOutput run = Run({"xlog", "run", "--append", "--count", "40"}, {}, env);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  CheckOutput check = Check("xlog", env);
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_EQ(check.have.size(), 40u);
+  ExpectAllAckedHad(run, check);
+
+  RunOutput too_many = Run({"xlog", "run", "--append", "--count", "1000"}, {}, env);
+  EXPECT_EQ(too_many.exit_code, 2);
+  EXPECT_THAT(too_many.err, HasSubstr("use a smaller --count or a larger device"));
+}
+
+TEST_F(WorkloadProcessTest, CheckersOfAnEmptyDirectoryHaveNothing) {
+  for (const std::string workload : {"xlog", "rocksdb", "sqlite", "wal"}) {
+    CheckOutput check = Check(workload);
+    EXPECT_EQ(check.exit_code, 0) << workload << ": " << check.err;
+    EXPECT_THAT(check.have, IsEmpty()) << workload;
+    EXPECT_THAT(check.out, IsEmpty()) << workload;
+  }
+}
+
+TEST_F(WorkloadProcessTest, MissingAckFdIsAUsageError) {
+  RunOutput run = Run({"xlog", "run", "--count", "3"}, {}, DirEnv(), /*ack_pipe=*/false);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("POWERCUT_ACK_FD is not set"));
+}
+
+TEST_F(WorkloadProcessTest, AckFdThatIsNotOpenIsAUsageError) {
+  Env env = DirEnv();
+  env["POWERCUT_ACK_FD"] = "57";
+  RunOutput run = Run({"sqlite", "run", "--count", "3"}, {}, env, /*ack_pipe=*/false);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("POWERCUT_ACK_FD=57: not an open file descriptor"));
+}
+
+TEST_F(WorkloadProcessTest, MissingDirIsAUsageErrorForRunAndCheck) {
+  for (const std::string workload : {"xlog", "rocksdb", "sqlite", "wal"}) {
+    RunOutput run = Run({workload, "run", "--count", "3"}, {}, Env{});
+    EXPECT_EQ(run.exit_code, 2) << workload;
+    EXPECT_THAT(run.err, HasSubstr("POWERCUT_DIR")) << workload;
+    EXPECT_TRUE(run.acks.empty());
+    CheckOutput check = Check(workload, Env{});
+    EXPECT_EQ(check.exit_code, 2) << workload;
+    EXPECT_THAT(check.err, HasSubstr("POWERCUT_DIR")) << workload;
+  }
+}
+
+TEST_F(WorkloadProcessTest, FileSystemWorkloadsRejectARawDevice) {
+  const Env env = {{"POWERCUT_DEV", "/dev/null"}};
+  for (const std::string workload : {"rocksdb", "sqlite", "wal"}) {
+    RunOutput run = Run({workload, "run", "--count", "3"}, {}, env);
+    EXPECT_EQ(run.exit_code, 2) << workload;
+    EXPECT_THAT(run.err, HasSubstr("needs a file system")) << workload;
+  }
+}
+
+TEST_F(WorkloadProcessTest, BadOptionsAreUsageErrors) {
+  RunOutput run = Run({"xlog", "run", "--barrier", "fsync_maybe"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("unknown barrier 'fsync_maybe'"));
+  EXPECT_EQ(Run({"sqlite", "run", "--journal", "memory"}).exit_code, 2);
+  RunOutput sync_without_wal = Run({"rocksdb", "run", "--disable-wal"});
+  EXPECT_EQ(sync_without_wal.exit_code, 2);
+  EXPECT_THAT(sync_without_wal.err, HasSubstr("--disable-wal needs --sync false"));
+  EXPECT_EQ(Run({"xlog", "run", "--count", "0"}).exit_code, 2);
+  EXPECT_EQ(Run({"nosuchworkload", "run"}).exit_code, 2);
+  EXPECT_EQ(Run({"wal"}).exit_code, 2);
+  EXPECT_EQ(Check("wal", {}, {"--mode", "optimistic"}).exit_code, 2);
+}
+
+TEST_F(WorkloadProcessTest, RunningTwiceInOneDirectoryIsRefused) {
+  for (const std::string workload : {"xlog", "rocksdb", "sqlite", "wal"}) {
+    ASSERT_EQ(Run({workload, "run", "--count", "2"}).exit_code, 0) << workload;
+    RunOutput again = Run({workload, "run", "--count", "2"});
+    EXPECT_EQ(again.exit_code, 2) << workload;
+    EXPECT_THAT(again.err, HasSubstr("already exists")) << workload;
+    EXPECT_TRUE(again.acks.empty()) << workload;
+  }
+}
+
+TEST_F(WorkloadProcessTest, CheckerOfADamagedStoreExitsOne) {
+  ASSERT_EQ(Run({"sqlite", "run", "--count", "50", "--journal", "delete"}).exit_code, 0);
+  {
+    // Overwrite the middle of the database file (page 2 onwards) with garbage.
+    FILE* f = std::fopen((data_ + "/sqlite.db").c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, 4096, SEEK_SET);
+    std::vector<char> junk(4096, '\x5a');
+    std::fwrite(junk.data(), 1, junk.size(), f);
+    std::fclose(f);
+  }
+  CheckOutput check = Check("sqlite");
+  EXPECT_EQ(check.exit_code, 1);
+  EXPECT_FALSE(check.err.empty());
+}
+
+// A real ENOSPC from a small tmpfs: the workload stops acking, exits 1 with the error, and every
+// id it did ack is still there. Needs root (mount); skipped otherwise.
+class WorkloadFullFileSystemTest : public WorkloadProcessTest {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "mounting tmpfs needs root";
+    if (::mount("tmpfs", data_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=512k") != 0) {
+      GTEST_SKIP() << "mount tmpfs: " << std::strerror(errno);
+    }
+    mounted_ = true;
+  }
+  void TearDown() override {
+    if (mounted_) {
+      EXPECT_EQ(::umount2(data_.c_str(), MNT_DETACH), 0) << std::strerror(errno);
+    }
+  }
+  bool mounted_ = false;
+};
+
+// The tester may mount a crash image read-only: checkers whose store recovers by writing fall
+// back to read-only opens, and say what to do when recovery is needed. Needs root (bind mount).
+TEST_F(WorkloadProcessTest, CheckersReadARecoveredStoreOnAReadOnlyMount) {
+  if (::geteuid() != 0) GTEST_SKIP() << "bind mounts need root";
+  const std::string ro = tmp_.Sub("ro");
+  for (const std::string workload : {"xlog", "rocksdb", "sqlite", "wal"}) {
+    ASSERT_EQ(Run({workload, "run", "--count", "12"}).exit_code, 0) << workload;
+  }
+  if (::mount(data_.c_str(), ro.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    GTEST_SKIP() << "bind mount: " << std::strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { EXPECT_EQ(::umount2(path.c_str(), MNT_DETACH), 0) << std::strerror(errno); }
+  } unmount{ro};
+  ASSERT_EQ(::mount(nullptr, ro.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr), 0)
+      << std::strerror(errno);
+  const Env env = {{"POWERCUT_DIR", ro}};
+  for (const std::string workload : {"xlog", "rocksdb", "sqlite", "wal"}) {
+    CheckOutput check = Check(workload, env);
+    EXPECT_EQ(check.exit_code, 0) << workload << ": " << check.err;
+    EXPECT_EQ(check.have.size(), 12u) << workload;
+  }
+  // A leftover WAL means SQLite must recover, which it cannot do read-only: a usage error.
+  FILE* wal = std::fopen((data_ + "/sqlite.db-wal").c_str(), "w");
+  ASSERT_NE(wal, nullptr);
+  std::fputs("not empty", wal);
+  std::fclose(wal);
+  CheckOutput check = Check("sqlite", env);
+  EXPECT_EQ(check.exit_code, 2);
+  EXPECT_THAT(check.err, HasSubstr("mount the crash image read-write"));
+}
+
+TEST_F(WorkloadFullFileSystemTest, XlogAppendStopsAtEnospc) {
+  RunOutput run = Run({"xlog", "run", "--append", "--count", "100000"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("No space left on device"));
+  EXPECT_THAT(run.err, HasSubstr("no further acks"));
+  EXPECT_GT(run.acks.size(), 0u);
+  EXPECT_LT(run.acks.size(), 100000u);
+  CheckOutput check = Check("xlog");
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  ExpectAllAckedHad(run, check);
+}
+
+TEST_F(WorkloadFullFileSystemTest, WalFencesAtEnospcAndStopsAcking) {
+  RunOutput run =
+      Run({"wal", "run", "--count", "100000", "--threads", "4", "--segment-bytes", "65536"});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("no further acks"));
+  EXPECT_GT(run.acks.size(), 0u);
+  EXPECT_LT(run.acks.size(), 100000u);
+  CheckOutput check = Check("wal");
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  ExpectAllAckedHad(run, check);
+}
+
+}  // namespace
+}  // namespace powercut::workloads

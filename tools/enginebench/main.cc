@@ -1,0 +1,217 @@
+// enginebench: how fast the crash-state engine checks states (issue 3's speed target).
+//
+// Scenario "raw": a 64 MiB device, a 1,000-entry trace of the raw-device log workload (write,
+// FLUSH, ack per commit), a checker that reads 4 MiB of the image (enginebench-checker), every entry a crash point, cache models off, on and lying. Scenario "ext4": a 64 MiB
+// ext4 image, files written and fsynced through a loop mount, the changed blocks as a trace,
+// every entry a crash point, each state loop-mounted (journal replay) and checked by a shell
+// command. Prints states/s, checker runs/s and peak memory; it asserts nothing.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "fmt/format.h"
+#include "harness/diff_trace.h"
+#include "harness/engine.h"
+#include "harness/image_io.h"
+#include "harness/loop_mount.h"
+#include "harness/raw_log.h"
+#include "harness/recorder.h"
+
+namespace {
+
+using namespace powercut::harness;
+
+constexpr uint64_t kImageBytes = 64 << 20;
+
+std::string SelfPath() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "enginebench";
+}
+
+double CpuSeconds(int who) {
+  rusage ru{};
+  ::getrusage(who, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+double CpuNow() { return CpuSeconds(RUSAGE_SELF) + CpuSeconds(RUSAGE_CHILDREN); }
+
+long PeakRssKiB(int who) {
+  rusage ru{};
+  ::getrusage(who, &ru);
+  return ru.ru_maxrss;
+}
+
+void MakeImage(const std::string& path, uint64_t bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) {
+    if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) std::perror("ftruncate");
+    ::close(fd);
+  }
+}
+
+void PrintResult(const char* scenario, const CheckReport& r, double cpu_seconds) {
+  for (const ModelResult& m : r.results) {
+    std::printf("%-5s cache %-6s points %6llu states %7llu checked %6llu dedup %6llu violating "
+                "%6llu  %8.1f states/s  %7.1f checks/s\n",
+                scenario, m.model.Code().c_str(), static_cast<unsigned long long>(m.points),
+                static_cast<unsigned long long>(m.states),
+                static_cast<unsigned long long>(m.checked),
+                static_cast<unsigned long long>(m.deduplicated),
+                static_cast<unsigned long long>(m.violations), m.states / m.seconds,
+                m.checked / m.seconds);
+  }
+  uint64_t states = 0, checked = 0;
+  double seconds = 0;
+  for (const ModelResult& m : r.results) {
+    states += m.states;
+    checked += m.checked;
+    seconds += m.seconds;
+  }
+  std::printf("%-5s total: %llu states in %.2f s = %.1f states/s (%.1f checker runs/s), %d "
+              "workers\n",
+              scenario, static_cast<unsigned long long>(states), seconds, states / seconds,
+              checked / seconds, r.workers);
+  // Wall-clock rates depend on what else runs on the machine; CPU time per state does not.
+  std::printf("%-5s CPU: %.2f ms per state, %.2f ms per checker run (engine + checkers); on %u "
+              "idle cores that is %.0f states/s\n",
+              scenario, 1e3 * cpu_seconds / states, checked ? 1e3 * cpu_seconds / checked : 0.0,
+              std::thread::hardware_concurrency(),
+              states * std::thread::hardware_concurrency() / cpu_seconds);
+}
+
+int RawScenario(const std::string& dir, int workers, const std::string& models) {
+  std::string base = dir + "/raw-base.img";
+  MakeImage(base, kImageBytes);
+  std::string log = dir + "/raw.log";
+  Recorder::Options ro{log, 4096, kImageBytes, base};
+  auto rec = Recorder::Create(ro);
+  if (!rec.ok()) return std::fprintf(stderr, "%s\n", std::string(rec.status().message()).c_str()), 1;
+  if (auto s = WriteRawLog(**rec, 333, RawLogBarrier::kFlushBeforeAck); !s.ok()) return 1;
+  if (!(*rec)->RecordWrite(333 * kRawLogBlock, RawLogRecord(333), false).ok()) return 1;
+  std::printf("raw   trace: %llu entries on a %llu MiB image\n",
+              static_cast<unsigned long long>((*rec)->entries()),
+              static_cast<unsigned long long>(kImageBytes >> 20));
+  if (!(*rec)->Finish().ok()) return 1;
+  CheckOptions o;
+  o.trace_path = log;
+  o.checker = SelfPath() + "-checker";
+  o.workers = workers;
+  o.points.every_entry = true;
+  o.work_dir = dir + "/raw-work";
+  for (size_t start = 0; start <= models.size();) {
+    size_t comma = models.find(',', start);
+    std::string name = models.substr(start, comma == std::string::npos ? comma : comma - start);
+    auto model = ParseCacheModel(name);
+    if (!model.ok()) return std::fprintf(stderr, "--cache %s: bad model\n", name.c_str()), 2;
+    o.models.push_back(*model);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  double cpu = CpuNow();
+  auto report = RunCheck(o);
+  cpu = CpuNow() - cpu;
+  if (!report.ok()) {
+    std::fprintf(stderr, "raw: %s\n", std::string(report.status().message()).c_str());
+    return 1;
+  }
+  PrintResult("raw", *report, cpu);
+  return 0;
+}
+
+int Ext4Scenario(const std::string& dir, int workers) {
+  if (::geteuid() != 0) {
+    std::printf("ext4  skipped: loop mounts need root\n");
+    return 0;
+  }
+  std::string base = dir + "/ext4-base.img";
+  MakeImage(base, kImageBytes);
+  std::string mkfs = fmt::format(
+      "mkfs.ext4 -q -F -b 4096 -E lazy_itable_init=1,lazy_journal_init=1 '{}'", base);
+  if (std::system(mkfs.c_str()) != 0) return std::fprintf(stderr, "%s failed\n", mkfs.c_str()), 1;
+  std::string after = dir + "/ext4-after.img";
+  if (!CopySparse(base, after).ok()) return 1;
+  std::string mnt = dir + "/ext4-mnt";
+  std::filesystem::create_directories(mnt);
+  std::vector<std::string> acks;
+  {
+    auto mount = LoopMount::Mount(after, "ext4", mnt);
+    if (!mount.ok()) {
+      std::printf("ext4  skipped: %s\n", std::string(mount.status().message()).c_str());
+      return 0;
+    }
+    for (int i = 0; i < 40; ++i) {
+      std::string path = fmt::format("{}/commit-{}", mnt, i);
+      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      std::string text(8192, static_cast<char>('a' + i % 26));
+      if (fd < 0 || ::write(fd, text.data(), text.size()) < 0 || ::fsync(fd) != 0) return 1;
+      ::close(fd);
+      acks.push_back(std::to_string(i));
+    }
+    if (!(*mount)->Unmount().ok()) return 1;
+  }
+  std::string log = dir + "/ext4.log";
+  DiffTraceOptions d;
+  d.acks = acks;
+  if (auto s = WriteDiffTrace(base, after, log, d); !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  CheckOptions o;
+  o.trace_path = log;
+  o.checker =
+      "for f in \"$POWERCUT_DIR\"/commit-*; do [ -s \"$f\" ] && echo \"have ${f##*commit-}\"; "
+      "done; true";
+  o.fs = "ext4";
+  o.workers = workers;
+  o.points.every_entry = true;
+  o.models = {*ParseCacheModel("off")};
+  o.work_dir = dir + "/ext4-work";
+  double cpu = CpuNow();
+  auto report = RunCheck(o);
+  cpu = CpuNow() - cpu;
+  if (!report.ok()) {
+    std::fprintf(stderr, "ext4: %s\n", std::string(report.status().message()).c_str());
+    return 1;
+  }
+  std::printf("ext4  trace: %llu entries on a %llu MiB ext4 image\n",
+              static_cast<unsigned long long>(report->trace_entries),
+              static_cast<unsigned long long>(kImageBytes >> 20));
+  PrintResult("ext4", *report, cpu);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"enginebench: crash states per second of the powercut engine"};
+  int workers = 0;
+  bool skip_ext4 = false;
+  bool skip_raw = false;
+  app.add_option("--workers", workers, "parallel checks (default: one per core)");
+  app.add_flag("--skip-ext4", skip_ext4, "only the raw scenario");
+  app.add_flag("--skip-raw", skip_raw, "only the ext4 scenario");
+  std::string models = "off,on,lying";
+  app.add_option("--cache", models, "cache models of the raw scenario");
+  CLI11_PARSE(app, argc, argv);
+
+  std::string tmpl = (std::filesystem::temp_directory_path() / "enginebench-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) return 1;
+  int rc = 0;
+  if (!skip_raw) rc |= RawScenario(tmpl, workers, models);
+  if (!skip_ext4) rc |= Ext4Scenario(tmpl, workers);
+  std::error_code ec;
+  std::filesystem::remove_all(tmpl, ec);
+  std::printf("peak memory of the engine: %ld KiB (getrusage maxrss)\n", PeakRssKiB(RUSAGE_SELF));
+  return rc;
+}

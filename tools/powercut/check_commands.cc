@@ -1,0 +1,121 @@
+// powercut check
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "fmt/format.h"
+#include "harness/engine.h"
+#include "harness/report.h"
+#include "tools/powercut/commands.h"
+
+namespace powercut::cli {
+namespace {
+
+std::string SelfPath(const char* fallback) {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return fallback;
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+void AddCheckCommands(CLI::App& app, int* exit_code) {
+  struct Args {
+    harness::CheckOptions o;
+    std::string cache = "off,on,lying", points = "ack,flush", window = "16", order, json, junit;
+    bool no_torn = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* check = app.add_subcommand(
+      "check", "rebuild crash states of a trace under cache models and judge them with a checker");
+  check->add_option("--trace", a->o.trace_path, "the dm-log-writes log")->required();
+  check->add_option("--base", a->o.base_image, "base image (default: from LOG.manifest.json)");
+  check->add_option("--checker", a->o.checker,
+                    "command run with /bin/sh -c on each image; prints `have <id>` lines")
+      ->required();
+  check->add_option("--fs", a->o.fs, "raw (POWERCUT_DEV=image) or ext4|xfs|btrfs (loop mount, "
+                                     "POWERCUT_DIR)");
+  check->add_option("--cache", a->cache, "cache models, comma-separated: off,on,lying");
+  check->add_option("--window", a->window, "lying window: entries (16, 16e) or bytes (64KiB)");
+  check->add_option("--atomic", a->o.atomic_unit, "atomic unit for torn writes: 512 or 4096 "
+                                                  "(default: the log's sector size)");
+  check->add_option("--points", a->points, "crash points: entry,ack,flush,sample:N");
+  check->add_option("--states", a->o.states.max_exhaustive,
+                    "all subsets of the volatile writes up to this many (K, default 10)");
+  check->add_option("--samples", a->o.states.samples, "seeded random subsets per point beyond K");
+  check->add_flag("--no-torn", a->no_torn, "no torn-write variants");
+  check->add_option("--seed", a->o.seed, "seed for every sample");
+  check->add_flag("--ordered", a->o.ordered, "also require the commits present to be a prefix");
+  check->add_option("--workers", a->o.workers, "parallel checks (default: one per core)");
+  check->add_option("--timeout", a->o.checker_timeout_s, "checker timeout in seconds");
+  check->add_option("--order", a->order, "override the manifest: completion or flush-epoch");
+  check->add_option("--workload", a->o.workload, "name in reports (default: the log's name)");
+  check->add_option("--work-dir", a->o.work_dir, "folder for working images (default: a temp "
+                                                 "folder, removed afterwards)");
+  check->add_option("--json", a->json, "write the JSON report here");
+  check->add_option("--junit", a->junit, "write a JUnit XML report here");
+  check->callback([=] {
+    harness::CheckOptions o = a->o;
+    o.states.torn = !a->no_torn;
+    o.powercut = SelfPath("powercut");
+    auto points = harness::ParsePointSelection(a->points);
+    if (!points.ok()) {
+      *exit_code = Fail(std::string(points.status().message()));
+      return;
+    }
+    o.points = *points;
+    size_t start = 0;
+    while (start <= a->cache.size()) {
+      size_t comma = a->cache.find(',', start);
+      std::string name = a->cache.substr(start, comma == std::string::npos ? comma : comma - start);
+      auto model = harness::ParseCacheModel(name);
+      if (!model.ok()) {
+        *exit_code = Fail("--cache: " + std::string(model.status().message()));
+        return;
+      }
+      if (model->mode == harness::CacheMode::kLying && name == "lying") {
+        if (auto s = harness::ParseWindow(a->window, &*model); !s.ok()) {
+          *exit_code = Fail("--window: " + std::string(s.message()));
+          return;
+        }
+      }
+      o.models.push_back(*model);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    if (!a->order.empty()) {
+      auto order = harness::ParseOrderSemantics(a->order);
+      if (!order.ok()) {
+        *exit_code = Fail("--order: " + std::string(order.status().message()));
+        return;
+      }
+      o.order = *order;
+    }
+    auto report = harness::RunCheck(o);
+    if (!report.ok()) {
+      *exit_code = Fail(std::string(report.status().message()));
+      return;
+    }
+    std::printf("%s", harness::ReportSummaryTable(*report).c_str());
+    if (!a->json.empty()) {
+      if (auto s = harness::WriteTextFile(a->json, harness::ReportToJson(*report).dump(2) + "\n");
+          !s.ok()) {
+        *exit_code = Fail(std::string(s.message()));
+        return;
+      }
+    }
+    if (!a->junit.empty()) {
+      if (auto s = harness::WriteTextFile(a->junit, harness::ReportToJunit(*report)); !s.ok()) {
+        *exit_code = Fail(std::string(s.message()));
+        return;
+      }
+    }
+    *exit_code = report->passed() ? 0 : 1;
+  });
+}
+
+}  // namespace powercut::cli

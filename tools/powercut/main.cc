@@ -1,0 +1,33 @@
+// powercut: the crash-consistency tester's command line (docs/trace.md, docs/cache-models.md,
+// docs/report.md). Exit codes: 0 ok / all states pass, 1 error or violations found, 2 usage.
+#include <cstdio>
+#include <string>
+
+#include "tools/powercut/commands.h"
+#include "tools/powercut/product_commands.h"
+
+namespace powercut::cli {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "powercut: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace powercut::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"powercut: which acknowledged commits survive a power cut?"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  powercut::cli::AddTraceCommands(app, &exit_code);
+  powercut::cli::AddStateCommands(app, &exit_code);
+  powercut::cli::AddCheckCommands(app, &exit_code);
+  powercut::cli::AddProductCommands(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  return exit_code;
+}

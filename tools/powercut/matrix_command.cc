@@ -1,0 +1,123 @@
+// powercut matrix
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "fmt/format.h"
+#include "harness/product/builtin.h"
+#include "harness/product/html_report.h"
+#include "harness/product/matrix.h"
+#include "harness/report.h"
+#include "tools/powercut/product_commands.h"
+
+namespace powercut::cli {
+namespace {
+
+std::vector<std::string> SplitCommas(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const std::string& v : values) {
+    size_t start = 0;
+    while (start <= v.size()) {
+      size_t comma = v.find(',', start);
+      std::string part =
+          v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!part.empty()) out.push_back(part);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void AddMatrixCommand(CLI::App& app, int* exit_code) {
+  struct Args {
+    product::MatrixOptions o;
+    std::vector<std::string> workloads, barriers, fs;
+    std::string shard = "1/1", json, junit, html, workload_binary, agent;
+    bool quiet = false, list = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* m = app.add_subcommand(
+      "matrix",
+      "the headline table: one recording per workload x setting x fs, replayed under "
+      "every cache model (exit 0 pass, 1 violations, 2 a cell could not run)");
+  m->add_option("--preset", a->o.preset, "headline: the issue's 10 cells on ext4");
+  m->add_option("--workloads", a->workloads,
+                "xlog, xlog-append, wal, rocksdb, sqlite-wal, sqlite-delete (comma-separated)");
+  m->add_option("--barriers", a->barriers,
+                "settings: barriers (fdatasync, none, direct, ...), rocksdb sync|nosync|nowal, "
+                "sqlite full|extra|normal|off; default: all of each workload's");
+  m->add_option("--fs", a->fs, "ext4, xfs, btrfs (default ext4)");
+  m->add_option("--cache", a->o.cache, "off,on,lying or all")->capture_default_str();
+  m->add_option("--window", a->o.window, "lying window")->capture_default_str();
+  m->add_option("--points", a->o.points, "crash points: every, acks, flushes or N")
+      ->capture_default_str();
+  m->add_option("--states", a->o.states, "per point: exhaustive or about N states")
+      ->capture_default_str();
+  m->add_option("--count", a->o.count, "commits per workload run (default: xlog 20, others 10)");
+  m->add_option("--seed", a->o.seed, "seed");
+  m->add_option("--atomic", a->o.atomic_unit, "atomic unit (512 or 4096)")->capture_default_str();
+  m->add_option("--shard", a->shard, "K/N: run only this shard's cells")->capture_default_str();
+  m->add_flag("--fsck", a->o.fsck, "fsck every state before mounting");
+  m->add_option("--timeout", a->o.timeout_s, "seconds per VM run")->capture_default_str();
+  m->add_option("--keep", a->o.keep_dir, "keep each cell's recording under this folder");
+  m->add_option("--workload-binary", a->workload_binary, "the powercut-workload binary");
+  m->add_option("--json", a->json, "write the JSON report (powercut-matrix/1) here");
+  m->add_option("--junit", a->junit, "write a JUnit XML report here");
+  m->add_option("--html", a->html, "write the self-contained HTML report here");
+  m->add_flag("--list", a->list, "print the shard's cells and exit");
+  m->add_flag("--quiet", a->quiet, "no progress on stderr");
+  m->callback([=] {
+    product::MatrixOptions o = a->o;
+    o.workloads = SplitCommas(a->workloads);
+    o.barriers = SplitCommas(a->barriers);
+    if (!a->fs.empty()) o.fs = SplitCommas(a->fs);
+    o.powercut = product::SelfPath();
+    o.progress = !a->quiet;
+    auto shard = product::ParseShard(a->shard);
+    if (!shard.ok()) {
+      *exit_code = CouldNotRun(std::string(shard.status().message()));
+      return;
+    }
+    o.shard = *shard;
+    auto plan = product::PlanMatrix(o);
+    if (!plan.ok()) {
+      *exit_code = CouldNotRun(std::string(plan.status().message()));
+      return;
+    }
+    if (a->list) {
+      for (const auto& c : *plan) {
+        if (o.shard.Contains(c.Name())) std::printf("%s\n", c.Name().c_str());
+      }
+      *exit_code = 0;
+      return;
+    }
+    auto binary = product::FindWorkloadBinary(a->workload_binary, o.powercut);
+    if (!binary.ok()) {
+      *exit_code = CouldNotRun(std::string(binary.status().message()));
+      return;
+    }
+    o.workload_binary = *binary;
+    auto report = product::RunMatrix(o, product::VmCellRunner(""));
+    if (!report.ok()) {
+      *exit_code = CouldNotRun(std::string(report.status().message()));
+      return;
+    }
+    std::printf("%s", product::HeadlineTable(*report).c_str());
+    *exit_code = product::MatrixExitCode(*report);
+    auto write = [&](const std::string& path, const std::string& text) {
+      if (path.empty()) return;
+      if (auto s = harness::WriteTextFile(path, text); !s.ok()) {
+        *exit_code = CouldNotRun(std::string(s.message()));
+      }
+    };
+    write(a->json, product::MatrixToJson(*report).dump(2) + "\n");
+    write(a->junit, product::MatrixJunit(*report));
+    write(a->html, product::HtmlReport(*report, "powercut matrix"));
+  });
+}
+
+}  // namespace powercut::cli

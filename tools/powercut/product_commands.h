@@ -1,0 +1,26 @@
+// The product commands of `powercut` (harness/product/, docs/run.md): run, matrix, merge, repro.
+// Each registers its subcommand; exit codes: 0 no violation, 1 violations, 2 could not run or
+// bad usage.
+#pragma once
+
+#include "CLI/CLI.hpp"
+
+namespace powercut::cli {
+
+void AddRunCommand(CLI::App& app, int* exit_code);     // run
+void AddMatrixCommand(CLI::App& app, int* exit_code);  // matrix
+void AddMergeCommand(CLI::App& app, int* exit_code);   // merge
+void AddReproCommand(CLI::App& app, int* exit_code);   // repro
+
+// Registers all four.
+inline void AddProductCommands(CLI::App& app, int* exit_code) {
+  AddRunCommand(app, exit_code);
+  AddMatrixCommand(app, exit_code);
+  AddMergeCommand(app, exit_code);
+  AddReproCommand(app, exit_code);
+}
+
+// Prints "powercut: <message>" to stderr and returns 2 (could not run).
+int CouldNotRun(const std::string& message);
+
+}  // namespace powercut::cli

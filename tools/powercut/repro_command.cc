@@ -1,0 +1,58 @@
+// powercut repro
+#include <cstdio>
+#include <memory>
+
+#include "fmt/format.h"
+#include "harness/product/builtin.h"
+#include "harness/product/repro.h"
+#include "tools/powercut/product_commands.h"
+
+namespace powercut::cli {
+
+void AddReproCommand(CLI::App& app, int* exit_code) {
+  struct Args {
+    product::ReproOptions o;
+    bool no_shrink = false, recheck = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* r = app.add_subcommand(
+      "repro",
+      "write a self-contained reproducer of a violating crash state and shrink it to "
+      "the fewest dropped/torn writes (exit 1 when the state violates)");
+  r->add_option("state", a->o.state_id, "the state id (pc1_...)")->required();
+  r->add_option("--trace", a->o.trace, "the trace the state came from")->required();
+  r->add_option("--base", a->o.base, "base image (default: from the trace's manifest)");
+  r->add_option("--checker", a->o.checker, "the checker command")->required();
+  r->add_option("--fs", a->o.fs, "raw | ext4 | xfs | btrfs")->capture_default_str();
+  r->add_option("--bundle", a->o.bundle, "write the reproducer into this folder");
+  r->add_flag("--ordered", a->o.ordered, "judge with --ordered");
+  r->add_flag("--fsck", a->o.fsck, "fsck the image before mounting");
+  r->add_flag("--no-shrink", a->no_shrink, "bundle the state as it is");
+  r->add_flag("--recheck", a->recheck, "only rebuild and check the state (no bundle, no shrink)");
+  r->add_option("--checker-timeout", a->o.checker_timeout_s, "seconds per checker run");
+  r->callback([=] {
+    product::ReproOptions o = a->o;
+    o.powercut = product::SelfPath();
+    o.shrink = !a->no_shrink && !a->recheck;
+    if (a->recheck) o.bundle.clear();
+    if (!a->recheck && o.bundle.empty()) {
+      *exit_code = CouldNotRun("repro: pass --bundle DIR (or --recheck to only re-check)");
+      return;
+    }
+    auto result = product::Repro(o);
+    if (!result.ok()) {
+      *exit_code = CouldNotRun(std::string(result.status().message()));
+      return;
+    }
+    std::printf("%s\n", result->verdict.c_str());
+    if (!a->recheck && result->violates) {
+      std::printf("minimal: %s\n  %zu candidate(s) checked\n", result->minimal_verdict.c_str(),
+                  result->steps.size());
+    }
+    if (!result->note.empty()) std::printf("note: %s\n", result->note.c_str());
+    if (!o.bundle.empty()) std::printf("bundle: %s (see README.md)\n", o.bundle.c_str());
+    *exit_code = result->violates ? 1 : 0;
+  });
+}
+
+}  // namespace powercut::cli

@@ -1,0 +1,167 @@
+// powercut run
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "fmt/format.h"
+#include "harness/product/builtin.h"
+#include "harness/product/cell_result.h"
+#include "harness/product/html_report.h"
+#include "harness/product/run.h"
+#include "harness/report.h"
+#include "harness/vm/vm_run.h"
+#include "tools/powercut/product_commands.h"
+
+namespace powercut::cli {
+
+int CouldNotRun(const std::string& message) {
+  std::fprintf(stderr, "powercut: %s\n", message.c_str());
+  return 2;
+}
+
+void AddRunCommand(CLI::App& app, int* exit_code) {
+  struct Args {
+    product::RunOptions o;
+    std::string cache = "all", window = "16", recorder = "nbd", points = "acks,flushes",
+                states = "16", json, junit, html, trace;
+    int timeout = 600;
+    bool quiet = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* run = app.add_subcommand(
+      "run",
+      "record a workload once in the VM, replay its crash states under each cache model "
+      "and check them (exit 0 pass, 1 violations, 2 could not run)");
+  run->add_option("--workload", a->o.workload,
+                  "the workload command (runs in the guest; acks on $POWERCUT_ACK_FD)")
+      ->required();
+  run->add_option("--checker", a->o.checker,
+                  "the checker command (runs on each crash image; prints `have <id>`)")
+      ->required();
+  run->add_option("--fs", a->o.fs, "ext4 | xfs | btrfs | raw")->capture_default_str();
+  run->add_option("--cache", a->cache, "off,on,lying or all")->capture_default_str();
+  run->add_option("--window", a->window, "lying window: entries (16) or bytes (64KiB)")
+      ->capture_default_str();
+  run->add_option("--recorder", a->recorder, "nbd | dm-log-writes")->capture_default_str();
+  run->add_option("--points", a->points, "crash points: every, acks, flushes or N (a sample)")
+      ->capture_default_str();
+  run->add_option("--states", a->states, "per point: exhaustive or about N states")
+      ->capture_default_str();
+  run->add_option("--atomic", a->o.atomic_unit, "atomic unit for torn writes: 512 or 4096");
+  run->add_option("--seed", a->o.seed, "seed for every sample");
+  run->add_flag("--ordered", a->o.ordered, "also require the commits present to be a prefix");
+  run->add_flag("--fsck", a->o.fsck,
+                "run the file system's checker read-only on every state before mounting");
+  run->add_option("--workers", a->o.workers, "parallel checks (default: one per core)");
+  run->add_option("--timeout", a->timeout, "seconds the VM run may take (boot included)")
+      ->capture_default_str();
+  run->add_option("--checker-timeout", a->o.checker_timeout_s, "seconds per checker run");
+  run->add_option("--max-acks", a->o.max_acks, "more acks than this is an ack flood");
+  run->add_option("--keep", a->o.keep_dir, "keep the recording (trace, base image) here");
+  run->add_option("--trace", a->trace,
+                  "skip the VM: check this existing recording (with its manifest)");
+  run->add_option("--name", a->o.name, "name in reports");
+  run->add_option("--json", a->json, "write the JSON report here");
+  run->add_option("--junit", a->junit, "write a JUnit XML report here");
+  run->add_option("--html", a->html, "write the self-contained HTML report here");
+  run->add_flag("--quiet", a->quiet, "no progress on stderr");
+  run->callback([=] {
+    product::RunOptions o = a->o;
+    o.powercut = product::SelfPath();
+    o.timeout = std::chrono::seconds(a->timeout);
+    auto models = product::ParseCacheList(a->cache, a->window);
+    auto points = product::ParsePoints(a->points);
+    auto states = product::ParseStates(a->states);
+    auto recorder = product::ParseRecorder(a->recorder);
+    for (const absl::Status& s :
+         {models.status(), points.status(), states.status(), recorder.status()}) {
+      if (!s.ok()) {
+        *exit_code = CouldNotRun(std::string(s.message()));
+        return;
+      }
+    }
+    o.models = *models;
+    o.points = *points;
+    o.states = *states;
+    o.recording = *recorder;
+    if (o.name.empty()) o.name = "run";
+    bool progress = !a->quiet && ::isatty(2);
+    product::RunOutcome outcome;
+    if (!a->trace.empty()) {
+      outcome = product::CheckRecording(a->trace, o);
+    } else {
+      if (progress) std::fprintf(stderr, "powercut run: preparing the VM...\n");
+      auto env = vm::PrepareVm();
+      if (!env.ok()) {
+        *exit_code = CouldNotRun(
+            fmt::format("cannot prepare the VM: {}", std::string(env.status().message())));
+        return;
+      }
+      if (progress) {
+        std::fprintf(stderr, "powercut run: recording the workload in the VM (%s)...\n",
+                     vm::AccelName(env->accel));
+      }
+      outcome = product::RunWorkload(*env, o);
+    }
+    std::printf("%s", product::RunSummary(outcome).c_str());
+    std::fflush(stdout);
+    nlohmann::json j;
+    if (outcome.report) {
+      j = harness::ReportToJson(*outcome.report);
+    } else {
+      j = {{"schema", "powercut-report/1"}, {"results", nlohmann::json::array()}};
+    }
+    j["run"] = {{"workload", o.workload},
+                {"checker", o.checker},
+                {"fs", o.fs},
+                {"status", !outcome.ran       ? "error"
+                           : outcome.passed() ? "pass"
+                                              : "fail"},
+                {"error_kind", outcome.error_kind},
+                {"error", outcome.error},
+                {"workload_exit", outcome.workload_exit},
+                {"acks", outcome.acks},
+                {"invalid_ack_lines", outcome.invalid_ack_lines},
+                {"record_seconds", outcome.record_seconds},
+                {"check_seconds", outcome.check_seconds},
+                {"recording", outcome.recording_dir},
+                {"notes", outcome.notes}};
+    *exit_code = outcome.exit_code();
+    auto write = [&](const std::string& path, const std::string& text) {
+      if (path.empty()) return;
+      if (auto s = harness::WriteTextFile(path, text); !s.ok()) {
+        *exit_code = CouldNotRun(std::string(s.message()));
+      }
+    };
+    write(a->json, j.dump(2) + "\n");
+    if (!a->junit.empty()) {
+      if (outcome.report) {
+        write(a->junit, harness::ReportToJunit(*outcome.report));
+      } else {
+        write(a->junit,
+              fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite "
+                          "name=\"powercut run\" tests=\"1\" failures=\"0\" errors=\"1\">"
+                          "<testcase classname=\"powercut.run\" name=\"{}\"><error type=\"{}\"/>"
+                          "</testcase></testsuite></testsuites>\n",
+                          o.name, outcome.error_kind));
+      }
+    }
+    if (!a->html.empty()) {
+      product::MatrixReport m;
+      m.plan_cells = 1;
+      m.seconds = outcome.record_seconds + outcome.check_seconds;
+      product::CellResult cell{.name = o.name + "/" + o.fs,
+                               .workload = o.name,
+                               .setting = "-",
+                               .fs = o.fs,
+                               .workload_command = o.workload,
+                               .checker_command = o.checker};
+      product::FillCell(outcome, &cell);
+      m.cells.push_back(std::move(cell));
+      write(a->html, product::HtmlReport(m, "powercut run: " + o.name));
+    }
+  });
+}
+
+}  // namespace powercut::cli

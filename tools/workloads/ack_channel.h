@@ -1,0 +1,64 @@
+// The shared half of the workload protocol (docs/protocol.md): where a workload keeps its data
+// (POWERCUT_DIR or POWERCUT_DEV) and the channel on which it acknowledges durable commits
+// (POWERCUT_ACK_FD).
+//
+// Guarantees: every ack is one line "ack <id>\n" written with a single write(2), so lines from
+// concurrent committers never interleave and a reader never sees half a line (a pipe write of at
+// most PIPE_BUF bytes is atomic). Ids are validated before anything is written.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace powercut::workloads {
+
+inline constexpr size_t kMaxIdLength = 64;
+
+// True when `id` is a protocol id: 1 to 64 characters of [A-Za-z0-9_.:-].
+bool IsValidId(std::string_view id);
+
+// Where the workload under test keeps its data. The tester sets exactly one of the two.
+struct Target {
+  std::string dir;  // POWERCUT_DIR: an existing directory on the file system under test, or "".
+  std::string dev;  // POWERCUT_DEV: a block device (or file) used raw, or "".
+};
+
+// Reads POWERCUT_DIR / POWERCUT_DEV. Errors are InvalidArgument and say which variable to set.
+absl::StatusOr<Target> TargetFromEnvironment();
+
+// OK when the target is a directory; InvalidArgument naming `workload` when it is a raw device
+// (workloads that need a file system: rocksdb, sqlite, wal).
+absl::Status RequireDir(const Target& target, std::string_view workload);
+
+class AckChannel {
+ public:
+  // Opens the channel named by POWERCUT_ACK_FD (a decimal fd, open for writing, inherited from
+  // the tester). Errors are InvalidArgument naming the variable and its value.
+  static absl::StatusOr<std::unique_ptr<AckChannel>> FromEnvironment();
+
+  // Does not take ownership of `fd`.
+  explicit AckChannel(int fd) : fd_(fd) {}
+  AckChannel(const AckChannel&) = delete;
+  AckChannel& operator=(const AckChannel&) = delete;
+
+  // Writes "ack <id>\n" in one write(2). Thread-safe. A malformed id is InvalidArgument and
+  // nothing is written; a failed or short write (e.g. the reader went away: EPIPE) is an error.
+  absl::Status Ack(std::string_view id);
+  absl::Status Ack(uint64_t id);
+
+  int64_t acks_sent() const;
+
+ private:
+  const int fd_;
+  mutable absl::Mutex mu_;
+  int64_t acks_sent_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace powercut::workloads

@@ -1,0 +1,38 @@
+// The catalog of built-in workload configurations: for each one, its run and check commands and
+// the verdict the barrier's documented semantics predict under each cache model
+// (docs/workloads.md, "Expected verdicts"). `powercut-workload list` prints it, so the matrix and
+// its tests take commands and expectations from one place instead of copying strings.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace powercut::workloads {
+
+enum class Expectation {
+  kSurvives,  // no acked commit lost, checker exits 0, no corrupt
+  kLoses,     // some crash state loses acked commits
+  kMayLose,   // depends on timing the tester may or may not hit (e.g. only the last ack)
+};
+std::string_view ExpectationName(Expectation e);  // "survives", "loses", "may-lose"
+
+struct WorkloadConfig {
+  std::string name;                   // e.g. "xlog-append-fdatasync", "sqlite-wal-normal"
+  std::string workload;               // "xlog", "rocksdb", "sqlite", "wal"
+  std::string setting;                // the barrier or durability setting under test
+  std::vector<std::string> run_args;  // after "<workload> run"
+  Expectation process_crash = Expectation::kSurvives;
+  Expectation cache_off = Expectation::kLoses;
+  Expectation cache_on = Expectation::kLoses;
+  Expectation cache_lying = Expectation::kLoses;
+};
+
+// Every configuration of the four workloads (io_uring only when compiled in).
+std::vector<WorkloadConfig> Catalog();
+
+// "<binary> <workload> run <args> --count N" and "<binary> <workload> check".
+std::string RunCommand(const std::string& binary, const WorkloadConfig& config, uint64_t count);
+std::string CheckCommand(const std::string& binary, const WorkloadConfig& config);
+
+}  // namespace powercut::workloads
