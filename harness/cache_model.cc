@@ -48,9 +48,9 @@ absl::Status ParseWindow(std::string_view text, CacheModel* model) {
     model->window_in_bytes = true;
     model->window = value << 20;
   } else {
-    return absl::InvalidArgumentError(fmt::format(
-        "lying window \"{}\": unknown unit \"{}\" (use e, b, KiB or MiB)", std::string(text),
-        std::string(unit)));
+    return absl::InvalidArgumentError(
+        fmt::format("lying window \"{}\": unknown unit \"{}\" (use e, b, KiB or MiB)",
+                    std::string(text), std::string(unit)));
   }
   return absl::OkStatus();
 }
@@ -72,8 +72,8 @@ absl::StatusOr<CacheModel> ParseCacheModel(std::string_view text) {
     if (auto s = ParseWindow(w, &m); !s.ok()) return s;
     return m;
   }
-  return absl::InvalidArgumentError(fmt::format(
-      "cache model \"{}\": expected off, on or lying", std::string(text)));
+  return absl::InvalidArgumentError(
+      fmt::format("cache model \"{}\": expected off, on or lying", std::string(text)));
 }
 
 TraceIndex::TraceIndex(const Trace& trace) : trace_(trace) {

@@ -41,8 +41,8 @@ bool PlainWords(const std::string& command, std::vector<std::string>* words) {
   std::string word;
   for (char c : command) {
     bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                 c == '_' || c == '-' || c == '.' || c == '/' || c == ',' || c == ':' ||
-                 c == '+' || c == '@' || c == '%';
+                 c == '_' || c == '-' || c == '.' || c == '/' || c == ',' || c == ':' || c == '+' ||
+                 c == '@' || c == '%';
     if (c == ' ') {
       if (!word.empty()) words->push_back(std::move(word));
       word.clear();
@@ -96,8 +96,8 @@ absl::StatusOr<CheckerOutput> RunChecker(
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&attr, 0);
   sigset_t none;
   sigemptyset(&none);

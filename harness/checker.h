@@ -1,10 +1,11 @@
 // Runs a checker command (the workload protocol, design brief) and collects what it reports.
 //
 // The command runs as `/bin/sh -c CMD` (or, when CMD is only plain words without quotes,
-// variables, globs or operators, directly with the same meaning) in its own process group with the given extra
-// environment variables, stdin from /dev/null, and a timeout after which the whole group is
-// killed (SIGKILL). After it exits the group is killed too, so that nothing it started outlives
-// the check. stdout lines `have <id>` and `corrupt <id>` are collected; other lines are ignored.
+// variables, globs or operators, directly with the same meaning) in its own process group with the
+// given extra environment variables, stdin from /dev/null, and a timeout after which the whole
+// group is killed (SIGKILL). After it exits the group is killed too, so that nothing it started
+// outlives the check. stdout lines `have <id>` and `corrupt <id>` are collected; other lines are
+// ignored.
 #pragma once
 
 #include <string>
@@ -17,8 +18,8 @@
 namespace powercut::harness {
 
 struct CheckerOutput {
-  int exit_code = -1;     // exit status, or -1 when killed by a signal
-  int signal = 0;         // the signal that ended it, if any
+  int exit_code = -1;  // exit status, or -1 when killed by a signal
+  int signal = 0;      // the signal that ended it, if any
   bool timed_out = false;
   absl::flat_hash_set<std::string> have;
   absl::flat_hash_set<std::string> corrupt;

@@ -97,9 +97,8 @@ absl::StatusOr<CheckerOutput> CheckImage(const CheckOptions& o, Worker& w) {
     struct stat before;
     struct stat after;
     ::fstat(w.image->fd(), &before);
-    ASSIGN_OR_RETURN(CheckerOutput out,
-                     RunChecker(o.checker, {{"POWERCUT_DEV", w.image->path()}},
-                                o.checker_timeout_s));
+    ASSIGN_OR_RETURN(CheckerOutput out, RunChecker(o.checker, {{"POWERCUT_DEV", w.image->path()}},
+                                                   o.checker_timeout_s));
     ::fstat(w.image->fd(), &after);
     if (after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
         after.st_mtim.tv_nsec != before.st_mtim.tv_nsec || after.st_size != before.st_size) {
@@ -128,9 +127,9 @@ absl::StatusOr<CheckerOutput> CheckImage(const CheckOptions& o, Worker& w) {
     out.setup_error = std::string(mount.status().message());
     return out;  // judged as not recoverable
   }
-  auto out = RunChecker(o.checker,
-                        {{"POWERCUT_DIR", w.mountpoint}, {"POWERCUT_DEV", (*mount)->device()}},
-                        o.checker_timeout_s);
+  auto out =
+      RunChecker(o.checker, {{"POWERCUT_DIR", w.mountpoint}, {"POWERCUT_DEV", (*mount)->device()}},
+                 o.checker_timeout_s);
   absl::Status unmounted = (*mount)->Unmount();
   if (!out.ok()) return out.status();
   if (!unmounted.ok()) return unmounted;
@@ -254,11 +253,11 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
   ASSIGN_OR_RETURN(auto trace_file, TraceFile::Open(o.trace_path, read_options));
   const Trace& trace = trace_file->trace();
   if (manifest) {
-    RETURN_IF_ERROR(ValidateManifest(*manifest, ManifestPathFor(o.trace_path), trace.sector_size,
-                                     base));
+    RETURN_IF_ERROR(
+        ValidateManifest(*manifest, ManifestPathFor(o.trace_path), trace.sector_size, base));
   }
-  OrderSemantics order = o.order ? *o.order
-                                 : (manifest ? manifest->order : OrderSemantics::kCompletion);
+  OrderSemantics order =
+      o.order ? *o.order : (manifest ? manifest->order : OrderSemantics::kCompletion);
   uint32_t unit = o.atomic_unit ? o.atomic_unit : trace.sector_size;
   if (unit != 512 && unit != 4096) {
     return absl::InvalidArgumentError(

@@ -26,9 +26,9 @@ namespace powercut::harness {
 
 struct CheckOptions {
   std::string trace_path;
-  std::string base_image;  // empty: the manifest's (<trace>.manifest.json)
-  std::string checker;     // shell command (run with /bin/sh -c)
-  std::string fs = "raw";  // raw | ext4 | xfs | btrfs
+  std::string base_image;          // empty: the manifest's (<trace>.manifest.json)
+  std::string checker;             // shell command (run with /bin/sh -c)
+  std::string fs = "raw";          // raw | ext4 | xfs | btrfs
   std::vector<CacheModel> models;  // empty: off, on, lying
   uint32_t atomic_unit = 0;        // 0: the trace's sector size
   PointSelection points;
@@ -37,8 +37,8 @@ struct CheckOptions {
   bool ordered = false;
   int workers = 0;  // 0: one per core
   double checker_timeout_s = 60;
-  std::string work_dir;  // empty: a fresh folder under $TMPDIR, removed afterwards
-  std::string workload;  // report name; empty: the trace file's name
+  std::string work_dir;                 // empty: a fresh folder under $TMPDIR, removed afterwards
+  std::string workload;                 // report name; empty: the trace file's name
   std::optional<OrderSemantics> order;  // overrides the manifest (default: completion)
   size_t max_examples = 5;
   std::string powercut = "powercut";  // how rebuild commands name the binary

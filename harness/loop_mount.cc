@@ -75,9 +75,9 @@ absl::Status LoopMount::Unmount() {
     int err = errno;
     // Busy (a straggler holds a file): detach lazily so the loop device still goes away.
     if (::umount2(mountpoint_.c_str(), MNT_DETACH) != 0) {
-      status = absl::Status(absl::ErrnoToStatusCode(errno),
-                            fmt::format("umount {} ({}): {}", mountpoint_, device_,
-                                        std::strerror(err)));
+      status =
+          absl::Status(absl::ErrnoToStatusCode(errno),
+                       fmt::format("umount {} ({}): {}", mountpoint_, device_, std::strerror(err)));
     }
   }
   mounted_ = false;

@@ -37,15 +37,13 @@ absl::StatusOr<TraceManifest> ReadManifest(const std::string& manifest_path) {
   text << in.rdbuf();
   nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(
-        fmt::format("manifest {}: not a JSON object", manifest_path));
+    return absl::InvalidArgumentError(fmt::format("manifest {}: not a JSON object", manifest_path));
   }
   TraceManifest m;
   auto need = [&](const char* key, auto check) -> absl::Status {
     if (!j.contains(key) || !check(j[key])) {
-      return absl::InvalidArgumentError(
-          fmt::format("manifest {}: field \"{}\" is missing or has the wrong type", manifest_path,
-                      key));
+      return absl::InvalidArgumentError(fmt::format(
+          "manifest {}: field \"{}\" is missing or has the wrong type", manifest_path, key));
     }
     return absl::OkStatus();
   };
@@ -61,9 +59,8 @@ absl::StatusOr<TraceManifest> ReadManifest(const std::string& manifest_path) {
   m.base_image_hash = j["base_image_hash"].get<std::string>();
   uint64_t block = j["block_size"].get<uint64_t>();
   if (block < 512 || block > 65536 || (block & (block - 1)) != 0) {
-    return absl::InvalidArgumentError(
-        fmt::format("manifest {}: block_size {} is not a power of two in [512, 65536]",
-                    manifest_path, block));
+    return absl::InvalidArgumentError(fmt::format(
+        "manifest {}: block_size {} is not a power of two in [512, 65536]", manifest_path, block));
   }
   m.block_size = static_cast<uint32_t>(block);
   auto order = ParseOrderSemantics(j["order"].get<std::string>());
@@ -138,9 +135,9 @@ absl::Status ValidateManifest(const TraceManifest& m, const std::string& manifes
         fmt::format("base image {} (from manifest {}): cannot stat it", image_path, manifest_path));
   }
   if (static_cast<uint64_t>(st.st_size) != m.base_image_bytes) {
-    return absl::InvalidArgumentError(fmt::format(
-        "base image {} is {} bytes, manifest {} says {}: wrong or modified image", image_path,
-        st.st_size, manifest_path, m.base_image_bytes));
+    return absl::InvalidArgumentError(
+        fmt::format("base image {} is {} bytes, manifest {} says {}: wrong or modified image",
+                    image_path, st.st_size, manifest_path, m.base_image_bytes));
   }
   ASSIGN_OR_RETURN(Hash128 hash, HashFile(image_path));
   std::string got = "xxh3-128:" + hash.Hex();

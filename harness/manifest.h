@@ -26,12 +26,12 @@ const char* OrderSemanticsName(OrderSemantics order);  // "completion" / "flush-
 absl::StatusOr<OrderSemantics> ParseOrderSemantics(const std::string& name);
 
 struct TraceManifest {
-  std::string base_image;       // path; relative paths are relative to the manifest's folder
+  std::string base_image;  // path; relative paths are relative to the manifest's folder
   uint64_t base_image_bytes = 0;
   std::string base_image_hash;  // "xxh3-128:<32 hex>"
   uint32_t block_size = 512;    // = the log's sectorsize
   OrderSemantics order = OrderSemantics::kCompletion;
-  uint64_t log_entries = 0;     // informational: entries when the manifest was written
+  uint64_t log_entries = 0;  // informational: entries when the manifest was written
 };
 
 // "<log>.manifest.json".

@@ -25,8 +25,8 @@ absl::Status MaterializeState(const std::string& trace_path, const std::string& 
   ASSIGN_OR_RETURN(auto file, TraceFile::Open(trace_path, read_options));
   const Trace& trace = file->trace();
   if (manifest) {
-    RETURN_IF_ERROR(ValidateManifest(*manifest, ManifestPathFor(trace_path), trace.sector_size,
-                                     base));
+    RETURN_IF_ERROR(
+        ValidateManifest(*manifest, ManifestPathFor(trace_path), trace.sector_size, base));
   }
   if (parsed.trace_hash8 != trace.ShortHash()) {
     return absl::InvalidArgumentError(fmt::format(

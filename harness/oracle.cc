@@ -85,12 +85,13 @@ std::string Verdict::Describe() const {
     what.push_back(fmt::format("not recoverable: checker exit {}", exit_code));
   }
   if (what.empty()) what.push_back("ok");
-  std::string torn = torn_entry ? fmt::format("; torn entry {} units {}", *torn_entry, torn_units)
-                                : std::string();
-  return fmt::format("state {}: {} (crash after entry {}, cache {}; dropped entries [{}]{}); "
-                     "rebuild: {}",
-                     state_id, fmt::join(what, "; "), static_cast<int64_t>(point) - 1, cache,
-                     fmt::join(dropped, " "), torn, rebuild);
+  std::string torn =
+      torn_entry ? fmt::format("; torn entry {} units {}", *torn_entry, torn_units) : std::string();
+  return fmt::format(
+      "state {}: {} (crash after entry {}, cache {}; dropped entries [{}]{}); "
+      "rebuild: {}",
+      state_id, fmt::join(what, "; "), static_cast<int64_t>(point) - 1, cache,
+      fmt::join(dropped, " "), torn, rebuild);
 }
 
 }  // namespace powercut::harness

@@ -23,8 +23,8 @@ struct Verdict {
   uint64_t point = 0;
   std::string cache;  // model code
   uint64_t acked_before = 0;
-  std::vector<std::string> lost;     // acked before the point, not in have
-  std::vector<std::string> gaps;     // --ordered: missing ids before the last id present
+  std::vector<std::string> lost;  // acked before the point, not in have
+  std::vector<std::string> gaps;  // --ordered: missing ids before the last id present
   std::vector<std::string> corrupt;
   bool recovered = true;  // mounted, checker exit 0, no timeout
   int exit_code = 0;

@@ -51,8 +51,9 @@ absl::StatusOr<std::vector<uint64_t>> ScanRawLog(const std::string& device,
 int RawLogCheckerMain(uint64_t min_read_bytes) {
   const char* dev = std::getenv("POWERCUT_DEV");
   if (dev == nullptr) {
-    std::fprintf(stderr, "raw log checker: POWERCUT_DEV is not set (run it from powercut check "
-                         "--fs raw)\n");
+    std::fprintf(stderr,
+                 "raw log checker: POWERCUT_DEV is not set (run it from powercut check "
+                 "--fs raw)\n");
     return 2;
   }
   auto ids = ScanRawLog(dev, min_read_bytes);

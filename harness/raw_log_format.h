@@ -37,8 +37,7 @@ inline std::vector<uint8_t> RawLogRecord(uint64_t id) {
 // Whether `block` (kRawLogBlock bytes) is the intact record of commit `id`.
 inline bool IsRawLogRecord(const uint8_t* block, uint64_t id) {
   return RawLogLE64(block) == kRawLogMagic && RawLogLE64(block + 8) == id &&
-         RawLogLE64(block + 16) ==
-             XXH3_64bits(block + kRawLogHeader, kRawLogBlock - kRawLogHeader);
+         RawLogLE64(block + 16) == XXH3_64bits(block + kRawLogHeader, kRawLogBlock - kRawLogHeader);
 }
 
 }  // namespace powercut::harness

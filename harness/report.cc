@@ -79,9 +79,8 @@ nlohmann::json ReportToJson(const CheckReport& r) {
                         {"passed", m.violations == 0},
                         {"lost_acks_max", m.lost_acks_max},
                         {"lost_acks_distribution", dist},
-                        {"first_violation", m.first_violation
-                                                ? VerdictJson(*m.first_violation)
-                                                : nlohmann::json(nullptr)},
+                        {"first_violation", m.first_violation ? VerdictJson(*m.first_violation)
+                                                              : nlohmann::json(nullptr)},
                         {"examples", examples},
                         {"seconds", m.seconds},
                         {"states_per_second", m.seconds > 0 ? m.states / m.seconds : 0.0},
@@ -124,42 +123,44 @@ std::string ReportToJunit(const CheckReport& r) {
   std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   xml += fmt::format("<testsuites tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
                      r.results.size(), failures, r.seconds);
-  xml += fmt::format("  <testsuite name=\"powercut\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
-                     r.results.size(), failures, r.seconds);
+  xml +=
+      fmt::format("  <testsuite name=\"powercut\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
+                  r.results.size(), failures, r.seconds);
   for (const ModelResult& m : r.results) {
     xml += fmt::format("    <testcase classname=\"powercut.{}\" name=\"cache={}\" time=\"{:.3f}\"",
                        XmlEscape(m.workload), XmlEscape(m.model.Code()), m.seconds);
     if (m.violations == 0) {
-      xml += fmt::format(">\n      <system-out>{} states ({} checked, {} deduplicated), no "
-                         "violations</system-out>\n    </testcase>\n",
-                         m.states, m.checked, m.deduplicated);
+      xml += fmt::format(
+          ">\n      <system-out>{} states ({} checked, {} deduplicated), no "
+          "violations</system-out>\n    </testcase>\n",
+          m.states, m.checked, m.deduplicated);
       continue;
     }
     const Verdict& v = *m.first_violation;
     std::string message =
         fmt::format("{} of {} crash states violate: first {}; worst case {} acked commits lost",
                     m.violations, m.states, v.state_id, m.lost_acks_max);
-    xml += fmt::format(">\n      <failure message=\"{}\" type=\"crash-consistency\">{}\nrebuild: "
-                       "{}</failure>\n    </testcase>\n",
-                       XmlEscape(message), XmlEscape(v.Describe()), XmlEscape(v.rebuild));
+    xml += fmt::format(
+        ">\n      <failure message=\"{}\" type=\"crash-consistency\">{}\nrebuild: "
+        "{}</failure>\n    </testcase>\n",
+        XmlEscape(message), XmlEscape(v.Describe()), XmlEscape(v.rebuild));
   }
   xml += "  </testsuite>\n</testsuites>\n";
   return xml;
 }
 
 std::string ReportSummaryTable(const CheckReport& r) {
-  std::string out = fmt::format("trace {} ({} entries, {} acks, order {}), fs {}, checker '{}'\n",
-                                r.trace_path, r.trace_entries, r.trace_acks, r.order, r.fs,
-                                r.checker);
+  std::string out =
+      fmt::format("trace {} ({} entries, {} acks, order {}), fs {}, checker '{}'\n", r.trace_path,
+                  r.trace_entries, r.trace_acks, r.order, r.fs, r.checker);
   for (const auto& n : r.trace_notes) out += "note: " + n + "\n";
   out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9}  {}\n", "workload",
                      "cache", "points", "states", "checked", "dedup", "violating", "lost max",
                      "first violation");
   for (const ModelResult& m : r.results) {
     out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9}  {}\n", m.workload,
-                       m.model.Code(), m.points, m.states, m.checked, m.deduplicated,
-                       m.violations, m.lost_acks_max,
-                       m.first_violation ? m.first_violation->state_id : "-");
+                       m.model.Code(), m.points, m.states, m.checked, m.deduplicated, m.violations,
+                       m.lost_acks_max, m.first_violation ? m.first_violation->state_id : "-");
   }
   for (const ModelResult& m : r.results) {
     for (const auto& n : m.notes) out += fmt::format("note ({}): {}\n", m.model.Code(), n);

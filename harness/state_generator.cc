@@ -43,8 +43,8 @@ absl::StatusOr<PointSelection> ParsePointSelection(std::string_view text) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string_view item =
-        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view item = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     if (item == "entry" || item == "entries") {
       s.every_entry = true;
     } else if (item == "ack" || item == "acks") {
@@ -59,9 +59,9 @@ absl::StatusOr<PointSelection> ParsePointSelection(std::string_view text) {
             fmt::format("--points: \"{}\": expected sample:N with N > 0", std::string(item)));
       }
     } else {
-      return absl::InvalidArgumentError(fmt::format(
-          "--points: \"{}\": expected entry, ack, flush or sample:N (comma-separated)",
-          std::string(item)));
+      return absl::InvalidArgumentError(
+          fmt::format("--points: \"{}\": expected entry, ack, flush or sample:N (comma-separated)",
+                      std::string(item)));
     }
     if (comma == std::string_view::npos) break;
     start = comma + 1;

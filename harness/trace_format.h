@@ -3,7 +3,8 @@
 // trace writer and reader both encode/decode through it (docs/trace.md).
 //
 // Layout, all integers little-endian:
-//   byte 0:            superblock {u64 magic, u64 version, u64 nr_entries, u32 sectorsize}, the rest
+//   byte 0:            superblock {u64 magic, u64 version, u64 nr_entries, u32 sectorsize}, the
+//   rest
 //                      of the sectorsize block zero
 //   byte sectorsize:   entry 0: one sectorsize block {u64 sector, u64 nr_sectors, u64 flags,
 //                      u64 data_len} then, for a MARK, data_len bytes of text, then zeros;

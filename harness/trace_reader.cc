@@ -58,10 +58,10 @@ std::string EntryProblem(const uint8_t* block, uint32_t ss, const EntryHeader& h
 absl::StatusOr<Trace> ParseTrace(absl::Span<const uint8_t> log, const TraceReadOptions& options) {
   const std::string& name = options.name;
   if (log.size() < kSuperBytes) {
-    return absl::InvalidArgumentError(fmt::format(
-        "trace {}: {} bytes is too short for the {}-byte superblock at byte 0: not a "
-        "dm-log-writes log",
-        name, log.size(), kSuperBytes));
+    return absl::InvalidArgumentError(
+        fmt::format("trace {}: {} bytes is too short for the {}-byte superblock at byte 0: not a "
+                    "dm-log-writes log",
+                    name, log.size(), kSuperBytes));
   }
   const uint8_t* p = log.data();
   uint64_t magic = GetLE64(p);
@@ -72,9 +72,9 @@ absl::StatusOr<Trace> ParseTrace(absl::Span<const uint8_t> log, const TraceReadO
   }
   uint64_t version = GetLE64(p + 8);
   if (version != kLogVersion) {
-    return absl::InvalidArgumentError(fmt::format(
-        "trace {}: superblock at byte 0 has version {}, only version 1 is supported", name,
-        version));
+    return absl::InvalidArgumentError(
+        fmt::format("trace {}: superblock at byte 0 has version {}, only version 1 is supported",
+                    name, version));
   }
   Trace t;
   t.super_nr_entries = GetLE64(p + 16);
@@ -92,9 +92,10 @@ absl::StatusOr<Trace> ParseTrace(absl::Span<const uint8_t> log, const TraceReadO
   hasher.UpdateU64(ss);
   uint64_t offset = ss;
   if (size < ss) {
-    t.notes.push_back(fmt::format("log is {} bytes, cut inside the {}-byte superblock block; no "
-                                  "entries",
-                                  size, ss));
+    t.notes.push_back(
+        fmt::format("log is {} bytes, cut inside the {}-byte superblock block; no "
+                    "entries",
+                    size, ss));
   }
   for (uint64_t index = 0; offset < size; ++index) {
     const bool claimed = index < t.super_nr_entries;
@@ -118,18 +119,19 @@ absl::StatusOr<Trace> ParseTrace(absl::Span<const uint8_t> log, const TraceReadO
       // Past what the superblock promises, a malformed block is the end of the log (e.g. the
       // zeroed rest of a log device).
       if (!AllZero(block, ss)) {
-        t.notes.push_back(fmt::format(
-            "stopped at byte {}: the block after the last entry is not an entry ({})", offset,
-            problem));
+        t.notes.push_back(
+            fmt::format("stopped at byte {}: the block after the last entry is not an entry ({})",
+                        offset, problem));
       }
       break;
     }
     if (device_sectors != 0 && !(h.flags & kFlagMark) &&
         (h.sector > device_sectors || h.nr_sectors > device_sectors - h.sector)) {
-      return absl::OutOfRangeError(fmt::format(
-          "trace {}: entry {} at byte {}: sectors [{}, {}) lie beyond the device's {} sectors of {} "
-          "bytes: wrong base image or block size",
-          name, index, offset, h.sector, h.sector + h.nr_sectors, device_sectors, ss));
+      return absl::OutOfRangeError(
+          fmt::format("trace {}: entry {} at byte {}: sectors [{}, {}) lie beyond the device's {} "
+                      "sectors of {} "
+                      "bytes: wrong base image or block size",
+                      name, index, offset, h.sector, h.sector + h.nr_sectors, device_sectors, ss));
     }
     const uint64_t data_bytes = LoggedDataBytes(h, ss);
     if (data_bytes > size - offset - ss) {

@@ -24,7 +24,7 @@ namespace powercut::harness {
 
 struct TraceEntry {
   uint64_t index = 0;
-  uint64_t log_offset = 0;   // byte offset of the entry block in the log
+  uint64_t log_offset = 0;  // byte offset of the entry block in the log
   EntryHeader header;
   std::string mark;          // MARK text
   uint64_t data_offset = 0;  // byte offset of the data in the log

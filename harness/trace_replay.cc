@@ -18,9 +18,9 @@ absl::StatusOr<uint64_t> ReplayTrace(const TraceFile& file, const std::string& b
   uint64_t count = trace.entries.size();
   if (options.end_entry) {
     if (*options.end_entry >= trace.entries.size()) {
-      return absl::OutOfRangeError(fmt::format(
-          "replay: --end-entry {} but trace {} has entries 0..{}", *options.end_entry,
-          file.path(), static_cast<int64_t>(trace.entries.size()) - 1));
+      return absl::OutOfRangeError(
+          fmt::format("replay: --end-entry {} but trace {} has entries 0..{}", *options.end_entry,
+                      file.path(), static_cast<int64_t>(trace.entries.size()) - 1));
     }
     count = *options.end_entry + 1;
   } else if (options.end_mark) {
@@ -33,9 +33,10 @@ absl::StatusOr<uint64_t> ReplayTrace(const TraceFile& file, const std::string& b
       }
     }
     if (!found) {
-      return absl::NotFoundError(fmt::format("replay: trace {} has no mark \"{}\" (see `powercut "
-                                             "trace show {}` for its marks)",
-                                             file.path(), *options.end_mark, file.path()));
+      return absl::NotFoundError(
+          fmt::format("replay: trace {} has no mark \"{}\" (see `powercut "
+                      "trace show {}` for its marks)",
+                      file.path(), *options.end_mark, file.path()));
     }
   }
   ASSIGN_OR_RETURN(uint64_t base_bytes, FileSize(base));

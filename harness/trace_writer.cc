@@ -78,16 +78,15 @@ absl::Status TraceWriter::Append(EntryHeader header, std::string_view mark,
   }
   const uint64_t expected = LoggedDataBytes(header, sector_size_);
   if (data.size() != expected) {
-    return absl::InvalidArgumentError(fmt::format(
-        "trace {}: entry {} carries {} data bytes, its header says {}", path_, entries_,
-        data.size(), expected));
+    return absl::InvalidArgumentError(
+        fmt::format("trace {}: entry {} carries {} data bytes, its header says {}", path_, entries_,
+                    data.size(), expected));
   }
   std::vector<uint8_t> block(sector_size_);
   EncodeEntry(header, mark, sector_size_, block.data());
   // One pwritev for header + data: the entry reaches the file whole or (on a crash) cut, which
   // the reader tolerates.
-  iovec iov[2] = {{block.data(), block.size()},
-                  {const_cast<uint8_t*>(data.data()), data.size()}};
+  iovec iov[2] = {{block.data(), block.size()}, {const_cast<uint8_t*>(data.data()), data.size()}};
   size_t total = block.size() + data.size();
   ssize_t n = ::pwritev(fd_, iov, data.empty() ? 1 : 2, static_cast<off_t>(next_offset_));
   if (n < 0) return Errno("pwritev entry", path_);

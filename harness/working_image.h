@@ -77,7 +77,7 @@ class WorkingImage {
   const uint32_t granule_;
   const uint64_t size_;
   absl::flat_hash_map<uint64_t, std::vector<uint32_t>> writers_;  // granule -> entries, ascending
-  absl::flat_hash_map<uint64_t, Hash128> contribution_;          // granule -> hash term
+  absl::flat_hash_map<uint64_t, Hash128> contribution_;           // granule -> hash term
   uint64_t sum_high_ = 0;
   uint64_t sum_low_ = 0;
   uint64_t prefix_point_ = 0;

@@ -106,10 +106,8 @@ std::string_view TailStateName(TailState tail) {
 }
 
 std::string RecoveryResult::Summary() const {
-  std::string out = fmt::format("{}, {} records", TailStateName(tail), records.size());
-  if (!records.empty()) {
-    out += fmt::format(" (LSN {}..{})", records.front().lsn, records.back().lsn);
-  }
+  std::string out = fmt::format("{}, {} records", TailStateName(tail), record_count);
+  if (record_count > 0) out += fmt::format(" (LSN {}..{})", first_record_lsn, last_record_lsn);
   if (tail != TailState::kClean && !damage.empty()) {
     out += fmt::format(", log ends at {} offset {} (LSN {}): {}", damage[0].segment,
                        damage[0].offset, damage[0].first_lsn, damage[0].reason);
@@ -122,6 +120,11 @@ std::string RecoveryResult::Summary() const {
 }
 
 absl::StatusOr<RecoveryResult> Recover(const std::string& dir, const RecoverOptions& options) {
+  return Recover(dir, options, nullptr);
+}
+
+absl::StatusOr<RecoveryResult> Recover(const std::string& dir, const RecoverOptions& options,
+                                       const RecordVisitor& visit) {
   wal::Env* env = options.env != nullptr ? options.env : wal::Env::Default();
   const bool salvage = options.mode == Mode::kSalvage;
   ASSIGN_OR_RETURN(const LogDirectory log, ListLogDirectory(env, dir));
@@ -175,7 +178,16 @@ absl::StatusOr<RecoveryResult> Recover(const std::string& dir, const RecoverOpti
     result.segments.push_back(std::move(summary));
   }
 
+  // The visitor's first error; later records are skipped and the scan stops after the segment.
+  absl::Status visit_error;
   const auto keep = [&](wal::Lsn lsn, absl::Span<const uint8_t> payload) {
+    if (result.record_count == 0) result.first_record_lsn = lsn;
+    ++result.record_count;
+    result.last_record_lsn = lsn;
+    if (visit) {
+      if (visit_error.ok()) visit_error = visit(lsn, payload);
+      return;
+    }
     RecoveredRecord record;
     record.lsn = lsn;
     if (options.keep_payloads) {
@@ -217,6 +229,7 @@ absl::StatusOr<RecoveryResult> Recover(const std::string& dir, const RecoverOpti
             keep(record.header.lsn, payload);
           }
         }));
+    if (!visit_error.ok()) return visit_error;
     SegmentSummary& summary = result.segments[i];
     summary.scanned = true;
     summary.chain_end = chain.end_offset;
@@ -262,7 +275,7 @@ absl::StatusOr<RecoveryResult> Recover(const std::string& dir, const RecoverOpti
     LaterRecord& kept = later[record.header.lsn];
     kept.segment = current_segment;
     kept.offset = record.offset;
-    if (salvage && options.keep_payloads) {
+    if (salvage && (options.keep_payloads || visit)) {
       kept.payload.assign(reinterpret_cast<const char*>(payload.data()), payload.size());
     }
   };
@@ -287,7 +300,7 @@ absl::StatusOr<RecoveryResult> Recover(const std::string& dir, const RecoverOpti
   result.damage.push_back(first_damage);
 
   if (salvage) {
-    wal::Lsn previous = result.records.empty() ? cut_lsn - 1 : result.records.back().lsn;
+    wal::Lsn previous = result.record_count == 0 ? cut_lsn - 1 : result.last_record_lsn;
     bool first_hole = true;
     for (auto& [lsn, record] : later) {
       if (lsn > previous + 1 && !first_hole) {
@@ -296,7 +309,16 @@ absl::StatusOr<RecoveryResult> Recover(const std::string& dir, const RecoverOpti
                    fmt::format("LSNs {}..{} not found", previous + 1, lsn - 1)});
       }
       first_hole = false;
-      result.records.push_back(RecoveredRecord{lsn, std::move(record.payload)});
+      if (visit) {
+        const auto* data = reinterpret_cast<const uint8_t*>(record.payload.data());
+        keep(lsn, absl::MakeConstSpan(data, record.payload.size()));
+        if (!visit_error.ok()) return visit_error;
+      } else {
+        if (result.record_count == 0) result.first_record_lsn = lsn;
+        ++result.record_count;
+        result.last_record_lsn = lsn;
+        result.records.push_back(RecoveredRecord{lsn, std::move(record.payload)});
+      }
       previous = lsn;
     }
     return result;
@@ -309,7 +331,7 @@ absl::StatusOr<RecoveryResult> Recover(const std::string& dir, const RecoverOpti
     return absl::DataLossError(fmt::format(
         "WAL is corrupt at {}: {}; {}. This is not the torn tail of a crash. Recover with mode "
         "point-in-time to keep the {} records before it, or salvage to keep every readable record",
-        where, cut->reason, result.corruption_evidence, result.records.size()));
+        where, cut->reason, result.corruption_evidence, result.record_count));
   }
   if (options.mode == Mode::kAbsolute) {
     return absl::DataLossError(fmt::format(

@@ -14,12 +14,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "wal/env.h"
 #include "wal/record_format.h"
 #include "wal/segment_reader.h"
@@ -78,7 +80,11 @@ struct Damage {
 struct RecoveryResult {
   std::string dir;
   Mode mode = Mode::kTolerateTornTail;
-  std::vector<RecoveredRecord> records;
+  std::vector<RecoveredRecord> records;  // empty when Recover was given a RecordVisitor
+  // Records returned (or passed to the visitor), and the LSNs of the first and last of them.
+  uint64_t record_count = 0;
+  wal::Lsn first_record_lsn = 0;
+  wal::Lsn last_record_lsn = 0;
   TailState tail = TailState::kClean;
   // First LSN of the log (of its first segment), 0 for an empty directory.
   wal::Lsn first_lsn = 0;
@@ -99,7 +105,7 @@ struct RecoveryResult {
   // Leftover "*.log.tmp" files of an interrupted segment creation (ignored; Repair removes them).
   std::vector<std::string> temp_files;
 
-  wal::Lsn last_lsn() const { return records.empty() ? next_lsn - 1 : records.back().lsn; }
+  wal::Lsn last_lsn() const { return record_count == 0 ? next_lsn - 1 : last_record_lsn; }
   // One line: "clean, 1200 records (LSN 1..1200)" / "torn at wal-…log+8192 (LSN 17), 3 dropped".
   std::string Summary() const;
 };
@@ -113,5 +119,20 @@ struct RecoverOptions {
 };
 
 absl::StatusOr<RecoveryResult> Recover(const std::string& dir, const RecoverOptions& options = {});
+
+// The streaming form, for callers that apply records as they come and need no copies: `visit` is
+// called once for each record the form above would return, in the same order, and
+// result.records stays empty (record_count and first/last_record_lsn are set).
+// - `payload` points into the segment reader's buffer and is valid only during the call.
+// - A non-OK status from `visit` stops recovery and is returned as is.
+// - The valid prefix is visited as it is read, before the tail is classified: when Recover then
+//   fails (a corrupt tail in the default mode, any damage in absolute mode), the caller must
+//   discard what it was shown (e.g. apply in a transaction committed only on OK).
+// - Salvage mode visits the records after the first hole after classification; those (few) are
+//   copied once to put them in LSN order. options.keep_payloads is ignored.
+using RecordVisitor =
+    std::function<absl::Status(wal::Lsn lsn, absl::Span<const uint8_t> payload)>;
+absl::StatusOr<RecoveryResult> Recover(const std::string& dir, const RecoverOptions& options,
+                                       const RecordVisitor& visit);
 
 }  // namespace powercut::recovery

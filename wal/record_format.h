@@ -30,7 +30,13 @@
 // the salt is never 0 for type 0 because type 0 is invalid).
 //
 // A kSeal record (empty payload, its own LSN not consumed: it carries the LSN the next segment
-// starts with) ends a segment: the writer wrote it before starting the next segment.
+// starts with) ends a segment: the writer writes it once the next segment is durable, and a clean
+// Wal::Close writes one after the last record of a recycled segment (whose old records, stale
+// under the new salt, would otherwise make the chain end like a torn tail), so that the closed
+// log reopens without repair and continues in a new segment at the seal's LSN.
+//
+// "wal-<20 digits>.log.tmp" files are segments in the making (removed by Wal::Open and repair);
+// the writer's spare is "wal-18446744073709551615.log.tmp" (LSN 2^64-1 is never assigned).
 #pragma once
 
 #include <cstdint>

@@ -11,7 +11,10 @@
 //   the write + barrier itself (no hand-off to a background thread); records appended while a
 //   barrier is in flight are written by the next leader.
 // - Segments are created as a temp file, preallocated by writing zeros (or recycled), fsynced,
-//   renamed and the directory fsynced before any record goes in.
+//   renamed and the directory fsynced before any record goes in. The next segment is prepared
+//   by one background thread per Wal (the only thread a Wal starts; it never touches the commit
+//   path), so a segment switch costs a header write + fdatasync + rename + directory fsync; a
+//   preparer error fences the log at the switch that needs that segment (docs/barriers.md).
 #pragma once
 
 #include <cstdint>
@@ -80,8 +83,10 @@ class Wal {
   // Segments holding only records <= lsn may be recycled or removed.
   virtual absl::Status ReleaseUpTo(Lsn lsn) = 0;
 
-  // Syncs what was appended (under the configured barrier), then closes. Further calls fail with
-  // FailedPrecondition. Destroying a Wal without Close syncs nothing, like a process exit.
+  // Syncs what was appended (under the configured barrier), seals a recycled active segment (so
+  // the log reopens without repair: docs/format.md), stops the preparer, then closes. Further
+  // calls fail with FailedPrecondition. Destroying a Wal without Close syncs nothing, like a
+  // process exit.
   virtual absl::Status Close() = 0;
 
   // OK, or the error that fenced the log.

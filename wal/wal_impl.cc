@@ -44,9 +44,19 @@ WalImpl::WalImpl(const WalOptions& options, SegmentManagerOptions segment_option
 
 WalImpl::~WalImpl() {
   // Without Close, nothing more is synced: like a process exit, unsynced records may be lost.
+  // The preparer stops first; a spare it leaves behind is a temp file the next Open removes.
+  segments_->StopPreparer(/*remove_spare=*/false);
   if (active_.file) (void)active_.file->Close();
   std::free(aligned_);
 }
+
+absl::Status WalImpl::WaitForSpareSegment() {
+  // segments_ is leader-only; the spare state it reads is under its own mutex, and the preparer
+  // is joined only by Close/the destructor, which callers do not race with this.
+  return segments_->WaitForSpare();
+}
+
+uint64_t WalImpl::spare_waits() const { return segments_->spare_waits(); }
 
 absl::Status WalImpl::CheckUsable() const {
   if (!fence_.ok()) return fence_;
@@ -331,6 +341,22 @@ absl::Status WalImpl::Close() {
   closed_ = true;
   // Let any leader finish before the segment is closed under it.
   while (leader_active_) Wait(&round_done_, &mu_);
+  if (status.ok() && active_.file && active_.stale_tail) {
+    // A recycled segment holds old records (another salt) after the last new one, so its chain
+    // would end in a checksum mismatch, which reads as a torn tail. A seal (LSN = the next LSN)
+    // ends the chain cleanly: the log reopens without repair and continues in a new segment.
+    // No leader can start now (closed_ is set and nothing is pending), so this thread writes
+    // as the leader would.
+    EncodeRecord(active_.header.segment_salt,
+                 RecordHeader{.length = 0,
+                              .lsn = last + 1,
+                              .synced_lsn = DurableLsn(),
+                              .type = RecordType::kSeal},
+                 {}, &wbuf_);
+    status = FlushToSegment();
+    if (!status.ok()) status = Fence(status);
+  }
+  segments_->StopPreparer(/*remove_spare=*/true);
   if (active_.file) {
     absl::Status closed = active_.file->Close();
     active_.file.reset();

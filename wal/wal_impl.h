@@ -41,6 +41,12 @@ class WalImpl final : public Wal {
   absl::Status Close() override;
   absl::Status health() const override;
 
+  // Waits until the next segment is prepared (wal/segment_manager.h) and returns the preparer's
+  // status. For tests and benchmarks that want no background I/O; not needed for correctness.
+  absl::Status WaitForSpareSegment() ABSL_LOCKS_EXCLUDED(mu_);
+  // Segment switches that had to wait for the preparer.
+  uint64_t spare_waits() const ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   // Copies the record into the append buffer and assigns its LSN.
   absl::StatusOr<Lsn> AppendLocked(absl::Span<const uint8_t> record)

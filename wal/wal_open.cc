@@ -228,6 +228,7 @@ absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, WalOption
 
   if (existing.empty()) {
     ASSIGN_OR_RETURN(ActiveSegment active, manager->StartSegment(/*first_lsn=*/1, /*released=*/0));
+    manager->StartPreparer();
     return std::unique_ptr<Wal>(
         new WalImpl(options, so, std::move(manager), std::move(active), /*next_lsn=*/1, ""));
   }
@@ -254,6 +255,7 @@ absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, WalOption
       RETURN_IF_ERROR(
           WriteSeal(env, tail.path, tail.header.segment_salt, *c.seal_offset, c.next_lsn));
     }
+    manager->StartPreparer();
     return std::unique_ptr<Wal>(
         new WalImpl(options, so, std::move(manager), std::move(active), c.next_lsn, ""));
   }
@@ -276,6 +278,8 @@ absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, WalOption
   }
   ASSIGN_OR_RETURN(ActiveSegment active,
                    manager->ContinueSegment(tail.first_lsn, tail.header, c.write_offset));
+  // The next segment is prepared in the background from here on (wal/segment_manager.h).
+  manager->StartPreparer();
   return std::unique_ptr<Wal>(
       new WalImpl(options, so, std::move(manager), std::move(active), c.next_lsn, direct_tail));
 }

@@ -86,8 +86,7 @@ std::vector<std::string> GuestModulesFor(const std::string& fs, bool log_writes,
   return modules;
 }
 
-std::vector<std::string> KeepPathsFor(const std::string& agent,
-                                      std::vector<std::string> keep) {
+std::vector<std::string> KeepPathsFor(const std::string& agent, std::vector<std::string> keep) {
   std::string dir = fs::path(agent).parent_path();
   if (UnderMaskedFolder(dir + "/")) keep.push_back(dir);
   return keep;

@@ -1,11 +1,12 @@
 // The whole engine on the recorder core: a raw-device log workload written through the Recorder
 // in-process, checked by a real checker command (raw_log_checker) under each cache model.
+#include "harness/engine.h"
+
 #include <chrono>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/checker.h"
-#include "harness/engine.h"
 #include "harness/raw_log.h"
 #include "harness/recorder.h"
 #include "harness/report.h"
@@ -148,7 +149,8 @@ TEST_F(RawLogEngine, MissingBaseAndBadCheckerOptionsAreClearErrors) {
 
 TEST(Checker, ParsesHaveAndCorruptAndPassesTheEnvironment) {
   auto out = RunChecker(
-      "echo \"have $POWERCUT_DEV\"; echo 'have 2'; echo 'corrupt 3'; echo noise; echo 'have bad id'; "
+      "echo \"have $POWERCUT_DEV\"; echo 'have 2'; echo 'corrupt 3'; echo noise; echo 'have bad "
+      "id'; "
       "exit 3",
       {{"POWERCUT_DEV", "dev1"}}, 10);
   ASSERT_TRUE(out.ok());

@@ -102,9 +102,8 @@ TEST_F(SyntheticTrace, HandComputedStateSetsAfterTheFirstAck) {
   // Point 5: crash right after ack:1; e5 (2 units) is in flight and may be torn.
   EXPECT_EQ(Images(5, Model("off")), (std::set<std::string>{"cb..", "cbd.", "cb.e"}));
   EXPECT_EQ(Images(5, Model("on")), (std::set<std::string>{"ab..", "cb..", "cbd.", "cb.e"}));
-  EXPECT_EQ(Images(5, Model("lying")),
-            (std::set<std::string>{"cb..", "c...", "ab..", "a...", ".b..", "....", "cbd.",
-                                   "cb.e"}));
+  EXPECT_EQ(Images(5, Model("lying")), (std::set<std::string>{"cb..", "c...", "ab..", "a...",
+                                                              ".b..", "....", "cbd.", "cb.e"}));
 }
 
 TEST_F(SyntheticTrace, OffIsASubsetOfOnAtFlushPointsAndOnOfLying) {
@@ -163,9 +162,9 @@ TEST_F(SyntheticTrace, EqualImagesHaveEqualHashes) {
 
 TEST_F(SyntheticTrace, RejectsIdsOfOtherTracesAndImpossibleTears) {
   std::string out = dir_.File("x.img");
-  EXPECT_THAT(std::string(MaterializeState(log_, base_, "pc1_00000000_off_a512_p3_kA", out)
-                              .message()),
-              HasSubstr("was made from trace"));
+  EXPECT_THAT(
+      std::string(MaterializeState(log_, base_, "pc1_00000000_off_a512_p3_kA", out).message()),
+      HasSubstr("was made from trace"));
   std::string id = "pc1_" + file_->trace().ShortHash() + "_off_a512_p3_kA_t0.M1";
   EXPECT_THAT(std::string(MaterializeState(log_, base_, id, out).message()),
               HasSubstr("neither the in-flight write"));

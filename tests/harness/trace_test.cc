@@ -239,8 +239,7 @@ TEST(Manifest, RecorderWritesOneAndAChangedImageIsRejected) {
   EXPECT_THAT(std::string(ValidateManifest(*m, mpath, 4096, base).message()),
               HasSubstr("block size"));
   WriteAll(base, Filled(8192, 2));
-  EXPECT_THAT(std::string(ValidateManifest(*m, mpath, 512, base).message()),
-              HasSubstr("modified"));
+  EXPECT_THAT(std::string(ValidateManifest(*m, mpath, 512, base).message()), HasSubstr("modified"));
   WriteAll(mpath, {'{', 'x'});
   EXPECT_THAT(std::string(ReadManifest(mpath).status().message()), HasSubstr("not a JSON"));
 }

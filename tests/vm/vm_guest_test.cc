@@ -39,6 +39,20 @@ std::string FdatasyncWorkload(int n) {
       n);
 }
 
+// The fdatasync workload plus, after each ack, an O_DIRECT overwrite of a block of a preallocated
+// side file: complete on the device but unflushed until the next commit.
+std::string FdatasyncWithSideWritesWorkload(int n) {
+  return fmt::format(
+      "f=$POWERCUT_DIR/log; s=$POWERCUT_DIR/side; : > $f; "
+      "dd if=/dev/zero of=$s bs=4096 count=64 conv=fsync status=none; sync $f $POWERCUT_DIR; "
+      "for i in $(seq 1 {}); do echo \"rec $i\" | "
+      "dd of=$f oflag=append conv=notrunc,fdatasync status=none || exit 1; "
+      "echo \"ack $i\" >&$POWERCUT_ACK_FD; "
+      "echo side | dd of=$s bs=4096 seek=$((i % 64)) count=1 oflag=direct conv=notrunc,sync "
+      "status=none; done",
+      n);
+}
+
 std::string NoBarrierWorkload(int n) {
   return fmt::format(
       "f=$POWERCUT_DIR/log; : > $f; sync $f $POWERCUT_DIR; "
@@ -250,7 +264,8 @@ TEST_F(VmTest, FlakeyDropWritesAtARandomAckKeepsEveryEarlierAck) {
   spec.checker = kLogChecker;
   auto r = Run(spec);
   ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_EQ(r->guest.acks_before_cut, cut_at);
+  // Acks the paused workload had already written count as before the cut.
+  ASSERT_GE(r->guest.acks_before_cut, cut_at);
   EXPECT_EQ(r->guest.checker_exit_code, 0);
   std::vector<std::string> must_have(r->guest.acked.begin(),
                                      r->guest.acked.begin() + r->guest.acks_before_cut);
@@ -271,7 +286,8 @@ TEST_F(VmTest, FlakeyErrorWritesFailsTheCommitAndNothingLaterIsAcked) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NE(r->guest.exit_code, 0) << "a commit after error_writes must fail";
   // At most the commit already in flight when the table switched can still have been acked.
-  EXPECT_LE(r->guest.acks, static_cast<uint64_t>(kCutAt + 1));
+  ASSERT_GE(r->guest.acks_before_cut, kCutAt);
+  EXPECT_LE(r->guest.acks, static_cast<uint64_t>(r->guest.acks_before_cut + 1));
   EXPECT_LT(r->guest.acks, static_cast<uint64_t>(kCommits));
 }
 
@@ -281,8 +297,8 @@ TEST_F(VmTest, FlakeyErrorWritesFailsTheCommitAndNothingLaterIsAcked) {
 TEST_F(VmTest, WalCommitFailsUnderErrorWritesAndNothingLaterIsAcked) {
   constexpr int kCutAt = 5;
   RunSpec spec;
-  spec.command = fmt::format("{} wal run --barrier fdatasync --threads 1 --count 200",
-                             POWERCUT_WORKLOAD_PATH);
+  spec.command =
+      fmt::format("{} wal run --barrier fdatasync --threads 1 --count 200", POWERCUT_WORKLOAD_PATH);
   spec.recording = Recording::kNone;
   spec.flakey = "error_writes";
   spec.flakey_after_acks = kCutAt;
@@ -290,8 +306,10 @@ TEST_F(VmTest, WalCommitFailsUnderErrorWritesAndNothingLaterIsAcked) {
   auto r = Run(spec);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NE(r->guest.exit_code, 0) << "the WAL must report the failed commit";
-  EXPECT_EQ(r->guest.acks_before_cut, kCutAt);
-  EXPECT_LE(r->guest.acks, static_cast<uint64_t>(kCutAt + 1));
+  ASSERT_GE(r->guest.acks_before_cut, kCutAt);
+  fmt::print("WAL: {} acks before the switch, {} in all, exit {}\n", r->guest.acks_before_cut,
+             r->guest.acks, r->guest.exit_code);
+  EXPECT_LE(r->guest.acks, static_cast<uint64_t>(r->guest.acks_before_cut + 1));
 }
 #endif
 
@@ -301,9 +319,12 @@ TEST_F(VmTest, LivePowerCutRandomKeepsEveryAckOfTheFdatasyncWorkload) {
   int seeds = 3;
   if (const char* e = std::getenv("POWERCUT_VM_CUT_SEEDS")) seeds = std::max(1, std::atoi(e));
   int cut_runs = 0;
+  uint64_t volatile_writes = 0;
   for (int seed = 1; seed <= seeds; ++seed) {
     RunSpec spec;
-    spec.command = FdatasyncWorkload(40);
+    // Between commits, an O_DIRECT overwrite in a preallocated side file: complete on the device
+    // but not flushed until the next commit, so the cut usually finds volatile writes.
+    spec.command = FdatasyncWithSideWritesWorkload(40);
     spec.cut.when = CutSpec::When::kRandom;
     spec.cut.random_max_acks = 30;
     spec.cut.random_window = std::chrono::milliseconds(100);
@@ -316,6 +337,7 @@ TEST_F(VmTest, LivePowerCutRandomKeepsEveryAckOfTheFdatasyncWorkload) {
       continue;
     }
     ++cut_runs;
+    volatile_writes += r->cut_report.candidates;
     auto check = CheckInVm(*env_, {.fs = "ext4",
                                    .image = r->final_image,
                                    .copy_image = true,
@@ -333,6 +355,8 @@ TEST_F(VmTest, LivePowerCutRandomKeepsEveryAckOfTheFdatasyncWorkload) {
     EXPECT_THAT(check->have, IsSupersetOf(r->host_acks)) << "seed " << seed;
   }
   EXPECT_GT(cut_runs, 0) << "no seed cut the power during the workload";
+  // The cache model had something to decide (else "on" was not exercised).
+  EXPECT_GT(volatile_writes, 0u);
 }
 
 }  // namespace

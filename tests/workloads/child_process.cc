@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace powercut::workloads {
 
@@ -28,8 +29,15 @@ ChildProcess::ChildProcess(Options options) : options_(std::move(options)) {
   if (options_.ack_pipe) options_.env["POWERCUT_ACK_FD"] = "3";
 
   std::vector<std::string> env_strings;
-  for (const auto& [name, value] : options_.env) env_strings.push_back(name + "=" + value);
+  env_strings.reserve(options_.env.size());
+  for (const auto& [name, value] : options_.env) {
+    std::string entry = name;
+    entry += '=';
+    entry += value;
+    env_strings.push_back(std::move(entry));
+  }
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::vector<char*> argv;

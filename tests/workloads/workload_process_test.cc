@@ -55,7 +55,7 @@ class WorkloadProcessTest : public ::testing::Test {
   // Runs `args`; with `kill_after`, SIGKILLs the child once it has acked that many ids, then
   // collects every ack it wrote before dying.
   RunOutput Run(const std::vector<std::string>& args, std::optional<size_t> kill_after = {},
-                std::optional<Env> env = {}, bool ack_pipe = true) {
+                const std::optional<Env>& env = {}, bool ack_pipe = true) {
     std::vector<std::string> argv = {kBinary};
     argv.insert(argv.end(), args.begin(), args.end());
     ChildProcess child({argv, env.value_or(DirEnv()), ack_pipe, tmp_.path() + "/run.out",
@@ -82,7 +82,7 @@ class WorkloadProcessTest : public ::testing::Test {
     return output;
   }
 
-  CheckOutput Check(const std::string& workload, std::optional<Env> env = {},
+  CheckOutput Check(const std::string& workload, const std::optional<Env>& env = {},
                     const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = {kBinary, workload, "check"};
     argv.insert(argv.end(), extra.begin(), extra.end());

@@ -1,10 +1,11 @@
 // enginebench: how fast the crash-state engine checks states (issue 3's speed target).
 //
 // Scenario "raw": a 64 MiB device, a 1,000-entry trace of the raw-device log workload (write,
-// FLUSH, ack per commit), a checker that reads 4 MiB of the image (enginebench-checker), every entry a crash point, cache models off, on and lying. Scenario "ext4": a 64 MiB
-// ext4 image, files written and fsynced through a loop mount, the changed blocks as a trace,
-// every entry a crash point, each state loop-mounted (journal replay) and checked by a shell
-// command. Prints states/s, checker runs/s and peak memory; it asserts nothing.
+// FLUSH, ack per commit), a checker that reads 4 MiB of the image (enginebench-checker), every
+// entry a crash point, cache models off, on and lying. Scenario "ext4": a 64 MiB ext4 image, files
+// written and fsynced through a loop mount, the changed blocks as a trace, every entry a crash
+// point, each state loop-mounted (journal replay) and checked by a shell command. Prints states/s,
+// checker runs/s and peak memory; it asserts nothing.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -62,14 +63,13 @@ void MakeImage(const std::string& path, uint64_t bytes) {
 
 void PrintResult(const char* scenario, const CheckReport& r, double cpu_seconds) {
   for (const ModelResult& m : r.results) {
-    std::printf("%-5s cache %-6s points %6llu states %7llu checked %6llu dedup %6llu violating "
-                "%6llu  %8.1f states/s  %7.1f checks/s\n",
-                scenario, m.model.Code().c_str(), static_cast<unsigned long long>(m.points),
-                static_cast<unsigned long long>(m.states),
-                static_cast<unsigned long long>(m.checked),
-                static_cast<unsigned long long>(m.deduplicated),
-                static_cast<unsigned long long>(m.violations), m.states / m.seconds,
-                m.checked / m.seconds);
+    std::printf(
+        "%-5s cache %-6s points %6llu states %7llu checked %6llu dedup %6llu violating "
+        "%6llu  %8.1f states/s  %7.1f checks/s\n",
+        scenario, m.model.Code().c_str(), static_cast<unsigned long long>(m.points),
+        static_cast<unsigned long long>(m.states), static_cast<unsigned long long>(m.checked),
+        static_cast<unsigned long long>(m.deduplicated),
+        static_cast<unsigned long long>(m.violations), m.states / m.seconds, m.checked / m.seconds);
   }
   uint64_t states = 0, checked = 0;
   double seconds = 0;
@@ -78,16 +78,18 @@ void PrintResult(const char* scenario, const CheckReport& r, double cpu_seconds)
     checked += m.checked;
     seconds += m.seconds;
   }
-  std::printf("%-5s total: %llu states in %.2f s = %.1f states/s (%.1f checker runs/s), %d "
-              "workers\n",
-              scenario, static_cast<unsigned long long>(states), seconds, states / seconds,
-              checked / seconds, r.workers);
+  std::printf(
+      "%-5s total: %llu states in %.2f s = %.1f states/s (%.1f checker runs/s), %d "
+      "workers\n",
+      scenario, static_cast<unsigned long long>(states), seconds, states / seconds,
+      checked / seconds, r.workers);
   // Wall-clock rates depend on what else runs on the machine; CPU time per state does not.
-  std::printf("%-5s CPU: %.2f ms per state, %.2f ms per checker run (engine + checkers); on %u "
-              "idle cores that is %.0f states/s\n",
-              scenario, 1e3 * cpu_seconds / states, checked ? 1e3 * cpu_seconds / checked : 0.0,
-              std::thread::hardware_concurrency(),
-              states * std::thread::hardware_concurrency() / cpu_seconds);
+  std::printf(
+      "%-5s CPU: %.2f ms per state, %.2f ms per checker run (engine + checkers); on %u "
+      "idle cores that is %.0f states/s\n",
+      scenario, 1e3 * cpu_seconds / states, checked ? 1e3 * cpu_seconds / checked : 0.0,
+      std::thread::hardware_concurrency(),
+      states * std::thread::hardware_concurrency() / cpu_seconds);
 }
 
 int RawScenario(const std::string& dir, int workers, const std::string& models) {
@@ -96,7 +98,8 @@ int RawScenario(const std::string& dir, int workers, const std::string& models) 
   std::string log = dir + "/raw.log";
   Recorder::Options ro{log, 4096, kImageBytes, base};
   auto rec = Recorder::Create(ro);
-  if (!rec.ok()) return std::fprintf(stderr, "%s\n", std::string(rec.status().message()).c_str()), 1;
+  if (!rec.ok())
+    return std::fprintf(stderr, "%s\n", std::string(rec.status().message()).c_str()), 1;
   if (auto s = WriteRawLog(**rec, 333, RawLogBarrier::kFlushBeforeAck); !s.ok()) return 1;
   if (!(*rec)->RecordWrite(333 * kRawLogBlock, RawLogRecord(333), false).ok()) return 1;
   std::printf("raw   trace: %llu entries on a %llu MiB image\n",
@@ -136,8 +139,8 @@ int Ext4Scenario(const std::string& dir, int workers) {
   }
   std::string base = dir + "/ext4-base.img";
   MakeImage(base, kImageBytes);
-  std::string mkfs = fmt::format(
-      "mkfs.ext4 -q -F -b 4096 -E lazy_itable_init=1,lazy_journal_init=1 '{}'", base);
+  std::string mkfs =
+      fmt::format("mkfs.ext4 -q -F -b 4096 -E lazy_itable_init=1,lazy_journal_init=1 '{}'", base);
   if (std::system(mkfs.c_str()) != 0) return std::fprintf(stderr, "%s failed\n", mkfs.c_str()), 1;
   std::string after = dir + "/ext4-after.img";
   if (!CopySparse(base, after).ok()) return 1;

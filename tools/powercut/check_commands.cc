@@ -34,15 +34,18 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
       "check", "rebuild crash states of a trace under cache models and judge them with a checker");
   check->add_option("--trace", a->o.trace_path, "the dm-log-writes log")->required();
   check->add_option("--base", a->o.base_image, "base image (default: from LOG.manifest.json)");
-  check->add_option("--checker", a->o.checker,
-                    "command run with /bin/sh -c on each image; prints `have <id>` lines")
+  check
+      ->add_option("--checker", a->o.checker,
+                   "command run with /bin/sh -c on each image; prints `have <id>` lines")
       ->required();
-  check->add_option("--fs", a->o.fs, "raw (POWERCUT_DEV=image) or ext4|xfs|btrfs (loop mount, "
-                                     "POWERCUT_DIR)");
+  check->add_option("--fs", a->o.fs,
+                    "raw (POWERCUT_DEV=image) or ext4|xfs|btrfs (loop mount, "
+                    "POWERCUT_DIR)");
   check->add_option("--cache", a->cache, "cache models, comma-separated: off,on,lying");
   check->add_option("--window", a->window, "lying window: entries (16, 16e) or bytes (64KiB)");
-  check->add_option("--atomic", a->o.atomic_unit, "atomic unit for torn writes: 512 or 4096 "
-                                                  "(default: the log's sector size)");
+  check->add_option("--atomic", a->o.atomic_unit,
+                    "atomic unit for torn writes: 512 or 4096 "
+                    "(default: the log's sector size)");
   check->add_option("--points", a->points, "crash points: entry,ack,flush,sample:N");
   check->add_option("--states", a->o.states.max_exhaustive,
                     "all subsets of the volatile writes up to this many (K, default 10)");
@@ -54,8 +57,9 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
   check->add_option("--timeout", a->o.checker_timeout_s, "checker timeout in seconds");
   check->add_option("--order", a->order, "override the manifest: completion or flush-epoch");
   check->add_option("--workload", a->o.workload, "name in reports (default: the log's name)");
-  check->add_option("--work-dir", a->o.work_dir, "folder for working images (default: a temp "
-                                                 "folder, removed afterwards)");
+  check->add_option("--work-dir", a->o.work_dir,
+                    "folder for working images (default: a temp "
+                    "folder, removed afterwards)");
   check->add_option("--json", a->json, "write the JSON report here");
   check->add_option("--junit", a->junit, "write a JUnit XML report here");
   check->callback([=] {

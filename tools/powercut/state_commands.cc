@@ -26,8 +26,7 @@ void AddStateCommands(CLI::App& app, int* exit_code) {
       state->add_subcommand("materialize", "rebuild exactly the image of one crash state");
   materialize->add_option("--trace", m->trace, "the dm-log-writes log")->required();
   materialize->add_option("--base", m->base, "base image (default: from LOG.manifest.json)");
-  materialize->add_option("--state", m->id, "state id, as printed by `powercut check`")
-      ->required();
+  materialize->add_option("--state", m->id, "state id, as printed by `powercut check`")->required();
   materialize->add_option("--out", m->out, "the image to write")->required();
   materialize->callback([=] {
     absl::Status s = harness::MaterializeState(m->trace, m->base, m->id, m->out);

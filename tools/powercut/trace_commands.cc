@@ -59,7 +59,7 @@ int Show(const std::string& log, const std::string& base, bool json) {
   if (json) {
     nlohmann::json entries = nlohmann::json::array();
     for (const TraceEntry& e : t.entries) {
-      nlohmann::json j = {{"index", e.index},       {"log_offset", e.log_offset},
+      nlohmann::json j = {{"index", e.index},          {"log_offset", e.log_offset},
                           {"sector", e.header.sector}, {"nr_sectors", e.header.nr_sectors},
                           {"flags", e.header.flags},   {"flags_text", FlagsText(e.header.flags)}};
       if (e.is_mark()) j["mark"] = e.mark;
@@ -83,14 +83,15 @@ int Show(const std::string& log, const std::string& base, bool json) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("%s: dm-log-writes v1, sectorsize %u, superblock nr_entries %llu, %zu entries read, "
-              "hash %s\n",
-              log.c_str(), t.sector_size, static_cast<unsigned long long>(t.super_nr_entries),
-              t.entries.size(), t.ShortHash().c_str());
+  std::printf(
+      "%s: dm-log-writes v1, sectorsize %u, superblock nr_entries %llu, %zu entries read, "
+      "hash %s\n",
+      log.c_str(), t.sector_size, static_cast<unsigned long long>(t.super_nr_entries),
+      t.entries.size(), t.ShortHash().c_str());
   for (const auto& n : t.notes) std::printf("note: %s\n", n.c_str());
   for (const TraceEntry& e : t.entries) {
-    std::string line = fmt::format("{:>6} @{:<10} {:<16}", e.index, e.log_offset,
-                                   FlagsText(e.header.flags));
+    std::string line =
+        fmt::format("{:>6} @{:<10} {:<16}", e.index, e.log_offset, FlagsText(e.header.flags));
     if (e.is_mark()) {
       line += fmt::format(" \"{}\"", e.mark);
     } else if (e.header.nr_sectors > 0) {
@@ -99,12 +100,13 @@ int Show(const std::string& log, const std::string& base, bool json) {
     }
     std::printf("%s\n", line.c_str());
   }
-  std::printf("summary: %llu writes (%llu bytes), %llu flushes, %llu FUA, %llu discards, %llu "
-              "marks (%llu acks)\n",
-              static_cast<unsigned long long>(writes), static_cast<unsigned long long>(bytes),
-              static_cast<unsigned long long>(flushes), static_cast<unsigned long long>(fuas),
-              static_cast<unsigned long long>(discards), static_cast<unsigned long long>(marks),
-              static_cast<unsigned long long>(acks));
+  std::printf(
+      "summary: %llu writes (%llu bytes), %llu flushes, %llu FUA, %llu discards, %llu "
+      "marks (%llu acks)\n",
+      static_cast<unsigned long long>(writes), static_cast<unsigned long long>(bytes),
+      static_cast<unsigned long long>(flushes), static_cast<unsigned long long>(fuas),
+      static_cast<unsigned long long>(discards), static_cast<unsigned long long>(marks),
+      static_cast<unsigned long long>(acks));
   return 0;
 }
 
@@ -133,13 +135,12 @@ void AddTraceCommands(CLI::App& app, int* exit_code) {
   CLI::App* replay = trace->add_subcommand(
       "replay", "apply a prefix of the log to a copy of the base image (xfstests' replay-log)");
   replay->add_option("--log", replay_args->log, "the dm-log-writes log")->required();
-  replay->add_option("--base", replay_args->base, "the device image before recording")
-      ->required();
+  replay->add_option("--base", replay_args->base, "the device image before recording")->required();
   replay->add_option("--out", replay_args->out, "the image to write")->required();
   auto* end_entry = replay->add_option("--end-entry", replay_args->end_entry,
                                        "last entry to apply (inclusive, from 0)");
-  auto* end_mark =
-      replay->add_option("--end-mark", replay_args->end_mark, "apply up to and including this mark");
+  auto* end_mark = replay->add_option("--end-mark", replay_args->end_mark,
+                                      "apply up to and including this mark");
   end_entry->excludes(end_mark);
   replay->callback([=] {
     harness::TraceReadOptions options;
@@ -163,9 +164,8 @@ void AddTraceCommands(CLI::App& app, int* exit_code) {
       *exit_code = Fail(std::string(applied.status().message()));
       return;
     }
-    std::printf("replayed %llu of %zu entries onto %s\n",
-                static_cast<unsigned long long>(*applied), (*file)->trace().entries.size(),
-                replay_args->out.c_str());
+    std::printf("replayed %llu of %zu entries onto %s\n", static_cast<unsigned long long>(*applied),
+                (*file)->trace().entries.size(), replay_args->out.c_str());
   });
 
   struct ManifestArgs {

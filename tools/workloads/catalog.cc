@@ -53,7 +53,7 @@ std::vector<WorkloadConfig> Catalog() {
                        .workload = "xlog",
                        .setting = name,
                        .run_args = {"--barrier", name}};
-      if (append) c.run_args.push_back("--append");
+      if (append) c.run_args.emplace_back("--append");
       BarrierVerdicts(barrier, /*extends_file=*/append, c);
       catalog.push_back(c);
     }

@@ -13,6 +13,7 @@
 #include <climits>
 #include <csignal>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -42,8 +43,9 @@ int ExitCodeFor(const absl::Status& status) {
 }
 
 int Report(const std::string& name, const absl::Status& status) {
-  if (!status.ok())
+  if (!status.ok()) {
     fmt::print(stderr, "powercut-workload {}: {}\n", name, std::string(status.message()));
+  }
   return ExitCodeFor(status);
 }
 
@@ -286,4 +288,13 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace powercut::workloads
 
-int main(int argc, char** argv) { return powercut::workloads::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // Library APIs report errors as absl::Status; this only catches what the standard library or
+  // CLI11 may still throw (e.g. std::bad_alloc), so that it becomes a message, not an abort.
+  try {
+    return powercut::workloads::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "powercut-workload: %s\n", e.what());
+    return 1;
+  }
+}

@@ -88,6 +88,7 @@ absl::Status RunRocksDb(const std::string& dir, const RocksDbOptions& options, A
     }
   };
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(options.threads));
   for (int t = 0; t < options.threads; ++t) threads.emplace_back(writer, 1 + t);
   for (std::thread& t : threads) t.join();
 
@@ -114,7 +115,7 @@ absl::StatusOr<CheckResult> CheckRocksDb(const std::string& dir) {
   // Normal open runs RocksDB's WAL recovery and writes; on a read-only mount, the read-only open
   // replays the WAL into memory instead.
   const bool read_only = OnReadOnlyMount(path);
-  if (read_only) result.notes.push_back("read-only mount: DB::OpenForReadOnly");
+  if (read_only) result.notes.emplace_back("read-only mount: DB::OpenForReadOnly");
   rocksdb::Status s = read_only ? rocksdb::DB::OpenForReadOnly(db_options, path, &raw_db)
                                 : rocksdb::DB::Open(db_options, path, &raw_db);
   if (!s.ok()) {

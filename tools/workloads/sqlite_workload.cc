@@ -185,7 +185,8 @@ absl::StatusOr<CheckResult> CheckSqlite(const std::string& dir) {
             path, suffix, dir));
       }
     }
-    result.notes.push_back("read-only mount, nothing to recover: opening the database immutable");
+    result.notes.emplace_back(
+        "read-only mount, nothing to recover: opening the database immutable");
     open_name = "file:" + UriEscape(path) + "?immutable=1";
     open_flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
   }

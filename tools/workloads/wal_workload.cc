@@ -82,6 +82,7 @@ absl::Status RunWal(const std::string& dir, const WalWorkloadOptions& options, A
     }
   };
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(options.threads));
   for (int t = 0; t < options.threads; ++t) threads.emplace_back(committer);
   for (std::thread& t : threads) t.join();
 

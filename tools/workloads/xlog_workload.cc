@@ -309,7 +309,7 @@ absl::Status ReadBlock(int fd, uint64_t index, uint8_t* out, const std::string& 
 void CheckOverwrite(const XlogBlockScan& scan, CheckResult& result) {
   switch (scan.state) {
     case XlogBlockState::kZero:
-      result.notes.push_back("data block is zero: no write reached the disk");
+      result.notes.emplace_back("data block is zero: no write reached the disk");
       return;
     case XlogBlockState::kIntact:
       for (uint64_t s = 1; s <= scan.seq; ++s) result.have.push_back(std::to_string(s));

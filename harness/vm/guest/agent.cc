@@ -8,6 +8,7 @@
 // It writes /run/powercut/result.json and exits; the init powers the guest off.
 #include <fcntl.h>
 #include <linux/dm-ioctl.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -241,6 +242,7 @@ class Agent {
     std::string log_path = fmt::format("{}/{}", kRunDir, log_name);
     pid_t pid = fork();
     if (pid == 0) {
+      setpgid(0, 0);  // so the whole workload can be paused while the dm table switches
       int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       dup2(stdout_text != nullptr ? out_pipe[1] : log_fd, STDOUT_FILENO);
       dup2(log_fd, STDERR_FILENO);
@@ -274,24 +276,72 @@ class Agent {
       }
     }
     close(out_pipe[0]);
-    std::string pending;
+    setpgid(pid, pid);
+    workload_pgid_ = relay_acks ? pid : -1;
+    ack_fd_ = ack_pipe[0];
+    ack_pending_.clear();
     char buf[4096];
     ssize_t n;
     while ((n = read(ack_pipe[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
       if (n <= 0) continue;
-      pending.append(buf, static_cast<size_t>(n));
-      size_t nl;
-      while ((nl = pending.find('\n')) != std::string::npos) {
-        std::string line = pending.substr(0, nl);
-        pending.erase(0, nl + 1);
-        if (relay_acks) HandleAckLine(line);
-      }
+      ack_pending_.append(buf, static_cast<size_t>(n));
+      if (relay_acks) HandleCompleteLines();
     }
     close(ack_pipe[0]);
+    ack_fd_ = -1;
+    workload_pgid_ = -1;
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  void HandleCompleteLines() {
+    size_t nl;
+    while ((nl = ack_pending_.find('\n')) != std::string::npos) {
+      std::string line = ack_pending_.substr(0, nl);
+      ack_pending_.erase(0, nl + 1);
+      HandleAckLine(line);
+    }
+  }
+
+  // Reads whatever the (stopped) workload already wrote to the ack pipe.
+  void DrainAcks() {
+    if (ack_fd_ < 0) return;
+    int flags = fcntl(ack_fd_, F_GETFL);
+    fcntl(ack_fd_, F_SETFL, flags | O_NONBLOCK);
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(ack_fd_, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+      if (n > 0) ack_pending_.append(buf, static_cast<size_t>(n));
+    }
+    fcntl(ack_fd_, F_SETFL, flags);
+    HandleCompleteLines();
+  }
+
+  // Stops every process of the workload's group and waits (bounded) until all are stopped.
+  static void StopGroup(pid_t pgid) {
+    kill(-pgid, SIGSTOP);
+    for (int attempt = 0; attempt < 1000; ++attempt) {
+      bool all_stopped = true;
+      std::error_code ec;
+      for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+        std::string name = entry.path().filename();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::string stat = ReadLine(entry.path() / "stat");
+        auto close_paren = stat.rfind(')');
+        if (close_paren == std::string::npos) continue;
+        std::istringstream fields(stat.substr(close_paren + 2));
+        std::string state;
+        long ppid = 0, pgrp = 0;
+        fields >> state >> ppid >> pgrp;
+        if (pgrp == pgid && state != "T" && state != "t" && state != "Z" && state != "X") {
+          all_stopped = false;
+        }
+      }
+      if (all_stopped) return;
+      usleep(1000);
+    }
   }
 
   void HandleAckLine(const std::string& line) {
@@ -311,10 +361,19 @@ class Agent {
     }
   }
 
+  // The workload is paused (SIGSTOP of its process group) while the table switches, so an ack
+  // is either written before the switch (and drained now: it must survive) or after it; only a
+  // commit whose barrier was already inside the kernel can still complete after the switch.
   void SwitchToFlakey() {
-    result_.acks_before_cut = static_cast<int64_t>(result_.acks);
     flakey_switched_ = true;
+    const pid_t pgid = workload_pgid_;
+    if (pgid > 0) {
+      StopGroup(pgid);
+      DrainAcks();
+    }
+    result_.acks_before_cut = static_cast<int64_t>(result_.acks);
     if (SwitchFlakey(FlakeyTable())) Event(fmt::format("flakey {}", job_.flakey));
+    if (pgid > 0) kill(-pgid, SIGCONT);
   }
 
   static void ParseChecker(const std::string& text, GuestResult* result) {
@@ -374,6 +433,9 @@ class Agent {
   uint64_t sectors_ = 0;
   bool log_writes_ = false;
   bool flakey_switched_ = false;
+  pid_t workload_pgid_ = -1;  // while the workload runs
+  int ack_fd_ = -1;           // its ack pipe (read end)
+  std::string ack_pending_;   // a partial ack line
 };
 
 }  // namespace
