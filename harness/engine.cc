@@ -92,6 +92,43 @@ std::string RebuildCommand(const CheckOptions& o, const std::string& base, const
                      o.powercut, o.trace_path, base, id);
 }
 
+CheckerOutput SetupFailure(std::string why) {
+  CheckerOutput out;
+  out.exit_code = -1;
+  out.setup_error = std::move(why);
+  return out;
+}
+
+// Where mounting is not permitted: replay the ext4 journal with e2fsck (journal only, like a
+// mount; no repairs), extract the files with debugfs, run the checker on the extracted tree.
+absl::StatusOr<CheckerOutput> CheckExt4WithoutMount(const CheckOptions& o, Worker& w) {
+  auto fsck =
+      RunChecker(fmt::format("e2fsck -E journal_only -y '{}'", w.scratch), {}, o.checker_timeout_s);
+  if (!fsck.ok()) return fsck.status();
+  if (fsck->timed_out || fsck->exit_code < 0 || fsck->exit_code >= 4) {
+    return SetupFailure(fmt::format("e2fsck -E journal_only failed (exit {}): {}", fsck->exit_code,
+                                    fsck->stderr_tail));
+  }
+  std::string tree = w.scratch + ".files";
+  std::error_code ec;
+  std::filesystem::remove_all(tree, ec);
+  std::filesystem::create_directories(tree, ec);
+  auto dump = RunChecker(fmt::format("debugfs -R 'rdump / {}' '{}'", tree, w.scratch), {},
+                         o.checker_timeout_s);
+  absl::StatusOr<CheckerOutput> out = SetupFailure("debugfs rdump did not run");
+  if (!dump.ok()) {
+    out = dump.status();
+  } else if (!dump->recovered()) {
+    out = SetupFailure(
+        fmt::format("debugfs rdump failed (exit {}): {}", dump->exit_code, dump->stderr_tail));
+  } else {
+    out = RunChecker(o.checker, {{"POWERCUT_DIR", tree}, {"POWERCUT_DEV", w.scratch}},
+                     o.checker_timeout_s);
+  }
+  std::filesystem::remove_all(tree, ec);
+  return out;
+}
+
 absl::StatusOr<CheckerOutput> CheckImage(const CheckOptions& o, Worker& w) {
   if (o.fs == "raw") {
     struct stat before;
@@ -120,12 +157,13 @@ absl::StatusOr<CheckerOutput> CheckImage(const CheckOptions& o, Worker& w) {
       return out;  // judged as not recoverable
     }
   }
+  if (o.fs == "ext4-debugfs") return CheckExt4WithoutMount(o, w);
   auto mount = LoopMount::Mount(w.scratch, o.fs, w.mountpoint);
   if (!mount.ok()) {
-    CheckerOutput out;
-    out.exit_code = -1;
-    out.setup_error = std::string(mount.status().message());
-    return out;  // judged as not recoverable
+    if (o.fs == "ext4" && absl::IsPermissionDenied(mount.status())) {
+      return CheckExt4WithoutMount(o, w);  // mounting is not permitted here
+    }
+    return SetupFailure(std::string(mount.status().message()));  // not recoverable
   }
   auto out =
       RunChecker(o.checker, {{"POWERCUT_DIR", w.mountpoint}, {"POWERCUT_DEV", (*mount)->device()}},
@@ -171,10 +209,7 @@ void RunWorker(const CheckOptions& o, const std::string& base, const std::string
         auto out = CheckImage(o, w);
         if (!out.ok()) {
           if (absl::IsFailedPrecondition(out.status())) {
-            CheckerOutput bad;
-            bad.exit_code = -1;
-            bad.setup_error = std::string(out.status().message());
-            cached = oracle.Compact(bad);
+            cached = oracle.Compact(SetupFailure(std::string(out.status().message())));
           } else {
             absl::MutexLock lock(&shared.mu);
             shared.error = out.status();
@@ -241,9 +276,10 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
   auto start = std::chrono::steady_clock::now();
   CheckOptions o = options;
   if (o.checker.empty()) return absl::InvalidArgumentError("check: --checker is required");
-  if (o.fs != "raw" && o.fs != "ext4" && o.fs != "xfs" && o.fs != "btrfs") {
+  if (o.fs != "raw" && o.fs != "ext4" && o.fs != "xfs" && o.fs != "btrfs" &&
+      o.fs != "ext4-debugfs") {
     return absl::InvalidArgumentError(
-        fmt::format("check: --fs {}: expected raw, ext4, xfs or btrfs", o.fs));
+        fmt::format("check: --fs {}: expected raw, ext4, xfs, btrfs or ext4-debugfs", o.fs));
   }
   std::optional<TraceManifest> manifest;
   ASSIGN_OR_RETURN(std::string base, ResolveBase(o.trace_path, o.base_image, &manifest));

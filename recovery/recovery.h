@@ -130,8 +130,7 @@ absl::StatusOr<RecoveryResult> Recover(const std::string& dir, const RecoverOpti
 //   discard what it was shown (e.g. apply in a transaction committed only on OK).
 // - Salvage mode visits the records after the first hole after classification; those (few) are
 //   copied once to put them in LSN order. options.keep_payloads is ignored.
-using RecordVisitor =
-    std::function<absl::Status(wal::Lsn lsn, absl::Span<const uint8_t> payload)>;
+using RecordVisitor = std::function<absl::Status(wal::Lsn lsn, absl::Span<const uint8_t> payload)>;
 absl::StatusOr<RecoveryResult> Recover(const std::string& dir, const RecoverOptions& options,
                                        const RecordVisitor& visit);
 

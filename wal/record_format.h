@@ -24,10 +24,10 @@
 //   25 u8[7] zero
 //   32 payload
 //
-// All integers are little-endian. The salt in the checksum makes a record of another log, or a stale
-// record left in a recycled segment, fail its checksum, and a zero-filled (preallocated) region never
-// parses as a record (its length/type/CRC are all zero, which is rejected: a CRC of zero bytes with
-// the salt is never 0 for type 0 because type 0 is invalid).
+// All integers are little-endian. The salt in the checksum makes a record of another log, or a
+// stale record left in a recycled segment, fail its checksum, and a zero-filled (preallocated)
+// region never parses as a record (its length/type/CRC are all zero, which is rejected: a CRC of
+// zero bytes with the salt is never 0 for type 0 because type 0 is invalid).
 //
 // A kSeal record (empty payload, its own LSN not consumed: it carries the LSN the next segment
 // starts with) ends a segment: the writer writes it once the next segment is durable, and a clean

@@ -10,6 +10,9 @@
 namespace powercut::wal {
 namespace {
 
+// A spare's zeros are pushed out (sync_file_range) in pieces of this size (see CreateFresh).
+constexpr uint64_t kSparePushBytes = 1 << 20;
+
 // Adds "creating/recycling segment X" context without losing the status code.
 absl::Status Annotate(const absl::Status& s, std::string_view what) {
   if (s.ok()) return s;
@@ -88,9 +91,8 @@ void SegmentManager::PreparerLoop() {
     job_.reset();
     Unlock(&prep_mu_);
     bool recycled = false;
-    const absl::Status s =
-        Annotate(PrepareSpare(job, &recycled),
-                 fmt::format("preparing the next segment as {}", spare_path_));
+    const absl::Status s = Annotate(PrepareSpare(job, &recycled),
+                                    fmt::format("preparing the next segment as {}", spare_path_));
     Lock(&prep_mu_);
     spare_status_ = s;
     spare_recycled_ = recycled;
@@ -255,6 +257,13 @@ absl::Status SegmentManager::CreateFresh(const std::string& tmp, const SegmentHe
       const size_t n =
           static_cast<size_t>(std::min<uint64_t>(zeros.size(), options_.segment_bytes - off));
       s = file->Write(off, absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(zeros.data()), n));
+      if (s.ok() && header == nullptr && (off + n) % kSparePushBytes == 0) {
+        // A spare is written while commits run: push each piece out at once, so that at most
+        // one piece is dirty when a committer's barrier or the switch's directory fsync (a
+        // journal commit, which in ext4's data=ordered mode writes the dirty data of newly
+        // allocated blocks first) has to wait for it, instead of up to the whole segment.
+        s = file->Sync(SyncKind::kSyncFileRange, off + n - kSparePushBytes, kSparePushBytes);
+      }
       off += n;
     }
   }

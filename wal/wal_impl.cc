@@ -347,12 +347,11 @@ absl::Status WalImpl::Close() {
     // ends the chain cleanly: the log reopens without repair and continues in a new segment.
     // No leader can start now (closed_ is set and nothing is pending), so this thread writes
     // as the leader would.
-    EncodeRecord(active_.header.segment_salt,
-                 RecordHeader{.length = 0,
-                              .lsn = last + 1,
-                              .synced_lsn = DurableLsn(),
-                              .type = RecordType::kSeal},
-                 {}, &wbuf_);
+    EncodeRecord(
+        active_.header.segment_salt,
+        RecordHeader{
+            .length = 0, .lsn = last + 1, .synced_lsn = DurableLsn(), .type = RecordType::kSeal},
+        {}, &wbuf_);
     status = FlushToSegment();
     if (!status.ok()) status = Fence(status);
   }

@@ -80,6 +80,12 @@ std::string BuiltinCheckCommand(const std::string& binary, const BuiltinCell& ce
   return fmt::format("{} {} check", binary, cell.kind);
 }
 
+std::string AgentHint(const std::string& self) {
+  std::filesystem::path p = std::filesystem::path(self).parent_path() / ".." / ".." / "harness" /
+                            "vm" / "powercut-vm-agent";
+  return Executable(p.string()) ? std::filesystem::weakly_canonical(p).string() : "";
+}
+
 std::string SelfPath() {
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);

@@ -40,6 +40,10 @@ std::string BuiltinCheckCommand(const std::string& binary, const BuiltinCell& ce
 // it (the build tree), else on PATH. The error says how to point at it.
 absl::StatusOr<std::string> FindWorkloadBinary(const std::string& hint, const std::string& self);
 
+// The guest agent in a build tree (<self>/../../harness/vm/powercut-vm-agent) when it exists,
+// else "": the hint for vm::PrepareVm, which also looks next to `self` and in $POWERCUT_VM_AGENT.
+std::string AgentHint(const std::string& self);
+
 // The absolute path of the running program ("/proc/self/exe").
 std::string SelfPath();
 

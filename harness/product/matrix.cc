@@ -180,6 +180,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     r.models = *models;
     r.points = *points;
     r.states = *states;
+    r.states.torn = o.torn && o.preset != "headline";
     r.atomic_unit = o.atomic_unit;
     r.seed = o.seed;
     r.fsck = o.fsck;

@@ -5,7 +5,7 @@
 namespace powercut::product {
 
 uint64_t StableHash(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 14695981039346656037ull;  // FNV-1a 64 offset basis
   for (unsigned char c : text) {
     h ^= c;
     h *= 1099511628211ull;

@@ -70,8 +70,8 @@ void PrintRun(const powercut::vm::RunResult& r) {
     fmt::print("dm-log-writes trace: {}\nmanifest: {}\n", r.log_writes_trace,
                r.log_writes_manifest);
   }
-  fmt::print("base image: {}\nfinal image: {}\nack log: {}\nconsole: {}\n", r.base_image,
-             r.final_image, r.ack_log, r.console_log);
+  fmt::print("base image: {}\nfinal image: {}\nack log: {}\nconsole: {}\nworkload output: {}\n",
+             r.base_image, r.final_image, r.ack_log, r.console_log, r.workload_log);
 }
 
 }  // namespace

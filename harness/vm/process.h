@@ -72,7 +72,13 @@ class ChildProcess {
   std::optional<int> exit_code_;
 };
 
-// SIGINT and SIGTERM kill every live ChildProcess group, then powercut dies of the same signal.
+// SIGINT, SIGTERM and SIGHUP kill every live ChildProcess group, empty and remove every registered
+// scratch folder, then powercut dies of the same signal.
 void InstallInterruptHandlers();
+
+// A flat scratch folder (no subfolders) that the interrupt handler removes. At most 16 at a time;
+// paths longer than 200 bytes are not registered.
+void RegisterScratchFolder(const std::string& path);
+void UnregisterScratchFolder(const std::string& path);
 
 }  // namespace powercut::vm

@@ -65,6 +65,7 @@ class RunFolder {
   RunFolder(const RunFolder&) = delete;
   ~RunFolder() {
     if (!path_.empty()) {
+      UnregisterScratchFolder(path_);
       std::error_code ec;
       fs::remove_all(path_, ec);
     }
@@ -73,7 +74,7 @@ class RunFolder {
   std::string operator/(const std::string& name) const { return path_ + "/" + name; }
 
  private:
-  explicit RunFolder(std::string path) : path_(std::move(path)) {}
+  explicit RunFolder(std::string path) : path_(std::move(path)) { RegisterScratchFolder(path_); }
   std::string path_;
 };
 
@@ -356,6 +357,11 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
   }
   absl::StatusOr<int> exit_code = qemu->WaitForExit(remaining());
   result.wall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  // The guest wrote these into the private folder; keep them with the outputs.
+  result.workload_log = out + "/workload.log";
+  for (const char* name : {"workload.log", "checker.log"}) {
+    fs::copy_file(run / name, out + "/" + name, fs::copy_options::overwrite_existing, ec);
+  }
   if (agent_start_ms >= 0) result.boot_seconds = static_cast<double>(agent_start_ms) / 1000.0;
   acks->Stop();
   result.host_acks = acks->acks();

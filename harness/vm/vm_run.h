@@ -96,6 +96,7 @@ struct RunResult {
   std::string final_image;  // the disk as the guest (or the cut) left it
   std::string ack_log;      // JSON lines
   std::string console_log;
+  std::string workload_log;  // the workload's stdout and stderr (checker.log beside it)
   Accel accel = Accel::kTcg;
   double boot_seconds = 0;  // qemu start -> agent running (host clock)
   double wall_seconds = 0;

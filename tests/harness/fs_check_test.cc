@@ -51,7 +51,7 @@ class Ext4Check : public ::testing::Test {
     ASSERT_TRUE((*mount)->Unmount().ok());
   }
 
-  CheckReport Check(bool flush_before_acks) {
+  CheckReport Check(bool flush_before_acks, const std::string& fs = "ext4") {
     std::string log = dir_.File(flush_before_acks ? "flushed.log" : "unflushed.log");
     DiffTraceOptions d;
     d.acks = {"0", "1", "2"};
@@ -60,7 +60,7 @@ class Ext4Check : public ::testing::Test {
     CheckOptions o;
     o.trace_path = log;
     o.checker = kChecker;
-    o.fs = "ext4";
+    o.fs = fs;
     o.models = {*ParseCacheModel("off"), *ParseCacheModel("on")};
     o.states.samples = 8;
     o.states.max_all_but_one = 8;
@@ -94,6 +94,17 @@ TEST_F(Ext4Check, FlushedCommitsSurviveEveryModelAndUnflushedOnesDoNotUnderOn) {
     mounts.assign(std::istreambuf_iterator<char>(in), {});
   }
   EXPECT_EQ(mounts.find(dir_.path()), std::string::npos);
+}
+
+TEST_F(Ext4Check, WithoutMountingE2fsckAndDebugfsGiveTheSameVerdicts) {
+  CheckReport flushed = Check(true, "ext4-debugfs");
+  ASSERT_EQ(flushed.results.size(), 2u);
+  EXPECT_EQ(flushed.results[0].violations, 0u) << ReportSummaryTable(flushed);
+  EXPECT_EQ(flushed.results[1].violations, 0u) << ReportSummaryTable(flushed);
+  CheckReport unflushed = Check(false, "ext4-debugfs");
+  ASSERT_EQ(unflushed.results.size(), 2u);
+  EXPECT_EQ(unflushed.results[0].violations, 0u) << ReportSummaryTable(unflushed);
+  EXPECT_GT(unflushed.results[1].violations, 0u) << ReportSummaryTable(unflushed);
 }
 
 }  // namespace

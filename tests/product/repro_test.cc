@@ -102,7 +102,7 @@ TEST(RunCommand, ACrashingCheckerIsReportedAsSuchAndTheJsonHasTheContract) {
 
   // The same recording with the real checker passes, and a missing trace is "could not run".
   r =
-      RunCommand(fmt::format("{} run --trace {} --fs raw --cache all --workload x --checker {} "
+      RunCommand(fmt::format("{} run --trace {} --fs raw --cache off,on --workload x --checker {} "
                              "--quiet",
                              POWERCUT_BIN, log, RAW_LOG_CHECKER));
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -32,9 +32,8 @@ absl::StatusOr<RecoveryResult> RecoverIn(const TempDir& dir, Mode mode) {
   std::vector<RecoveredRecord> visited;
   absl::StatusOr<RecoveryResult> streamed =
       Recover(dir.path(), options, [&](Lsn lsn, absl::Span<const uint8_t> payload) {
-        visited.push_back(
-            RecoveredRecord{lsn, std::string(reinterpret_cast<const char*>(payload.data()),
-                                             payload.size())});
+        visited.push_back(RecoveredRecord{
+            lsn, std::string(reinterpret_cast<const char*>(payload.data()), payload.size())});
         return absl::OkStatus();
       });
   EXPECT_EQ(streamed.status(), copied.status()) << ModeName(mode);
@@ -508,7 +507,8 @@ TEST(RecoveryVisitorTest, PayloadPointsIntoTheReadBufferWithoutCopies) {
   const uint8_t* previous_end = nullptr;
   uint64_t adjacent = 0, count = 0;
   auto result = Recover(dir.path(), RecoverOptions{}, [&](Lsn lsn, absl::Span<const uint8_t> p) {
-    EXPECT_EQ(std::string(reinterpret_cast<const char*>(p.data()), p.size()), PayloadFor(lsn, 3000));
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(p.data()), p.size()),
+              PayloadFor(lsn, 3000));
     if (previous_end != nullptr && p.data() == previous_end + wal::kRecordHeaderSize) ++adjacent;
     previous_end = p.data() + p.size();
     ++count;

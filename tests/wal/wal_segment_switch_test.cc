@@ -21,8 +21,8 @@
 namespace powercut::wal {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Bytes;
+using ::testing::HasSubstr;
 using testing::Payload;
 using testing::TempDir;
 
@@ -130,7 +130,8 @@ TEST(SegmentSwitchTest, SwitchWritesNoZerosOnTheCommitPath) {
     ASSERT_TRUE((*wal)->Commit(Bytes(record)).ok());
     const uint64_t written = env.bytes() - before;
     if (written > kRecordHeaderSize + record.size()) ++switches;
-    EXPECT_LE(written, kSegmentHeaderSize + 2 * kRecordHeaderSize + record.size()) << "commit " << i;
+    EXPECT_LE(written, kSegmentHeaderSize + 2 * kRecordHeaderSize + record.size())
+        << "commit " << i;
   }
   EXPECT_GE(switches, 3);
   EXPECT_EQ(Impl(*wal).spare_waits(), 0u);

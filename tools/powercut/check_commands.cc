@@ -39,8 +39,8 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
                    "command run with /bin/sh -c on each image; prints `have <id>` lines")
       ->required();
   check->add_option("--fs", a->o.fs,
-                    "raw (POWERCUT_DEV=image) or ext4|xfs|btrfs (loop mount, "
-                    "POWERCUT_DIR)");
+                    "raw (POWERCUT_DEV=image), ext4|xfs|btrfs (loop mount, POWERCUT_DIR) or "
+                    "ext4-debugfs (e2fsck + debugfs, no mount)");
   check->add_option("--cache", a->cache, "cache models, comma-separated: off,on,lying");
   check->add_option("--window", a->window, "lying window: entries (16, 16e) or bytes (64KiB)");
   check->add_option("--atomic", a->o.atomic_unit,

@@ -37,14 +37,14 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
     product::MatrixOptions o;
     std::vector<std::string> workloads, barriers, fs;
     std::string shard = "1/1", json, junit, html, workload_binary, agent;
-    bool quiet = false, list = false;
+    bool quiet = false, list = false, no_torn = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* m = app.add_subcommand(
       "matrix",
       "the headline table: one recording per workload x setting x fs, replayed under "
       "every cache model (exit 0 pass, 1 violations, 2 a cell could not run)");
-  m->add_option("--preset", a->o.preset, "headline: the issue's 10 cells on ext4");
+  m->add_option("--preset", a->o.preset, "headline: the issue's 10 cells on ext4 (no torn writes)");
   m->add_option("--workloads", a->workloads,
                 "xlog, xlog-append, wal, rocksdb, sqlite-wal, sqlite-delete (comma-separated)");
   m->add_option("--barriers", a->barriers,
@@ -62,6 +62,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
   m->add_option("--atomic", a->o.atomic_unit, "atomic unit (512 or 4096)")->capture_default_str();
   m->add_option("--shard", a->shard, "K/N: run only this shard's cells")->capture_default_str();
   m->add_flag("--fsck", a->o.fsck, "fsck every state before mounting");
+  m->add_flag("--no-torn", a->no_torn, "no torn-write variants (implied by --preset headline)");
   m->add_option("--timeout", a->o.timeout_s, "seconds per VM run")->capture_default_str();
   m->add_option("--keep", a->o.keep_dir, "keep each cell's recording under this folder");
   m->add_option("--workload-binary", a->workload_binary, "the powercut-workload binary");
@@ -77,6 +78,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
     if (!a->fs.empty()) o.fs = SplitCommas(a->fs);
     o.powercut = product::SelfPath();
     o.progress = !a->quiet;
+    o.torn = !a->no_torn;
     auto shard = product::ParseShard(a->shard);
     if (!shard.ok()) {
       *exit_code = CouldNotRun(std::string(shard.status().message()));
@@ -101,7 +103,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
       return;
     }
     o.workload_binary = *binary;
-    auto report = product::RunMatrix(o, product::VmCellRunner(""));
+    auto report = product::RunMatrix(o, product::VmCellRunner(product::AgentHint(o.powercut)));
     if (!report.ok()) {
       *exit_code = CouldNotRun(std::string(report.status().message()));
       return;

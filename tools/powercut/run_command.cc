@@ -26,7 +26,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     std::string cache = "all", window = "16", recorder = "nbd", points = "acks,flushes",
                 states = "16", json, junit, html, trace;
     int timeout = 600;
-    bool quiet = false;
+    bool quiet = false, no_torn = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* run = app.add_subcommand(
@@ -51,6 +51,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   run->add_option("--atomic", a->o.atomic_unit, "atomic unit for torn writes: 512 or 4096");
   run->add_option("--seed", a->o.seed, "seed for every sample");
   run->add_flag("--ordered", a->o.ordered, "also require the commits present to be a prefix");
+  run->add_flag("--no-torn", a->no_torn, "no torn-write variants");
   run->add_flag("--fsck", a->o.fsck,
                 "run the file system's checker read-only on every state before mounting");
   run->add_option("--workers", a->o.workers, "parallel checks (default: one per core)");
@@ -84,6 +85,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     o.models = *models;
     o.points = *points;
     o.states = *states;
+    o.states.torn = !a->no_torn;
     o.recording = *recorder;
     if (o.name.empty()) o.name = "run";
     bool progress = !a->quiet && ::isatty(2);
@@ -92,7 +94,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       outcome = product::CheckRecording(a->trace, o);
     } else {
       if (progress) std::fprintf(stderr, "powercut run: preparing the VM...\n");
-      auto env = vm::PrepareVm();
+      auto env = vm::PrepareVm(product::AgentHint(o.powercut));
       if (!env.ok()) {
         *exit_code = CouldNotRun(
             fmt::format("cannot prepare the VM: {}", std::string(env.status().message())));
