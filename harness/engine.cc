@@ -20,6 +20,7 @@
 #include "harness/trace_reader.h"
 #include "harness/working_image.h"
 #include "wal/status_macros.h"
+#include "wal/tsan_mutex.h"
 
 namespace powercut::harness {
 namespace {
@@ -46,7 +47,7 @@ class StateSource {
   };
   // Empty when done.
   std::vector<Item> Next() {
-    absl::MutexLock lock(&mu_);
+    powercut::MutexLock lock(&mu_);
     std::vector<Item> batch;
     std::vector<CrashState> states;
     while (next_point_ < points_.size() && states.size() < 16) {
@@ -57,7 +58,7 @@ class StateSource {
     return batch;
   }
   uint64_t generated() const {
-    absl::MutexLock lock(&mu_);
+    powercut::MutexLock lock(&mu_);
     return seq_;
   }
 
@@ -182,14 +183,14 @@ void RunWorker(const CheckOptions& o, const std::string& base, const std::string
     if (batch.empty()) return;
     for (auto& item : batch) {
       {
-        absl::MutexLock lock(&shared.mu);
+        powercut::MutexLock lock(&shared.mu);
         if (!shared.error.ok()) return;
       }
       const CrashState& state = item.state;
       PointView view = index.View(state.point, state.model);
       absl::Status s = w.image->Materialize(state, view);
       if (!s.ok()) {
-        absl::MutexLock lock(&shared.mu);
+        powercut::MutexLock lock(&shared.mu);
         shared.error = s;
         return;
       }
@@ -197,7 +198,7 @@ void RunWorker(const CheckOptions& o, const std::string& base, const std::string
       HashKey key{h.high, h.low};
       std::optional<CompactOutput> cached;
       {
-        absl::MutexLock lock(&shared.mu);
+        powercut::MutexLock lock(&shared.mu);
         auto it = shared.outputs.find(key);
         if (it != shared.outputs.end()) cached = it->second;
       }
@@ -211,14 +212,14 @@ void RunWorker(const CheckOptions& o, const std::string& base, const std::string
           if (absl::IsFailedPrecondition(out.status())) {
             cached = oracle.Compact(SetupFailure(std::string(out.status().message())));
           } else {
-            absl::MutexLock lock(&shared.mu);
+            powercut::MutexLock lock(&shared.mu);
             shared.error = out.status();
             return;
           }
         } else {
           cached = oracle.Compact(*out);
         }
-        absl::MutexLock lock(&shared.mu);
+        powercut::MutexLock lock(&shared.mu);
         shared.outputs.try_emplace(key, *cached);
       }
       oracle.Judge(state.point, *cached, &v);
@@ -230,7 +231,7 @@ void RunWorker(const CheckOptions& o, const std::string& base, const std::string
                         v.dropped.end());
       }
       v.rebuild = RebuildCommand(o, base, v.state_id);
-      absl::MutexLock lock(&shared.mu);
+      powercut::MutexLock lock(&shared.mu);
       ModelResult& r = *shared.result;
       ++r.states;
       if (dedup) {
@@ -408,7 +409,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
     result.points = points.size();
     StateSource source(index, model, o.states, o.seed, std::move(points));
     {
-      absl::MutexLock lock(&shared.mu);
+      powercut::MutexLock lock(&shared.mu);
       shared.result = &result;
       shared.violations.clear();
     }
@@ -419,7 +420,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
       });
     }
     for (auto& t : threads) t.join();
-    absl::MutexLock lock(&shared.mu);
+    powercut::MutexLock lock(&shared.mu);
     RETURN_IF_ERROR(shared.error);
     for (auto& [seq, v] : shared.violations) result.examples.push_back(v);
     if (!result.examples.empty()) result.first_violation = result.examples.front();

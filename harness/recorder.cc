@@ -6,6 +6,7 @@
 #include "harness/manifest.h"
 #include "harness/trace_writer.h"
 #include "wal/status_macros.h"
+#include "wal/tsan_mutex.h"
 
 namespace powercut::harness {
 namespace {
@@ -22,14 +23,14 @@ class TraceRecorder final : public Recorder {
     h.sector = offset / options_.sector_size;
     h.nr_sectors = data.size() / options_.sector_size;
     h.flags = fua ? kFlagFua : 0;
-    absl::MutexLock lock(&mu_);
+    powercut::MutexLock lock(&mu_);
     return writer_->Append(h, {}, data);
   }
 
   absl::Status RecordFlush() override {
     EntryHeader h;
     h.flags = kFlagFlush;
-    absl::MutexLock lock(&mu_);
+    powercut::MutexLock lock(&mu_);
     return writer_->Append(h, {}, {});
   }
 
@@ -39,7 +40,7 @@ class TraceRecorder final : public Recorder {
     h.sector = offset / options_.sector_size;
     h.nr_sectors = length / options_.sector_size;
     h.flags = kFlagDiscard;
-    absl::MutexLock lock(&mu_);
+    powercut::MutexLock lock(&mu_);
     return writer_->Append(h, {}, {});
   }
 
@@ -49,17 +50,17 @@ class TraceRecorder final : public Recorder {
     }
     EntryHeader h;
     h.flags = kFlagMark;
-    absl::MutexLock lock(&mu_);
+    powercut::MutexLock lock(&mu_);
     return writer_->Append(h, text, {});
   }
 
   uint64_t entries() const override {
-    absl::MutexLock lock(&mu_);
+    powercut::MutexLock lock(&mu_);
     return writer_->entries();
   }
 
   absl::Status Finish() override {
-    absl::MutexLock lock(&mu_);
+    powercut::MutexLock lock(&mu_);
     RETURN_IF_ERROR(writer_->Finish());
     if (!options_.base_image.empty() && !manifest_written_) {
       ASSIGN_OR_RETURN(TraceManifest m,

@@ -13,7 +13,8 @@
 // The spare (once StartPreparer ran): a background thread prepares the next segment off the
 // commit path, as the file kSpareSegmentName ("wal-18446744073709551615.log.tmp": a temp name,
 // so Wal::Open and recovery treat a leftover spare like any interrupted creation and remove it):
-//   fresh:    open(spare, O_CREAT|O_EXCL) -> zeros to the full size (when preallocating) -> fsync
+//   fresh:    open(spare, O_CREAT|O_EXCL) -> zeros to the full size (when preallocating), each
+//             1 MiB pushed out with sync_file_range so little is dirty at any time -> fsync
 //   recycled: rename(oldest released segment, spare) -> fsync(dir)
 // and a switch (StartSegment) then only does: write the header (new salt, first LSN) ->
 // fdatasync -> rename(spare, final name) -> fsync(dir), waiting for the preparer if the spare is

@@ -133,6 +133,15 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
     v.state_id = id;
     v.cache = state.model.Code();
     oracle.Judge(state.point, *out, &v);
+    for (size_t i = 0; i < nvol; ++i) {
+      if (!state.kept.Contains(i, nvol) && view.volatile_entries[i] != state.torn_entry) {
+        v.dropped.push_back(view.volatile_entries[i]);
+      }
+    }
+    if (state.torn_entry) {
+      v.torn_entry = state.torn_entry;
+      v.torn_units = state.torn_units.Encode();
+    }
     v.rebuild = fmt::format("{} state materialize --trace trace.log --state {} --out crash.img",
                             o.powercut, id);
     auto result = std::make_pair(v.violation(), v.Describe());

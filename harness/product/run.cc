@@ -112,6 +112,11 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
     out.error = fmt::format("--fs {}: expected ext4, xfs, btrfs or raw", o.fs);
     return out;
   }
+  if (o.fsck && o.fs == "raw") {
+    out.error_kind = "usage";
+    out.error = "--fsck needs a file system (--fs ext4, xfs or btrfs), not raw";
+    return out;
+  }
   std::string dir = o.keep_dir;
   bool temporary = dir.empty();
   if (temporary) {
@@ -197,7 +202,10 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
   checked.invalid_ack_lines = out.invalid_ack_lines;
   checked.record_seconds = out.record_seconds;
   checked.recording_dir = out.recording_dir;
-  if (!checked.ran) checked.acks = out.acks, checked.trace_entries = out.trace_entries;
+  if (!checked.ran) {
+    checked.acks = out.acks;
+    checked.trace_entries = out.trace_entries;
+  }
   return checked;
 }
 

@@ -47,7 +47,7 @@ struct RunOptions {
 struct RunOutcome {
   bool ran = false;
   // When !ran: "vm" (the VM could not run it), "timeout", "workload-exit", "no-acks",
-  // "ack-flood", "malformed-acks", "check" (the engine could not check the trace).
+  // "ack-flood", "malformed-acks", "check" (the engine could not check the trace), "usage".
   std::string error_kind;
   std::string error;
   int workload_exit = -1;

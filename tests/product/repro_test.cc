@@ -10,7 +10,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/engine.h"
+#include "harness/product/fsck.h"
 #include "harness/product/html_report.h"
+#include "harness/product/image_check.h"
 #include "harness/product/run.h"
 #include "harness/raw_log.h"
 #include "harness/recorder.h"
@@ -171,6 +173,31 @@ TEST(Repro, RejectsAStateOfAnotherTraceAndAPassingStateIsNotShrunk) {
   EXPECT_THAT(r.status().message(), HasSubstr("deadbeef"));
   o.state_id = "garbage";
   EXPECT_FALSE(Repro(o).ok());
+}
+
+TEST(Fsck, ACleanExt4PassesAndADamagedOneIsAnFsckViolation) {
+  TempDir dir;
+  std::string image = dir.File("fs.img");
+  ASSERT_EQ(RunCommand(fmt::format("truncate -s 16M {0} && mkfs.ext4 -q -F {0}", image)).exit_code,
+            0);
+  auto clean = FsckImage("ext4", image);
+  ASSERT_TRUE(clean.ok()) << clean.status();
+  EXPECT_EQ(*clean, "");
+  // Clear the root directory's inode: e2fsck -n reports it (exit 4).
+  ASSERT_EQ(RunCommand(fmt::format("debugfs -w -R 'clri <2>' {}", image)).exit_code, 0);
+  auto damaged = FsckImage("ext4", image);
+  ASSERT_TRUE(damaged.ok()) << damaged.status();
+  EXPECT_THAT(*damaged, HasSubstr("fsck: e2fsck exit 4"));
+  // The same through the image check --fsck uses: a setup error, so the state is unrecoverable.
+  std::filesystem::create_directories(dir.File("mnt"));
+  auto out = CheckImageFile(
+      image, {.fs = "ext4", .checker = "true", .fsck = true, .mountpoint = dir.File("mnt")});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE(out->recovered());
+  EXPECT_THAT(out->setup_error, HasSubstr("fsck:"));
+  auto raw = FsckCommand("raw", image);
+  ASSERT_FALSE(raw.ok());
+  EXPECT_THAT(raw.status().message(), HasSubstr("--fsck needs a file system"));
 }
 
 }  // namespace
