@@ -123,7 +123,7 @@ absl::StatusOr<CheckerOutput> CheckExt4WithoutMount(const CheckOptions& o, Worke
     out = SetupFailure(
         fmt::format("debugfs rdump failed (exit {}): {}", dump->exit_code, dump->stderr_tail));
   } else {
-    out = RunChecker(o.checker, {{"POWERCUT_DIR", tree}, {"POWERCUT_DEV", w.scratch}},
+    out = RunChecker(o.checker, {{"POWERCUT_DIR", tree}},
                      o.checker_timeout_s);
   }
   std::filesystem::remove_all(tree, ec);
@@ -167,8 +167,8 @@ absl::StatusOr<CheckerOutput> CheckImage(const CheckOptions& o, Worker& w) {
     return SetupFailure(std::string(mount.status().message()));  // not recoverable
   }
   auto out =
-      RunChecker(o.checker, {{"POWERCUT_DIR", w.mountpoint}, {"POWERCUT_DEV", (*mount)->device()}},
-                 o.checker_timeout_s);
+      // The protocol gives a checker POWERCUT_DIR or POWERCUT_DEV, never both (docs/protocol.md).
+      RunChecker(o.checker, {{"POWERCUT_DIR", w.mountpoint}}, o.checker_timeout_s);
   absl::Status unmounted = (*mount)->Unmount();
   if (!out.ok()) return out.status();
   if (!unmounted.ok()) return unmounted;

@@ -1,10 +1,12 @@
 // `powercut run` end to end in the real VM (qemu, the guest kernel, ext4, the NBD recorder) with
 // the xlog workload: fdatasync passes under cache off and on, no barrier loses acks under on, and
 // a workload that never acks is reported as "could not run". Small counts and ack points only, to
-// stay within a few minutes of TCG time.
+// stay within a few minutes of TCG time. No torn variants: ext4 on the 128 MiB disk has 1 KiB
+// blocks, so the in-flight overwrite can be torn inside a 4 KiB unit (docs/results.md).
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/product/test_util.h"
 
 namespace powercut::product {
@@ -15,16 +17,16 @@ using testing::ReadFile;
 using testing::RunCommand;
 using testing::TempDir;
 
-std::string Run(const std::string& barrier, const std::string& cache, const std::string& json) {
+std::string XlogRun(const std::string& barrier, const std::string& cache, const std::string& json) {
   return fmt::format(
       "{} run --workload '{} xlog run --barrier {} --count 12' --checker '{} xlog check' "
-      "--fs ext4 --cache {} --points acks --states 8 --atomic 4096 --json {} --quiet",
+      "--fs ext4 --cache {} --points acks --states 8 --atomic 4096 --no-torn --json {} --quiet",
       POWERCUT_BIN, WORKLOAD_BIN, barrier, WORKLOAD_BIN, cache, json);
 }
 
 TEST(RunInVm, FdatasyncPassesOffAndOn) {
   TempDir dir;
-  auto r = RunCommand(Run("fdatasync", "off,on", dir.File("r.json")));
+  auto r = RunCommand(XlogRun("fdatasync", "off,on", dir.File("r.json")));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   nlohmann::json j = nlohmann::json::parse(ReadFile(dir.File("r.json")));
   ASSERT_EQ(j["results"].size(), 2u) << j.dump(2);
@@ -38,7 +40,7 @@ TEST(RunInVm, FdatasyncPassesOffAndOn) {
 
 TEST(RunInVm, NoBarrierLosesAcksUnderOn) {
   TempDir dir;
-  auto r = RunCommand(Run("none", "on", dir.File("r.json")));
+  auto r = RunCommand(XlogRun("none", "on", dir.File("r.json")));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   nlohmann::json j = nlohmann::json::parse(ReadFile(dir.File("r.json")));
   ASSERT_EQ(j["results"].size(), 1u);
