@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "fmt/format.h"
+#include "harness/xml_escape.h"
 
 namespace powercut::harness {
 namespace {
@@ -27,36 +28,6 @@ nlohmann::json VerdictJson(const Verdict& v) {
   if (v.torn_entry) j["torn"] = {{"entry", *v.torn_entry}, {"units", v.torn_units}};
   if (!v.stderr_tail.empty()) j["checker_stderr_tail"] = v.stderr_tail;
   return j;
-}
-
-std::string XmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') {
-          out += '?';
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
 }
 
 }  // namespace

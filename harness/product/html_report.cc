@@ -3,32 +3,12 @@
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "harness/xml_escape.h"
 
 namespace powercut::product {
 namespace {
 
-std::string Esc(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+using harness::XmlEscape;
 
 constexpr const char* kCss = R"(
 body{font-family:sans-serif;margin:1.5em;color:#222}
@@ -53,7 +33,7 @@ std::string TimelineSvg(const Timeline& t, const std::string& id) {
       "<svg id=\"{}\" class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
       "height=\"{:.0f}\" viewBox=\"0 0 {} {:.0f}\" role=\"img\">\n"
       "<title>timeline of {} trace entries</title>\n",
-      Esc(id), width, height, width, height, t.kinds.size());
+      XmlEscape(id), width, height, width, height, t.kinds.size());
   // Lanes: writes (y 20-40), flushes/FUA (50-70), acks (80-100).
   s += fmt::format(
       "<text x=\"2\" y=\"34\" font-size=\"10\">write</text>"
@@ -83,7 +63,7 @@ std::string TimelineSvg(const Timeline& t, const std::string& id) {
     s += fmt::format(
         "<rect class=\"ack\" x=\"{:.2f}\" y=\"80\" width=\"{:.2f}\" height=\"20\" "
         "fill=\"#e0a020\"><title>ack {} (entry {})</title></rect>",
-        x(static_cast<double>(entry)), w, Esc(ack), entry);
+        x(static_cast<double>(entry)), w, XmlEscape(ack), entry);
   }
   s += "\n";
   for (size_t r = 0; r < t.crashes.size(); ++r) {
@@ -95,13 +75,13 @@ std::string TimelineSvg(const Timeline& t, const std::string& id) {
         "stroke=\"#d00\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/>"
         "<text class=\"crash-label\" x=\"{:.2f}\" y=\"{:.0f}\" font-size=\"11\" fill=\"#d00\">"
         "crash ({}): {} lost</text>\n",
-        cx, cx, y + 4, std::min(cx + 4, width - 160), y + 12, Esc(c.cache), c.lost.size());
+        cx, cx, y + 4, std::min(cx + 4, width - 160), y + 12, XmlEscape(c.cache), c.lost.size());
     for (uint64_t e : c.lost_entries) {
       s += fmt::format(
           "<circle class=\"lost\" cx=\"{:.2f}\" cy=\"90\" r=\"{:.1f}\" "
           "fill=\"none\" stroke=\"#d00\" stroke-width=\"1.5\"><title>lost under {}"
           "</title></circle>",
-          x(static_cast<double>(e)) + w / 2, std::max(3.0, std::min(dx, 6.0)), Esc(c.cache));
+          x(static_cast<double>(e)) + w / 2, std::max(3.0, std::min(dx, 6.0)), XmlEscape(c.cache));
     }
     for (uint64_t e : c.dropped) {
       s += fmt::format(
@@ -130,16 +110,18 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
       "<title>{}</title><style>{}</style></head><body>\n<h1>{}</h1>\n"
       "<p class=\"small\">Shard {}; {} of {} planned cells; {:.0f} s. Each cache cell: acks lost "
       "in the worst crash state / crash states checked / violating states.</p>\n",
-      Esc(title), kCss, Esc(title), Esc(r.shard), r.cells.size(), r.plan_cells, r.seconds);
+      XmlEscape(title), kCss, XmlEscape(title), XmlEscape(r.shard), r.cells.size(), r.plan_cells,
+      r.seconds);
   h += "<table id=\"matrix\"><thead><tr><th>workload</th><th>setting</th><th>fs</th>";
-  for (const auto& c : caches) h += fmt::format("<th>cache {}</th>", Esc(c));
+  for (const auto& c : caches) h += fmt::format("<th>cache {}</th>", XmlEscape(c));
   h += "<th>acks</th><th>entries</th></tr></thead><tbody>\n";
   for (const CellResult& c : r.cells) {
     h += fmt::format("<tr id=\"cell-{}\" data-cell=\"{}\"><td>{}</td><td>{}</td><td>{}</td>",
-                     c.index, Esc(c.name), Esc(c.workload), Esc(c.setting), Esc(c.fs));
+                     c.index, XmlEscape(c.name), XmlEscape(c.workload), XmlEscape(c.setting),
+                     XmlEscape(c.fs));
     if (!c.ran) {
       h += fmt::format("<td class=\"error\" colspan=\"{}\">could not run ({}): {}</td>",
-                       caches.size() + 2, Esc(c.error_kind), Esc(c.error));
+                       caches.size() + 2, XmlEscape(c.error_kind), XmlEscape(c.error));
       h += "</tr>\n";
       continue;
     }
@@ -153,7 +135,7 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
         continue;
       }
       h += fmt::format("<td class=\"{} num\" title=\"{}\">{} {} / {} / {}</td>",
-                       m->violations ? "fail" : "pass", Esc(m->summary),
+                       m->violations ? "fail" : "pass", XmlEscape(m->summary),
                        m->violations ? "FAIL" : "pass", m->lost_acks_max, m->states, m->violations);
     }
     h += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n", c.acks,
@@ -169,12 +151,12 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
   for (const CellResult& c : r.cells) {
     if (!c.failed() || !c.timeline) continue;
     h += fmt::format("<section class=\"failing\" id=\"failing-{}\"><h2>{}</h2>\n", c.index,
-                     Esc(c.name));
-    h += fmt::format("<p class=\"small\"><code>{}</code></p>\n", Esc(c.workload_command));
+                     XmlEscape(c.name));
+    h += fmt::format("<p class=\"small\"><code>{}</code></p>\n", XmlEscape(c.workload_command));
     h += TimelineSvg(*c.timeline, fmt::format("timeline-{}", c.index));
     h += "<ul class=\"small\">\n";
     for (const TimelineCrash& crash : c.timeline->crashes) {
-      h += fmt::format("<li>cache {}: {}</li>\n", Esc(crash.cache), Esc(crash.summary));
+      h += fmt::format("<li>cache {}: {}</li>\n", XmlEscape(crash.cache), XmlEscape(crash.summary));
     }
     h += "</ul></section>\n";
   }

@@ -6,32 +6,12 @@
 #include "fmt/format.h"
 #include "harness/product/builtin.h"
 #include "harness/product/progress.h"
+#include "harness/xml_escape.h"
 
 namespace powercut::product {
 namespace {
 
-std::string XmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') ? '?' : c;
-    }
-  }
-  return out;
-}
+using harness::XmlEscape;
 
 uint64_t DefaultCount(const std::string& workload) {
   return workload.rfind("xlog", 0) == 0 ? 20 : 10;
