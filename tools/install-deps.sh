@@ -17,14 +17,20 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if ((${#missing[@]})); then
+# The VM fetches Debian's kernel with `apt-get download`, which needs the package lists.
+need_lists=0
+apt-cache show linux-image-amd64 >/dev/null 2>&1 || need_lists=1
+
+if ((${#missing[@]} || need_lists)); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "install-deps: missing packages: ${missing[*]}" >&2
     echo "install-deps: run as root (or: sudo apt-get install ${missing[*]})" >&2
     exit 2
   fi
-  echo "install-deps: installing ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if ((${#missing[@]})); then
+    echo "install-deps: installing ${missing[*]}" >&2
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
 fi
