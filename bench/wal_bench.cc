@@ -96,13 +96,12 @@ void BM_RecoveryScan(benchmark::State& state) {
   uint64_t records = 0;
   for (auto _ : state) {
     uint64_t sum = 0;
-    auto result =
-        visit ? recovery::Recover(dir, options,
-                                  [&](wal::Lsn, absl::Span<const uint8_t> payload) {
-                                    sum += payload.front() + payload.back();
-                                    return absl::OkStatus();
-                                  })
-              : recovery::Recover(dir, options);
+    auto result = visit ? recovery::Recover(dir, options,
+                                            [&](wal::Lsn, absl::Span<const uint8_t> payload) {
+                                              sum += payload.front() + payload.back();
+                                              return absl::OkStatus();
+                                            })
+                        : recovery::Recover(dir, options);
     if (!result.ok()) {
       state.SkipWithError(std::string(result.status().message()).c_str());
       break;

@@ -123,8 +123,7 @@ absl::StatusOr<CheckerOutput> CheckExt4WithoutMount(const CheckOptions& o, Worke
     out = SetupFailure(
         fmt::format("debugfs rdump failed (exit {}): {}", dump->exit_code, dump->stderr_tail));
   } else {
-    out = RunChecker(o.checker, {{"POWERCUT_DIR", tree}},
-                     o.checker_timeout_s);
+    out = RunChecker(o.checker, {{"POWERCUT_DIR", tree}}, o.checker_timeout_s);
   }
   std::filesystem::remove_all(tree, ec);
   return out;

@@ -1,10 +1,10 @@
 #include "wal/barrier.h"
 
-#include <array>
-#include <utility>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <array>
+#include <utility>
 
 namespace powercut::wal {
 namespace {

@@ -8,7 +8,8 @@ namespace powercut::crc32c {
 
 uint32_t Extend(uint32_t crc, const void* data, size_t size) {
   // ISA-L's crc32_iscsi takes and returns the register without the final inversion, so the
-  // standard CRC32C of a buffer is ~crc32_iscsi(buf, len, ~0). Chaining works on the inverted value.
+  // standard CRC32C of a buffer is ~crc32_iscsi(buf, len, ~0). Chaining works on the inverted
+  // value.
   const auto* bytes = static_cast<const unsigned char*>(data);
   uint32_t reg = ~crc;
   size_t done = 0;

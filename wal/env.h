@@ -1,8 +1,8 @@
 // The file-system interface under the WAL and recovery (in the spirit of LevelDB's Env).
 //
 // Everything the WAL does to storage goes through an Env, so that tests can swap in
-// FaultInjectionEnv (wal/fault_injection_env.h): it keeps unsynced data apart, simulates a power cut
-// (drop unsynced data, keep a random prefix, tear at 512 B) and injects EIO/ENOSPC on any call.
+// FaultInjectionEnv (wal/fault_injection_env.h): it keeps unsynced data apart, simulates a power
+// cut (drop unsynced data, keep a random prefix, tear at 512 B) and injects EIO/ENOSPC on any call.
 // PosixEnv (wal/posix_env.h) is the real thing.
 //
 // Contract for implementations: every method is thread-safe on distinct files; a File's methods may
@@ -25,9 +25,9 @@ struct OpenOptions {
   bool create = false;     // O_CREAT
   bool exclusive = false;  // O_EXCL (with create)
   bool read_only = false;
-  bool direct = false;     // O_DIRECT: buffers, offsets and sizes must be block-aligned
-  bool dsync = false;      // O_DSYNC: every write returns only once durable
-  bool io_uring = false;   // the file will be used with WriteAndFdatasyncLinked via io_uring
+  bool direct = false;    // O_DIRECT: buffers, offsets and sizes must be block-aligned
+  bool dsync = false;     // O_DSYNC: every write returns only once durable
+  bool io_uring = false;  // the file will be used with WriteAndFdatasyncLinked via io_uring
 };
 
 enum class SyncKind {
@@ -44,7 +44,8 @@ class File {
 
   // Writes all of `data` at `offset` (loops over short writes; a write that makes no progress is
   // an error, ENOSPC included). With `dsync`, uses pwritev2(RWF_DSYNC).
-  virtual absl::Status Write(uint64_t offset, absl::Span<const uint8_t> data, bool dsync = false) = 0;
+  virtual absl::Status Write(uint64_t offset, absl::Span<const uint8_t> data,
+                             bool dsync = false) = 0;
 
   // Reads up to `size` bytes at `offset` into `out`; returns the number read (short at EOF).
   virtual absl::StatusOr<size_t> Read(uint64_t offset, size_t size, uint8_t* out) = 0;

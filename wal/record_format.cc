@@ -58,9 +58,8 @@ absl::StatusOr<SegmentHeader> DecodeSegmentHeader(absl::Span<const uint8_t> bloc
   }
   const uint32_t version = Load32(p + 8);
   if (version != kFormatVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("segment has WAL format version ", version, "; this build reads version ",
-                     kFormatVersion));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "segment has WAL format version ", version, "; this build reads version ", kFormatVersion));
   }
   if (Load32(p + 12) != kSegmentHeaderSize) {
     return absl::DataLossError(absl::StrCat("segment header size field is ", Load32(p + 12)));
