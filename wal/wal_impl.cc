@@ -20,7 +20,7 @@ absl::Span<const uint8_t> AsBytes(const std::string& s) {
 
 }  // namespace
 
-WalImpl::WalImpl(const WalOptions& options, SegmentManagerOptions segment_options,
+WalImpl::WalImpl(const WalOptions& options, const SegmentManagerOptions& segment_options,
                  std::unique_ptr<SegmentManager> segments, ActiveSegment active, Lsn next_lsn,
                  const std::string& direct_tail)
     : options_(options),

@@ -26,7 +26,7 @@ class WalImpl final : public Wal {
   // `active` is the segment records go to next; `next_lsn` the LSN the next Append gets. For the
   // O_DIRECT modes, `direct_tail` holds the bytes of the partially filled block before
   // active.write_offset (empty when the offset is block-aligned).
-  WalImpl(const WalOptions& options, SegmentManagerOptions segment_options,
+  WalImpl(const WalOptions& options, const SegmentManagerOptions& segment_options,
           std::unique_ptr<SegmentManager> segments, ActiveSegment active, Lsn next_lsn,
           const std::string& direct_tail);
   ~WalImpl() override;

@@ -227,7 +227,8 @@ absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, WalOption
   auto manager = std::make_unique<SegmentManager>(so);
 
   if (existing.empty()) {
-    ASSIGN_OR_RETURN(ActiveSegment active, manager->StartSegment(/*first_lsn=*/1, /*released=*/0));
+    ASSIGN_OR_RETURN(ActiveSegment active,
+                     manager->StartSegment(/*first_lsn=*/1, /*released_lsn=*/0));
     manager->StartPreparer();
     return std::unique_ptr<Wal>(
         new WalImpl(options, so, std::move(manager), std::move(active), /*next_lsn=*/1, ""));
@@ -249,7 +250,7 @@ absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, WalOption
     if (c.write_offset == 0 || &seg != &tail) manager->AddExisting(seg.first_lsn);
   }
   if (c.write_offset == 0) {
-    ASSIGN_OR_RETURN(ActiveSegment active, manager->StartSegment(c.next_lsn, /*released=*/0));
+    ASSIGN_OR_RETURN(ActiveSegment active, manager->StartSegment(c.next_lsn, /*released_lsn=*/0));
     if (c.seal_offset) {
       // Like a roll while running: the next segment is durable before the seal pointing to it.
       RETURN_IF_ERROR(
