@@ -48,7 +48,7 @@ case "${1:-}" in
     build tsan "wal_concurrency_test wal_crash_test wal_segment_switch_test harness_engine_test workloads_unit_test"
     ctest --preset tsan
     echo "== fuzzing, 60 s per target"
-    build fuzz
+    build fuzz "wal_recovery_fuzzer trace_reader_fuzzer"
     for f in build/fuzz/tests/fuzz/*_fuzzer; do
       [[ -x $f ]] || continue
       name=$(basename "$f" _fuzzer)
