@@ -15,7 +15,7 @@
 #include "fmt/format.h"
 #include "harness/ack_id.h"
 
-extern char** environ;
+// `environ` comes from <unistd.h> (glibc declares it with _GNU_SOURCE, which g++ defines).
 
 namespace powercut::harness {
 namespace {
@@ -110,15 +110,25 @@ absl::StatusOr<CheckerOutput> RunChecker(
   posix_spawnattr_setsigdefault(&attr, &defaults);
 
   std::vector<std::string> words;
-  const bool direct = PlainWords(command, &words);
-  if (!direct) words = {"/bin/sh", "-c", command};
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
   pid_t pid = 0;
-  // posix_spawnp searches PATH like sh would; PATH comes from our own environment.
-  int rc = direct ? ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data())
-                  : ::posix_spawn(&pid, "/bin/sh", &actions, &attr, argv.data(), envp.data());
+  int rc = -1;
+  if (PlainWords(command, &words)) {
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    // posix_spawnp searches PATH like sh would; PATH comes from our own environment.
+    rc = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  }
+  if (rc != 0) {
+    // Not plain, or a first word that is no program on PATH (a shell builtin such as `exit 1`,
+    // or a typo): let the shell run it, so the result is what `sh -c` would give (127 for a
+    // command that does not exist) rather than an error that stops the whole check.
+    words = {"/bin/sh", "-c", command};
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    rc = ::posix_spawn(&pid, "/bin/sh", &actions, &attr, argv.data(), envp.data());
+  }
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(out_pipe[1]);

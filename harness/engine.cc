@@ -54,7 +54,7 @@ class StateSource {
       PointView view = index_.View(points_[next_point_++], model_);
       StatesAtPoint(index_, view, model_, options_, seed_, &states);
     }
-    for (auto& s : states) batch.push_back({seq_++, std::move(s)});
+    for (const CrashState& s : states) batch.push_back({seq_++, s});
     return batch;
   }
   uint64_t generated() const {
@@ -86,11 +86,22 @@ struct Shared {
   ModelResult* result ABSL_GUARDED_BY(mu) = nullptr;
   std::vector<std::pair<uint64_t, Verdict>> violations ABSL_GUARDED_BY(mu);  // by seq, bounded
   absl::Status error ABSL_GUARDED_BY(mu);
+  uint64_t states_done ABSL_GUARDED_BY(mu) = 0;   // for CheckOptions::on_state_checked
+  uint64_t states_total ABSL_GUARDED_BY(mu) = 0;  // likewise
 };
 
 std::string RebuildCommand(const CheckOptions& o, const std::string& base, const std::string& id) {
   return fmt::format("{} state materialize --trace {} --base {} --state {} --out crash.img",
                      o.powercut, o.trace_path, base, id);
+}
+
+// Since Linux 6.7 ("btrfs: support cloned-device mount capability") btrfs mounts a second
+// single-device file system with an fsid that is already mounted under a temporary in-memory
+// fsid; the kernel advertises it as /sys/fs/btrfs/features/temp_fsid. Without it a second copy
+// of the same image cannot be mounted while the first one is.
+bool BtrfsMountsClones() {
+  std::error_code ec;
+  return std::filesystem::exists("/sys/fs/btrfs/features/temp_fsid", ec);
 }
 
 CheckerOutput SetupFailure(std::string why) {
@@ -233,6 +244,7 @@ void RunWorker(const CheckOptions& o, const std::string& base, const std::string
       powercut::MutexLock lock(&shared.mu);
       ModelResult& r = *shared.result;
       ++r.states;
+      if (o.on_state_checked) o.on_state_checked(++shared.states_done, shared.states_total);
       if (dedup) {
         ++r.deduplicated;
       } else {
@@ -305,9 +317,11 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
   int workers = o.workers > 0 ? o.workers
                               : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   std::vector<std::string> notes;
-  if (o.fs == "btrfs" && workers > 1) {
+  if (o.fs == "btrfs" && workers > 1 && !BtrfsMountsClones()) {
     workers = 1;  // two mounted copies of one btrfs share an fsid, which kernels before 6.7 refuse
-    notes.push_back("btrfs: one worker (copies of one file system share its fsid)");
+    notes.emplace_back(
+        "btrfs: one worker (copies of one file system share its fsid, and this kernel has no "
+        "btrfs temp_fsid support to mount clones side by side)");
   }
   if (o.workload.empty()) o.workload = std::filesystem::path(o.trace_path).filename().string();
 
@@ -381,14 +395,29 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
   report.trace_notes = trace.notes;
   {
     std::vector<std::string> p;
-    if (o.points.every_entry) p.push_back("entry");
-    if (o.points.acks) p.push_back("ack");
-    if (o.points.flushes) p.push_back("flush");
+    if (o.points.every_entry) p.emplace_back("entry");
+    if (o.points.acks) p.emplace_back("ack");
+    if (o.points.flushes) p.emplace_back("flush");
     if (o.points.sample) p.push_back(fmt::format("sample:{}", o.points.sample));
     for (size_t i = 0; i < p.size(); ++i) report.points += (i ? "," : "") + p[i];
   }
 
   Shared shared;
+  if (o.on_state_checked) {
+    // Counting the states up front costs one more generation pass (no image, no checker run).
+    uint64_t total = 0;
+    for (CacheModel model : o.models) {
+      model.atomic_unit = unit;
+      bool flush_only = order == OrderSemantics::kFlushEpoch && model.mode == CacheMode::kOff;
+      for (uint64_t point : SelectPoints(index, o.points, o.seed, flush_only)) {
+        std::vector<CrashState> states;
+        StatesAtPoint(index, index.View(point, model), model, o.states, o.seed, &states);
+        total += states.size();
+      }
+    }
+    powercut::MutexLock lock(&shared.mu);
+    shared.states_total = total;
+  }
   for (CacheModel model : o.models) {
     auto model_start = std::chrono::steady_clock::now();
     model.atomic_unit = unit;
@@ -397,13 +426,16 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
     result.model = model;
     result.notes = notes;
     bool flush_only = order == OrderSemantics::kFlushEpoch && model.mode == CacheMode::kOff;
-    std::vector<uint64_t> points = SelectPoints(index, o.points, o.seed, flush_only);
+    ExactPointCounts exact;
+    std::vector<uint64_t> points = SelectPoints(index, o.points, o.seed, flush_only, &exact);
     if (flush_only) {
       result.notes.push_back(fmt::format(
-          "flush-epoch trace: cache off is evaluated only at the {} points right after a FLUSH "
-          "(between flushes the log does not record completion order, so a loss there could not "
-          "be proven)",
-          points.size()));
+          "flush-epoch trace: cache off is evaluated only where the log places a crash exactly: "
+          "{} points right after a FLUSH and {} right after a FUA write with no plain write "
+          "logged between it and the next FLUSH; skipped {} FUA points (a plain write logged "
+          "after them may have completed before them) and {} other points (between flushes the "
+          "log does not record completion order, so a loss there could not be proven)",
+          exact.after_flush, exact.after_fua, exact.fua_skipped, exact.other_skipped));
     }
     result.points = points.size();
     StateSource source(index, model, o.states, o.seed, std::move(points));

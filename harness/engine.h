@@ -45,6 +45,10 @@ struct CheckOptions {
   // Optional (file systems only, e.g. `powercut run --fsck`): runs on each state's scratch copy
   // before it is mounted; a non-empty result marks the state not recoverable with that text.
   std::function<std::string(const std::string& image)> before_mount;
+  // Optional progress: called after each crash state is judged, with the states judged so far
+  // and the total this check will judge (all cache models). Called from the worker threads, one
+  // call at a time (under the engine's lock): keep it short.
+  std::function<void(uint64_t done, uint64_t total)> on_state_checked;
 };
 
 struct ModelResult {

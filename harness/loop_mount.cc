@@ -15,7 +15,8 @@ namespace powercut::harness {
 
 absl::StatusOr<std::unique_ptr<LoopMount>> LoopMount::Mount(const std::string& image,
                                                             const std::string& fs_type,
-                                                            const std::string& mountpoint) {
+                                                            const std::string& mountpoint,
+                                                            const std::string& extra_options) {
   int image_fd = ::open(image.c_str(), O_RDWR | O_CLOEXEC);
   if (image_fd < 0) {
     return absl::Status(absl::ErrnoToStatusCode(errno),
@@ -57,12 +58,14 @@ absl::StatusOr<std::unique_ptr<LoopMount>> LoopMount::Mount(const std::string& i
                                     image, std::strerror(err)));
   }
   // XFS refuses a second mount of the same UUID; every worker's image is a copy of one base.
-  const char* options = fs_type == "xfs" ? "nouuid" : "";
-  if (::mount(device.c_str(), mountpoint.c_str(), fs_type.c_str(), 0, options) != 0) {
+  std::string options = fs_type == "xfs" ? "nouuid" : "";
+  if (!extra_options.empty()) options += (options.empty() ? "" : ",") + extra_options;
+  if (::mount(device.c_str(), mountpoint.c_str(), fs_type.c_str(), 0, options.c_str()) != 0) {
     err = errno;
     ::close(loop_fd);
     return absl::Status(absl::ErrnoToStatusCode(err),
-                        fmt::format("mount -t {} {} ({}) on {}: {}", fs_type, device, image,
+                        fmt::format("mount -t {} -o {} {} ({}) on {}: {}", fs_type,
+                                    options.empty() ? "defaults" : options, device, image,
                                     mountpoint, std::strerror(err)));
   }
   return std::unique_ptr<LoopMount>(new LoopMount(device, loop_fd, mountpoint));

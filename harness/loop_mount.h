@@ -16,9 +16,12 @@ class LoopMount {
  public:
   // `fs_type`: ext4, xfs or btrfs. The error names the image, the device and the mount(2) errno
   // (EPERM/EACCES mean "not permitted": callers may fall back to e2fsck + debugfs).
+  // `extra_options` (mount(2) data, comma-separated) is added to the defaults: xfs always gets
+  // `nouuid`, because every crash image is a copy of one file system and shares its UUID.
   static absl::StatusOr<std::unique_ptr<LoopMount>> Mount(const std::string& image,
                                                           const std::string& fs_type,
-                                                          const std::string& mountpoint);
+                                                          const std::string& mountpoint,
+                                                          const std::string& extra_options = "");
   ~LoopMount();  // unmounts if still mounted
   LoopMount(const LoopMount&) = delete;
   LoopMount& operator=(const LoopMount&) = delete;

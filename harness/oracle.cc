@@ -80,11 +80,11 @@ std::string Verdict::Describe() const {
   if (!mount_error.empty()) {
     what.push_back("not recoverable: " + mount_error);
   } else if (timed_out) {
-    what.push_back("not recoverable: checker timed out");
+    what.emplace_back("not recoverable: checker timed out");
   } else if (exit_code != 0) {
     what.push_back(fmt::format("not recoverable: checker exit {}", exit_code));
   }
-  if (what.empty()) what.push_back("ok");
+  if (what.empty()) what.emplace_back("ok");
   std::string torn =
       torn_entry ? fmt::format("; torn entry {} units {}", *torn_entry, torn_units) : std::string();
   return fmt::format(

@@ -69,8 +69,28 @@ absl::StatusOr<PointSelection> ParsePointSelection(std::string_view text) {
   return s;
 }
 
+std::vector<bool> ExactForCacheOff(const Trace& trace) {
+  const auto& entries = trace.entries;
+  std::vector<bool> exact(entries.size(), false);
+  // Walking backwards: `clean` says whether the entries after i up to the next FLUSH (or the end)
+  // hold no plain write. Past the end that is true only if the kernel's teardown mark is last.
+  bool clean =
+      !entries.empty() && entries.back().is_mark() && entries.back().mark == "dm-log-writes-end";
+  for (size_t i = entries.size(); i-- > 0;) {
+    exact[i] = clean;
+    const TraceEntry& e = entries[i];
+    if (e.is_flush()) {
+      clean = true;
+    } else if (e.changes_content() && !e.is_fua()) {
+      clean = false;
+    }
+  }
+  return exact;
+}
+
 std::vector<uint64_t> SelectPoints(const TraceIndex& index, const PointSelection& selection,
-                                   uint64_t seed, bool flush_points_only) {
+                                   uint64_t seed, bool flush_points_only,
+                                   ExactPointCounts* counts) {
   const uint64_t n = index.trace().entries.size();
   std::set<uint64_t> points;
   if (selection.every_entry) {
@@ -93,10 +113,38 @@ std::vector<uint64_t> SelectPoints(const TraceIndex& index, const PointSelection
     }
   }
   std::vector<uint64_t> out;
+  if (!flush_points_only) {
+    if (counts) *counts = ExactPointCounts{};
+    out.assign(points.begin(), points.end());
+    return out;
+  }
+  const auto& entries = index.trace().entries;
+  auto is_fua_write = [&](uint64_t e) {
+    return entries[e].is_fua() && !entries[e].is_flush() && entries[e].changes_content();
+  };
+  if (selection.flushes) {
+    for (uint64_t e = 0; e < n; ++e) {
+      if (is_fua_write(e)) points.insert(e + 1);  // FUA writes are barrier points too
+    }
+  }
+  const std::vector<bool> exact = ExactForCacheOff(index.trace());
+  ExactPointCounts local;
   for (uint64_t p : points) {
-    if (flush_points_only && !index.trace().entries[p - 1].is_flush()) continue;
+    const uint64_t e = p - 1;
+    if (entries[e].is_flush()) {
+      ++local.after_flush;
+    } else if (!is_fua_write(e)) {
+      ++local.other_skipped;
+      continue;
+    } else if (exact[e]) {
+      ++local.after_fua;
+    } else {
+      ++local.fua_skipped;
+      continue;
+    }
     out.push_back(p);
   }
+  if (counts) *counts = local;
   return out;
 }
 
@@ -136,7 +184,8 @@ void StatesAtPoint(const TraceIndex& index, const PointView& view, const CacheMo
   } else {
     add({SubsetSpec::kAll, 0});
     add({SubsetSpec::kNone, 0});
-    uint64_t first = m > options.max_all_but_one ? m - options.max_all_but_one : 0;
+    const uint64_t cap = options.max_all_but_one;
+    uint64_t first = cap != 0 && m > cap ? m - cap : 0;
     for (uint64_t i = first; i < m; ++i) add({SubsetSpec::kAllBut, i});
     for (uint32_t i = 0; i < options.samples; ++i) {
       add({SubsetSpec::kRandom, Mix(point_seed, i + 1)});

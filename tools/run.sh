@@ -17,6 +17,7 @@ case "${1:-}" in
   main)
     # The headline crash matrix (docs/results.md): every barrier, RocksDB and SQLite, recorded in a
     # qemu guest on ext4 and replayed under cache off / on / lying. Reports land in build/headline/.
+    # Exit 0: every cell matched its expected verdict; 1: some cell did not; 2: could not run.
     shift
     build default
     mkdir -p build/headline
@@ -45,7 +46,7 @@ case "${1:-}" in
     ctest --preset asan
     echo "== TSan concurrency tests"
     # Only the concurrency-labelled tests run under TSan: build just those.
-    build tsan "wal_concurrency_test wal_crash_test wal_segment_switch_test harness_engine_test workloads_unit_test"
+    build tsan "wal_concurrency_test wal_crash_test wal_segment_switch_test harness_engine_test workloads_unit_test vm_concurrency_test"
     ctest --preset tsan
     echo "== fuzzing, 60 s per target"
     build fuzz "wal_recovery_fuzzer trace_reader_fuzzer"

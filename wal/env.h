@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -83,6 +84,73 @@ class Env {
   virtual absl::StatusOr<uint64_t> FileSize(const std::string& path) = 0;
   // The logical block size for O_DIRECT alignment on the file system holding `dir`.
   virtual absl::StatusOr<uint32_t> BlockSize(const std::string& dir) = 0;
+};
+
+// A File that forwards every call to another File it owns (like LevelDB's EnvWrapper, for
+// files): subclasses override only the calls they watch or change. WriteAndFdatasyncLinked is
+// forwarded whole, so the target keeps its own implementation (e.g. io_uring) and its Write/Sync
+// are not routed back through the wrapper.
+class FileWrapper : public File {
+ public:
+  explicit FileWrapper(std::unique_ptr<File> target) : target_(std::move(target)) {}
+
+  File* target() const { return target_.get(); }
+
+  absl::Status Write(uint64_t offset, absl::Span<const uint8_t> data, bool dsync) override {
+    return target_->Write(offset, data, dsync);
+  }
+  absl::StatusOr<size_t> Read(uint64_t offset, size_t size, uint8_t* out) override {
+    return target_->Read(offset, size, out);
+  }
+  absl::Status Sync(SyncKind kind, uint64_t offset, uint64_t length) override {
+    return target_->Sync(kind, offset, length);
+  }
+  absl::Status WriteAndFdatasyncLinked(uint64_t offset, absl::Span<const uint8_t> data) override {
+    return target_->WriteAndFdatasyncLinked(offset, data);
+  }
+  absl::StatusOr<uint64_t> Size() override { return target_->Size(); }
+  absl::Status Truncate(uint64_t size) override { return target_->Truncate(size); }
+  absl::Status Close() override { return target_->Close(); }
+  const std::string& path() const override { return target_->path(); }
+
+ private:
+  const std::unique_ptr<File> target_;
+};
+
+// An Env that forwards every call to another Env (not owned, which must outlive the wrapper), as
+// LevelDB's EnvWrapper: subclasses override only the calls they watch or change.
+class EnvWrapper : public Env {
+ public:
+  explicit EnvWrapper(Env* target) : target_(target) {}
+
+  Env* target() const { return target_; }
+
+  absl::StatusOr<std::unique_ptr<File>> Open(const std::string& path,
+                                             const OpenOptions& options) override {
+    return target_->Open(path, options);
+  }
+  absl::Status Rename(const std::string& from, const std::string& to) override {
+    return target_->Rename(from, to);
+  }
+  absl::Status Remove(const std::string& path) override { return target_->Remove(path); }
+  absl::Status SyncDir(const std::string& dir) override { return target_->SyncDir(dir); }
+  absl::Status CreateDir(const std::string& dir) override { return target_->CreateDir(dir); }
+  absl::StatusOr<bool> Exists(const std::string& path) override { return target_->Exists(path); }
+  absl::StatusOr<bool> IsDirectory(const std::string& path) override {
+    return target_->IsDirectory(path);
+  }
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override {
+    return target_->ListDir(dir);
+  }
+  absl::StatusOr<uint64_t> FileSize(const std::string& path) override {
+    return target_->FileSize(path);
+  }
+  absl::StatusOr<uint32_t> BlockSize(const std::string& dir) override {
+    return target_->BlockSize(dir);
+  }
+
+ private:
+  Env* const target_;
 };
 
 }  // namespace powercut::wal

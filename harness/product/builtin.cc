@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
 #include "fmt/format.h"
+#include "nlohmann/json.hpp"
 
 namespace powercut::product {
 namespace {
@@ -78,6 +80,58 @@ std::string BuiltinRunCommand(const std::string& binary, const BuiltinCell& cell
 
 std::string BuiltinCheckCommand(const std::string& binary, const BuiltinCell& cell) {
   return fmt::format("{} {} check", binary, cell.kind);
+}
+
+absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
+    const std::string& text, const std::string& source) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_array()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: expected the JSON array of the workload catalog", source));
+  }
+  std::map<std::string, CellExpect> out;
+  for (const auto& entry : j) {
+    if (!entry.is_object() || !entry.contains("name") || !entry.contains("expect") ||
+        !entry.at("name").is_string() || !entry.at("expect").is_object()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: an entry without \"name\" and \"expect\": {}", source, entry.dump()));
+    }
+    CellExpect e;
+    for (const char* cache : {"off", "on", "lying"}) {
+      const auto& v = entry.at("expect");
+      if (!v.contains(cache) || !v.at(cache).is_string()) continue;
+      std::string verdict = v.at(cache).get<std::string>();
+      if (verdict != "survives" && verdict != "loses" && verdict != "may-lose") {
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: {}: expected verdict '{}' for cache {} (survives, loses or may-lose expected)",
+            source, entry.at("name").get<std::string>(), verdict, cache));
+      }
+      e.models[cache] = verdict;
+    }
+    out[entry.at("name").get<std::string>()] = std::move(e);
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, CellExpect>> LoadBuiltinExpectations(
+    const std::string& binary) {
+  std::string command = fmt::format("'{}' list --json 2>/dev/null", binary);
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    return absl::InternalError(fmt::format("cannot run {} list --json", binary));
+  }
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) text.append(buf, n);
+  int status = ::pclose(pipe);
+  if (status != 0) {
+    return absl::FailedPreconditionError(fmt::format(
+        "`{} list --json` failed (status {}): cannot read the expected verdicts; rebuild "
+        "powercut-workload or pass --no-expect",
+        binary, status));
+  }
+  return ParseBuiltinExpectations(text, binary + " list --json");
 }
 
 std::string AgentHint(const std::string& self) {

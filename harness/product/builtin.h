@@ -10,10 +10,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "harness/product/cell_result.h"
 
 namespace powercut::product {
 
@@ -34,6 +36,15 @@ absl::StatusOr<BuiltinCell> LookupBuiltin(const std::string& workload, const std
 std::string BuiltinRunCommand(const std::string& binary, const BuiltinCell& cell, uint64_t count,
                               uint64_t seed);
 std::string BuiltinCheckCommand(const std::string& binary, const BuiltinCell& cell);
+
+// The expected verdict of every built-in (workload, setting) per cache model, keyed
+// "<workload>-<setting>" (e.g. "xlog-append-fdatasync"), from `<binary> list --json`: the catalog
+// of the binary that runs the cells (tools/workloads/catalog.h) is the one source of truth.
+absl::StatusOr<std::map<std::string, CellExpect>> LoadBuiltinExpectations(
+    const std::string& binary);
+// The same from the JSON text that command prints; `source` names it in errors.
+absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
+    const std::string& json_text, const std::string& source);
 
 // Finds powercut-workload: `hint` if non-empty (must be executable), else $POWERCUT_WORKLOAD,
 // else next to `self` (the running powercut), else ../workloads/powercut-workload relative to

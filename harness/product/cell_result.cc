@@ -12,6 +12,46 @@ bool CellResult::failed() const {
   return false;
 }
 
+std::string CellExpect::For(const std::string& cache) const {
+  auto it = models.find(cache);
+  return it == models.end() ? "survives" : it->second;
+}
+
+bool VerdictMatches(const std::string& expectation, uint64_t violations) {
+  if (expectation == "loses") return violations > 0;
+  if (expectation == "may-lose") return true;
+  return violations == 0;  // "survives"
+}
+
+bool CellResult::AsExpected(const CellModel& m) const {
+  return VerdictMatches(expect.For(m.cache), m.violations);
+}
+
+std::string CellResult::Unexpected() const {
+  if (!ran) {
+    if (expect.error.empty() || expect.error == error_kind) return "";
+    return fmt::format("expected error {}, got error {}", expect.error, error_kind);
+  }
+  if (!expect.error.empty()) {
+    return fmt::format("expected error {}, but the cell ran", expect.error);
+  }
+  std::string why;
+  for (const CellModel& m : models) {
+    if (AsExpected(m)) continue;
+    why += fmt::format("{}cache {}: expected {}, got {}", why.empty() ? "" : "; ", m.cache,
+                       expect.For(m.cache),
+                       m.violations ? fmt::format("{} violating states", m.violations)
+                                    : std::string("no violation"));
+  }
+  return why;
+}
+
+std::string CellResult::Verdict() const {
+  if (!Unexpected().empty()) return "unexpected";
+  if (!ran && expect.error.empty()) return "error";
+  return "ok";
+}
+
 void FillCell(const RunOutcome& o, CellResult* cell) {
   cell->ran = o.ran;
   cell->error_kind = o.error_kind;
@@ -49,6 +89,8 @@ nlohmann::json CellToJson(const CellResult& c) {
          {"checked", m.checked},
          {"violations", m.violations},
          {"passed", m.violations == 0},
+         {"expect", c.expect.For(m.cache)},
+         {"as_expected", c.AsExpected(m)},
          {"lost_acks_max", m.lost_acks_max},
          {"first_violation",
           m.first_violation.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.first_violation)},
@@ -66,6 +108,9 @@ nlohmann::json CellToJson(const CellResult& c) {
                       {"acks", c.acks},
                       {"record_seconds", c.record_seconds},
                       {"check_seconds", c.check_seconds},
+                      {"verdict", c.Verdict()},
+                      {"unexpected", c.Unexpected()},
+                      {"expect", {{"models", c.expect.models}, {"error", c.expect.error}}},
                       {"results", results},
                       {"notes", c.notes}};
   if (!c.ran) {
@@ -94,6 +139,11 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.record_seconds = j.value("record_seconds", 0.0);
     c.check_seconds = j.value("check_seconds", 0.0);
     c.notes = j.value("notes", std::vector<std::string>{});
+    if (j.contains("expect")) {
+      const auto& e = j.at("expect");
+      c.expect.models = e.value("models", std::map<std::string, std::string>{});
+      c.expect.error = e.value("error", "");
+    }
     for (const auto& r : j.at("results")) {
       CellModel m{.cache = r.at("cache").get<std::string>(),
                   .points = r.value("points", uint64_t{0}),

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,21 @@ struct CellModel {
   std::string summary;          // the first violation, described
 };
 
+// What a cell is expected to do. Built-in cells take it from the workload catalog
+// (`powercut-workload list --json`, docs/workloads.md "Expected verdicts"); custom cells from
+// their --cells file. Without an expectation a cache model is expected to survive, which is the
+// raw "no violation" rule (`powercut matrix --no-expect`).
+struct CellExpect {
+  std::map<std::string, std::string> models;  // cache -> "survives", "loses" or "may-lose"
+  std::string error;  // non-empty: the cell is expected not to run, with this error kind
+
+  std::string For(const std::string& cache) const;  // "survives" when not given
+  bool empty() const { return models.empty() && error.empty(); }
+};
+
+// Whether `violations` agrees with `expectation`: survives = none, loses = some, may-lose = any.
+bool VerdictMatches(const std::string& expectation, uint64_t violations);
+
 struct CellResult {
   size_t index = 0;  // position in the unsharded plan
   std::string name;  // "<workload>/<setting>/<fs>"
@@ -40,7 +56,17 @@ struct CellResult {
   std::optional<Timeline> timeline;
   std::vector<std::string> notes;
 
+  CellExpect expect;
+
   bool failed() const;  // ran and some model has violations
+  // Did the model's verdict match the cell's expectation?
+  bool AsExpected(const CellModel& model) const;
+  // "ok" (every model, or the expected error, as expected), "unexpected", or "error" (could not
+  // run, and no error was expected).
+  std::string Verdict() const;
+  // Why the verdict is unexpected, e.g. "cache on: expected survives, got 3 violating states";
+  // "" when it is not.
+  std::string Unexpected() const;
 };
 
 // Fills the run part of `cell` from a RunOutcome.

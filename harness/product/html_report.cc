@@ -16,6 +16,9 @@ h1{font-size:1.4em} h2{font-size:1.15em;margin-top:1.5em}
 table{border-collapse:collapse} th,td{border:1px solid #bbb;padding:4px 8px;text-align:left}
 td.pass{background:#dff5df} td.fail{background:#f8d4d4} td.error{background:#f3e3b5}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.unexpected{outline:3px solid #c00;outline-offset:-3px;font-weight:bold}
+td.verdict-ok{color:#1a6b1a} td.verdict-unexpected{color:#c00;font-weight:bold}
+td.verdict-error{color:#8a6100}
 .small{font-size:.85em;color:#555} code{font-size:.9em}
 .legend span{margin-right:1.2em}
 )";
@@ -109,20 +112,30 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<title>{}</title><style>{}</style></head><body>\n<h1>{}</h1>\n"
       "<p class=\"small\">Shard {}; {} of {} planned cells; {:.0f} s. Each cache cell: acks lost "
-      "in the worst crash state / crash states checked / violating states.</p>\n",
+      "in the worst crash state / crash states checked / violating states; a cell outlined in red "
+      "did not match its expected verdict (hover for it).</p>\n",
       XmlEscape(title), kCss, XmlEscape(title), XmlEscape(r.shard), r.cells.size(), r.plan_cells,
       r.seconds);
   h += "<table id=\"matrix\"><thead><tr><th>workload</th><th>setting</th><th>fs</th>";
   for (const auto& c : caches) h += fmt::format("<th>cache {}</th>", XmlEscape(c));
-  h += "<th>acks</th><th>entries</th></tr></thead><tbody>\n";
+  h += "<th>acks</th><th>entries</th><th>verdict</th></tr></thead><tbody>\n";
   for (const CellResult& c : r.cells) {
-    h += fmt::format("<tr id=\"cell-{}\" data-cell=\"{}\"><td>{}</td><td>{}</td><td>{}</td>",
-                     c.index, XmlEscape(c.name), XmlEscape(c.workload), XmlEscape(c.setting),
-                     XmlEscape(c.fs));
+    std::string verdict = c.Verdict();
+    std::string verdict_cell =
+        fmt::format("<td class=\"verdict-{}\">{}</td>", verdict,
+                    verdict == "ok"           ? std::string("as expected")
+                    : verdict == "unexpected" ? "UNEXPECTED: " + XmlEscape(c.Unexpected())
+                                              : std::string("could not run"));
+    h += fmt::format(
+        "<tr id=\"cell-{}\" data-cell=\"{}\" data-verdict=\"{}\"><td>{}</td><td>{}</td><td>{}</td>",
+        c.index, XmlEscape(c.name), verdict, XmlEscape(c.workload), XmlEscape(c.setting),
+        XmlEscape(c.fs));
     if (!c.ran) {
-      h += fmt::format("<td class=\"error\" colspan=\"{}\">could not run ({}): {}</td>",
-                       caches.size() + 2, XmlEscape(c.error_kind), XmlEscape(c.error));
-      h += "</tr>\n";
+      h += fmt::format("<td class=\"error\" colspan=\"{}\">could not run ({}){}: {}</td>",
+                       caches.size() + 2, XmlEscape(c.error_kind),
+                       c.expect.error.empty() ? "" : ", expected " + XmlEscape(c.expect.error),
+                       XmlEscape(c.error));
+      h += verdict_cell + "</tr>\n";
       continue;
     }
     for (const auto& cache : caches) {
@@ -134,12 +147,13 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
         h += "<td>-</td>";
         continue;
       }
-      h += fmt::format("<td class=\"{} num\" title=\"{}\">{} {} / {} / {}</td>",
-                       m->violations ? "fail" : "pass", XmlEscape(m->summary),
+      h += fmt::format("<td class=\"{} num{}\" title=\"expected {}. {}\">{} {} / {} / {}</td>",
+                       m->violations ? "fail" : "pass", c.AsExpected(*m) ? "" : " unexpected",
+                       XmlEscape(c.expect.For(m->cache)), XmlEscape(m->summary),
                        m->violations ? "FAIL" : "pass", m->lost_acks_max, m->states, m->violations);
     }
-    h += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n", c.acks,
-                     c.trace_entries);
+    h += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td>{}</tr>\n", c.acks,
+                     c.trace_entries, verdict_cell);
   }
   h += "</tbody></table>\n";
   h += "<p class=\"legend small\"><span style=\"color:#4a7bd0\">&#9632; write</span>"

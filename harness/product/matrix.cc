@@ -35,7 +35,10 @@ std::vector<std::pair<std::string, std::string>> HeadlineCells() {
 
 absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
   std::vector<std::pair<std::string, std::string>> pairs;
-  if (!o.preset.empty()) {
+  bool builtin = !o.preset.empty() || !o.workloads.empty() || o.custom_cells.empty();
+  if (!builtin) {
+    // Only the --cells file's cells.
+  } else if (!o.preset.empty()) {
     if (o.preset != "headline") {
       return absl::InvalidArgumentError(
           fmt::format("--preset {}: the only preset is 'headline'", o.preset));
@@ -89,10 +92,16 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
                        .count = o.count ? o.count : DefaultCount(w)});
     }
   }
+  for (const CustomCell& c : o.custom_cells) {
+    cells.push_back(
+        {.index = cells.size(), .workload = c.name, .setting = "custom", .fs = c.fs, .custom = c});
+  }
   return cells;
 }
 
 nlohmann::json MatrixParameters(const MatrixOptions& o) {
+  nlohmann::json custom = nlohmann::json::array();
+  for (const CustomCell& c : o.custom_cells) custom.push_back(CustomCellToJson(c));
   return {{"preset", o.preset},
           {"workloads", o.workloads},
           {"barriers", o.barriers},
@@ -104,7 +113,10 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
           {"count", o.count},
           {"seed", o.seed},
           {"atomic_unit", o.atomic_unit},
-          {"fsck", o.fsck}};
+          {"fsck", o.fsck},
+          {"max_acks", o.max_acks},
+          {"expect", o.expect},
+          {"custom_cells", custom}};
 }
 
 CellRunner VmCellRunner(const std::string& agent_hint) {
@@ -136,7 +148,9 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
   if (!points.ok()) return points.status();
   auto states = ParseStates(o.states);
   if (!states.ok()) return states.status();
-  if (o.workload_binary.empty()) {
+  bool builtin = std::any_of(plan->begin(), plan->end(),
+                             [](const MatrixCell& c) { return !c.custom.has_value(); });
+  if (builtin && o.workload_binary.empty()) {
     return absl::InvalidArgumentError("matrix: no powercut-workload binary given");
   }
   MatrixReport report;
@@ -151,12 +165,36 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
   for (size_t i = 0; i < mine.size(); ++i) {
     const MatrixCell& c = mine[i];
     progress.Update(i, "running " + c.Name());
-    BuiltinCell b = *LookupBuiltin(c.workload, c.setting);
     RunOptions r;
     r.name = c.Name();
-    r.workload = BuiltinRunCommand(o.workload_binary, b, c.count, o.seed);
-    r.checker = BuiltinCheckCommand(o.workload_binary, b);
     r.fs = c.fs;
+    r.timeout = std::chrono::seconds(o.timeout_s);
+    r.checker_timeout_s = o.checker_timeout_s;
+    r.max_acks = o.max_acks;
+    CellExpect expect;
+    std::vector<std::string> notes;
+    if (c.custom) {
+      r.workload = c.custom->workload;
+      r.checker = c.custom->checker;
+      if (c.custom->timeout_s > 0) r.timeout = std::chrono::seconds(c.custom->timeout_s);
+      if (c.custom->checker_timeout_s > 0) r.checker_timeout_s = c.custom->checker_timeout_s;
+      if (c.custom->max_acks > 0) r.max_acks = c.custom->max_acks;
+      expect = c.custom->expect;
+    } else {
+      BuiltinCell b = *LookupBuiltin(c.workload, c.setting);
+      r.workload = BuiltinRunCommand(o.workload_binary, b, c.count, o.seed);
+      r.checker = BuiltinCheckCommand(o.workload_binary, b);
+      std::string key = c.workload + "-" + c.setting;
+      if (auto it = o.expectations.find(key); it != o.expectations.end()) {
+        expect = it->second;
+      } else if (o.expect) {
+        notes.push_back(fmt::format(
+            "the workload catalog has no expected verdict for {}: every cache model is expected "
+            "to survive",
+            key));
+      }
+    }
+    if (!o.expect) expect = CellExpect{};
     r.models = *models;
     r.points = *points;
     r.states = *states;
@@ -164,9 +202,10 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     r.atomic_unit = o.atomic_unit;
     r.seed = o.seed;
     r.fsck = o.fsck;
-    r.timeout = std::chrono::seconds(o.timeout_s);
-    r.checker_timeout_s = o.checker_timeout_s;
     r.powercut = o.powercut;
+    r.on_state_checked = [&progress](uint64_t done, uint64_t total) {
+      progress.UpdateStates(done, total);
+    };
     if (!o.keep_dir.empty()) {
       std::string name = c.Name();
       std::replace(name.begin(), name.end(), '/', '_');
@@ -180,6 +219,8 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
                     .workload_command = r.workload,
                     .checker_command = r.checker};
     FillCell(run_cell(c, r), &cell);
+    cell.expect = std::move(expect);
+    cell.notes.insert(cell.notes.end(), notes.begin(), notes.end());
     report.cells.push_back(std::move(cell));
   }
   progress.Update(mine.size(), "done");
@@ -231,26 +272,39 @@ std::string HeadlineTable(const MatrixReport& r) {
   s += fmt::format("{:<36}", "");
   for (size_t i = 0; i < caches.size(); ++i) s += fmt::format("  {:<24}", "lost/states/violating");
   s += "\n";
+  size_t ok = 0, unexpected = 0, errors = 0;
   for (const CellResult& c : r.cells) {
+    std::string verdict = c.Verdict();
+    ok += verdict == "ok";
+    unexpected += verdict == "unexpected";
+    errors += verdict == "error";
     s += fmt::format("{:<36}", c.name);
     if (!c.ran) {
-      s += fmt::format("  COULD NOT RUN ({}): {}\n", c.error_kind,
-                       c.error.substr(0, c.error.find('\n')));
+      std::string first_line = c.error.substr(0, c.error.find('\n'));
+      if (verdict == "ok") {
+        s += fmt::format("  as expected: could not run ({}): {}\n", c.error_kind, first_line);
+      } else {
+        s += fmt::format("  COULD NOT RUN ({}): {}{}\n", c.error_kind, first_line,
+                         verdict == "unexpected" ? "  UNEXPECTED: " + c.Unexpected() : "");
+      }
       continue;
     }
     for (const auto& cache : caches) {
       std::string cellText = "-";
       for (const CellModel& m : c.models) {
         if (m.cache != cache) continue;
-        cellText = fmt::format("{} {}/{}/{}", m.violations ? "FAIL" : "pass", m.lost_acks_max,
-                               m.states, m.violations);
+        cellText = fmt::format("{} {}/{}/{}{}", m.violations ? "FAIL" : "pass", m.lost_acks_max,
+                               m.states, m.violations, c.AsExpected(m) ? "" : " !");
       }
       s += fmt::format("  {:<24}", cellText);
     }
+    s += verdict == "ok" ? "  ok" : "  UNEXPECTED: " + c.Unexpected();
     s += "\n";
   }
-  s += fmt::format("{} cells (shard {}, plan {}) in {:.0f} s\n", r.cells.size(), r.shard,
-                   r.plan_cells, r.seconds);
+  s += fmt::format(
+      "{} cells: {} as expected, {} unexpected, {} could not run (shard {}, plan {}) in {:.0f} "
+      "s\n",
+      r.cells.size(), ok, unexpected, errors, r.shard, r.plan_cells, r.seconds);
   return s;
 }
 
@@ -260,24 +314,39 @@ std::string MatrixJunit(const MatrixReport& r) {
   for (const CellResult& c : r.cells) {
     if (!c.ran) {
       ++tests;
-      ++errors;
-      body += fmt::format(
-          "  <testcase classname=\"powercut.matrix\" name=\"{}\" time=\"{:.3f}\">\n"
-          "    <error type=\"{}\" message=\"{}\"/>\n  </testcase>\n",
-          XmlEscape(c.name), c.record_seconds + c.check_seconds, XmlEscape(c.error_kind),
-          XmlEscape(c.error));
+      std::string verdict = c.Verdict();
+      body +=
+          fmt::format("  <testcase classname=\"powercut.matrix\" name=\"{}\" time=\"{:.3f}\">\n",
+                      XmlEscape(c.name), c.record_seconds + c.check_seconds);
+      if (verdict == "ok") {
+        body += fmt::format("    <system-out>as expected: could not run ({}): {}</system-out>\n",
+                            XmlEscape(c.error_kind), XmlEscape(c.error));
+      } else if (verdict == "unexpected") {
+        ++failures;
+        body += fmt::format("    <failure type=\"{}\" message=\"{}\">{}</failure>\n",
+                            XmlEscape(c.error_kind), XmlEscape(c.Unexpected()), XmlEscape(c.error));
+      } else {
+        ++errors;
+        body += fmt::format("    <error type=\"{}\" message=\"{}\"/>\n", XmlEscape(c.error_kind),
+                            XmlEscape(c.error));
+      }
+      body += "  </testcase>\n";
       continue;
     }
     for (const CellModel& m : c.models) {
       ++tests;
       body += fmt::format("  <testcase classname=\"powercut.matrix.{}\" name=\"{} cache={}\">\n",
                           XmlEscape(c.workload), XmlEscape(c.name), XmlEscape(m.cache));
-      if (m.violations) {
+      std::string what =
+          fmt::format("expected {}: {} of {} states violate; worst state loses {} acks",
+                      c.expect.For(m.cache), m.violations, m.states, m.lost_acks_max);
+      if (!c.AsExpected(m)) {
         ++failures;
-        body += fmt::format(
-            "    <failure message=\"{} of {} states violate; worst state loses {} acks\">{}"
-            "</failure>\n",
-            m.violations, m.states, m.lost_acks_max, XmlEscape(m.summary));
+        body += fmt::format("    <failure message=\"{}\">{}</failure>\n", XmlEscape(what),
+                            XmlEscape(m.summary));
+      } else if (m.violations) {
+        body += fmt::format("    <system-out>as expected: {}\n{}</system-out>\n", XmlEscape(what),
+                            XmlEscape(m.summary));
       }
       body += "  </testcase>\n";
     }
@@ -290,12 +359,13 @@ std::string MatrixJunit(const MatrixReport& r) {
 }
 
 int MatrixExitCode(const MatrixReport& r) {
-  bool violation = false, error = false;
+  bool unexpected = false, error = false;
   for (const CellResult& c : r.cells) {
-    violation = violation || c.failed();
-    error = error || !c.ran;
+    std::string verdict = c.Verdict();
+    unexpected = unexpected || verdict == "unexpected";
+    error = error || verdict == "error";
   }
-  return violation ? 1 : error ? 2 : 0;
+  return unexpected ? 1 : error ? 2 : 0;
 }
 
 }  // namespace powercut::product

@@ -2,16 +2,21 @@
 // under every cache model; cells run one after another (each boots its own VM) and a cell that
 // cannot run is reported as such while the rest still runs. `--shard K/N` keeps the cells of one
 // shard (harness/product/shard.h) and records the plan's size, so `powercut merge` can combine
-// shards into exactly the unsharded report.
+// shards into exactly the unsharded report. Each cell is judged against its expected verdict
+// (CellExpect: the workload catalog's for built-in cells, the --cells file's for custom ones), so
+// a matrix full of expected losses still exits 0 (docs/run.md, "Expected verdicts").
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "harness/product/cell_result.h"
+#include "harness/product/custom_cells.h"
 #include "harness/product/shard.h"
 #include "harness/vm/vm_run.h"
 #include "nlohmann/json.hpp"
@@ -43,12 +48,22 @@ struct MatrixOptions {
   double checker_timeout_s = 60;
   std::string powercut = "powercut";
   bool progress = true;
+  // More acks than this from one workload run is an ack flood (the cell does not run); the
+  // built-in workloads send 10-20.
+  uint64_t max_acks = 10000;
+  // Judge cells against their expected verdicts (exit 0 = every cell as expected). false: the
+  // raw rule, every cache model is expected to survive (`--no-expect`).
+  bool expect = true;
+  // Built-in expectations by catalog name "<workload>-<setting>" (LoadBuiltinExpectations).
+  std::map<std::string, CellExpect> expectations;
+  std::vector<CustomCell> custom_cells;  // --cells FILE.json
 };
 
 struct MatrixCell {
   size_t index = 0;
   std::string workload, setting, fs;
   uint64_t count = 0;
+  std::optional<CustomCell> custom;  // a --cells cell (setting "custom")
   std::string Name() const { return workload + "/" + setting + "/" + fs; }
 };
 
@@ -76,12 +91,14 @@ nlohmann::json MatrixParameters(const MatrixOptions& options);
 nlohmann::json MatrixToJson(const MatrixReport& report);
 absl::StatusOr<MatrixReport> MatrixFromJson(const nlohmann::json& j);
 
-// Per cell and cache model: acks lost in the worst state / states checked / violating states;
-// cells that could not run say why.
+// Per cell and cache model: acks lost in the worst state / states checked / violating states,
+// `!` after a model whose verdict is not the expected one, and the cell's verdict; cells that
+// could not run say why.
 std::string HeadlineTable(const MatrixReport& report);
 // One test case per cell x cache model (and one per cell that could not run).
 std::string MatrixJunit(const MatrixReport& report);
-// 0 all pass, 1 some violation, 2 some cell could not run (and none violated).
+// 0 every cell as expected, 1 some cell not as expected (CellResult::Verdict), 2 some cell
+// could not run without that being expected (and none was unexpected).
 int MatrixExitCode(const MatrixReport& report);
 
 }  // namespace powercut::product

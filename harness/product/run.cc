@@ -52,6 +52,7 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   c.checker_timeout_s = o.checker_timeout_s;
   c.workload = o.name.empty() ? "run" : o.name;
   c.powercut = o.powercut;
+  c.on_state_checked = o.on_state_checked;
   if (o.fsck && o.fs != "raw") c.before_mount = FsckHook(o.fs);
   return c;
 }
@@ -83,6 +84,23 @@ RunOutcome CheckRecording(const std::string& trace, const RunOptions& o) {
     checker_always_failed = checker_always_failed && m.states > 0 && m.violations == m.states &&
                             m.first_violation && !m.first_violation->recovered &&
                             m.first_violation->mount_error.empty();
+  }
+  const harness::Verdict* first =
+      report->results.empty() || !report->results.front().first_violation
+          ? nullptr
+          : &*report->results.front().first_violation;
+  if (checker_always_failed && first != nullptr &&
+      (first->exit_code < 0 || first->exit_code > 128)) {
+    // Killed by a signal (directly, or as the shell's 128+N) on every state, also those where every
+    // write was kept: a crash of the checker, not a finding about the images.
+    out.ran = false;
+    out.error_kind = "checker-crash";
+    out.error = fmt::format(
+        "the checker crashed (exit {}) on every one of the {} crash states: fix the checker; the "
+        "first: {}",
+        first->exit_code, report->results.front().states, first->Describe());
+    out.report = std::move(*report);  // the per-model numbers stay in the JSON
+    return out;
   }
   if (checker_always_failed) {
     out.notes.push_back(fmt::format(
@@ -163,10 +181,13 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
   out.invalid_ack_lines = run->guest.invalid_ack_lines;
   out.trace_entries = run->trace_entries;
   if (run->guest.exit_code != 0) {
+    // The workload's own output; the console log only when the guest could not save it.
+    std::string tail = Tail(run->workload_log, 1500);
+    if (tail.empty()) tail = Tail(run->console_log, 1500);
     out.error_kind = "workload-exit";
     out.error =
         fmt::format("the workload exited with status {} after {} acks; its last output:\n{}",
-                    run->guest.exit_code, out.acks, Tail(run->console_log, 1500));
+                    run->guest.exit_code, out.acks, tail);
     return out;
   }
   if (run->guest.invalid_ack_lines > 0) {

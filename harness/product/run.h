@@ -4,12 +4,14 @@
 // A workload that cannot be tested is an outcome, not an error: RunWorkload() never fails, it
 // returns ran = false with an error_kind naming what went wrong (the VM could not run it, it hung
 // past the timeout, exited non-zero, never acked, flooded acks, printed malformed ack lines, or
-// the check itself failed). A checker that crashes on a crash image is a violation (the state is
-// not recoverable), reported per state by the engine.
+// the check itself failed). A checker that fails on some crash images is a violation (those
+// states are not recoverable), reported per state by the engine; one killed by a signal on every
+// state is broken itself and the outcome is "checker-crash".
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,12 +44,16 @@ struct RunOptions {
   uint64_t max_acks = 1000000;        // more is an ack flood
   std::string keep_dir;  // keep the recording (trace, manifest, base image) here; "" = temporary
   std::string powercut = "powercut";  // how rebuild commands name the binary
+  // Progress of the check (harness::CheckOptions::on_state_checked); called from worker threads.
+  std::function<void(uint64_t done, uint64_t total)> on_state_checked;
 };
 
 struct RunOutcome {
   bool ran = false;
   // When !ran: "vm" (the VM could not run it), "timeout", "workload-exit", "no-acks",
-  // "ack-flood", "malformed-acks", "check" (the engine could not check the trace), "usage".
+  // "ack-flood", "malformed-acks", "checker-crash" (the checker was killed by a signal on every
+  // crash state: the checker, not the image, is broken), "check" (the engine could not check
+  // the trace), "usage".
   std::string error_kind;
   std::string error;
   int workload_exit = -1;

@@ -12,6 +12,7 @@
 #include "fmt/format.h"
 #include "harness/ack_id.h"
 #include "nlohmann/json.hpp"
+#include "wal/tsan_mutex.h"
 
 namespace powercut::vm {
 
@@ -47,7 +48,7 @@ AckChannel::~AckChannel() { Stop(); }
 
 void AckChannel::Stop() {
   {
-    absl::MutexLock lock(&mu_);
+    powercut::MutexLock lock(&mu_);
     stopping_ = true;
   }
   // The thread notices within one poll interval, after draining what was already sent.
@@ -64,22 +65,22 @@ void AckChannel::Stop() {
 }
 
 bool AckChannel::stopping() const {
-  absl::MutexLock lock(&mu_);
+  powercut::MutexLock lock(&mu_);
   return stopping_;
 }
 
 std::vector<std::string> AckChannel::acks() const {
-  absl::MutexLock lock(&mu_);
+  powercut::MutexLock lock(&mu_);
   return acks_;
 }
 
 uint64_t AckChannel::invalid_lines() const {
-  absl::MutexLock lock(&mu_);
+  powercut::MutexLock lock(&mu_);
   return invalid_;
 }
 
 absl::Status AckChannel::status() const {
-  absl::MutexLock lock(&mu_);
+  powercut::MutexLock lock(&mu_);
   return status_;
 }
 
@@ -130,7 +131,7 @@ void AckChannel::HandleLine(const std::string& line) {
     std::string id = line.substr(4);
     absl::Status s =
         options_.recorder != nullptr ? options_.recorder->RecordAck(id) : absl::OkStatus();
-    absl::MutexLock lock(&mu_);
+    powercut::MutexLock lock(&mu_);
     if (!s.ok() && status_.ok()) status_ = s;
     acks_.push_back(id);
     count = acks_.size();
@@ -142,7 +143,7 @@ void AckChannel::HandleLine(const std::string& line) {
     event = line.substr(6);
     entry = {{"event", event}, {"t_ms", t_ms}};
   } else {
-    absl::MutexLock lock(&mu_);
+    powercut::MutexLock lock(&mu_);
     ++invalid_;
     entry = {{"invalid", line.substr(0, 200)}, {"t_ms", t_ms}};
   }

@@ -64,7 +64,7 @@ class AckChannel {
   std::thread thread_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 
-  mutable absl::Mutex mu_;
+  mutable absl::Mutex mu_;  // locked with wal/tsan_mutex.h's helpers (TSan)
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::string> acks_ ABSL_GUARDED_BY(mu_);
   uint64_t invalid_ ABSL_GUARDED_BY(mu_) = 0;

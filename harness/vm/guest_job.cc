@@ -16,7 +16,14 @@ std::string GuestJobToJson(const GuestJob& job) {
             {"flakey_after_acks", job.flakey_after_acks},
             {"command", job.command},
             {"checker", job.checker},
-            {"mount_options", job.mount_options}};
+            {"mount_options", job.mount_options},
+            {"checks", json::array()}};
+  for (const GuestCheck& c : job.checks) {
+    j["checks"].push_back({{"disk_serial", c.disk_serial},
+                           {"fs", c.fs},
+                           {"command", c.command},
+                           {"mount_options", c.mount_options}});
+  }
   return j.dump(2);
 }
 
@@ -37,13 +44,21 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
     job.command = j.value("command", "");
     job.checker = j.value("checker", "");
     job.mount_options = j.value("mount_options", "");
+    for (const json& c : j.value("checks", json::array())) {
+      job.checks.push_back({.disk_serial = c.value("disk_serial", ""),
+                            .fs = c.value("fs", "ext4"),
+                            .command = c.value("command", ""),
+                            .mount_options = c.value("mount_options", "")});
+    }
   } catch (const json::exception& e) {
     return absl::InvalidArgumentError(fmt::format("job.json: {}", e.what()));
   }
   return job;
 }
 
-std::string GuestResultToJson(const GuestResult& r) {
+namespace {
+
+json ResultToJson(const GuestResult& r) {
   json j = {{"ok", r.ok},
             {"failed_step", r.failed_step},
             {"error", r.error},
@@ -56,8 +71,36 @@ std::string GuestResultToJson(const GuestResult& r) {
             {"have", r.have},
             {"corrupt", r.corrupt},
             {"device_cache", r.device_cache},
-            {"ready_seconds", r.ready_seconds}};
-  return j.dump(2, ' ', false, json::error_handler_t::replace);
+            {"ready_seconds", r.ready_seconds},
+            {"checks", json::array()}};
+  for (const GuestResult& c : r.checks) j["checks"].push_back(ResultToJson(c));
+  return j;
+}
+
+// Throws json::exception on a field of the wrong type.
+GuestResult ResultFromJson(const json& j) {
+  GuestResult r;
+  r.ok = j.value("ok", false);
+  r.failed_step = j.value("failed_step", "");
+  r.error = j.value("error", "");
+  r.exit_code = j.value("exit_code", -1);
+  r.acks = j.value("acks", uint64_t{0});
+  r.invalid_ack_lines = j.value("invalid_ack_lines", uint64_t{0});
+  r.acked = j.value("acked", std::vector<std::string>{});
+  r.acks_before_cut = j.value("acks_before_cut", int64_t{-1});
+  r.checker_exit_code = j.value("checker_exit_code", -1);
+  r.have = j.value("have", std::vector<std::string>{});
+  r.corrupt = j.value("corrupt", std::vector<std::string>{});
+  r.device_cache = j.value("device_cache", "");
+  r.ready_seconds = j.value("ready_seconds", 0.0);
+  for (const json& c : j.value("checks", json::array())) r.checks.push_back(ResultFromJson(c));
+  return r;
+}
+
+}  // namespace
+
+std::string GuestResultToJson(const GuestResult& r) {
+  return ResultToJson(r).dump(2, ' ', false, json::error_handler_t::replace);
 }
 
 absl::StatusOr<GuestResult> GuestResultFromJson(const std::string& text) {
@@ -65,25 +108,11 @@ absl::StatusOr<GuestResult> GuestResultFromJson(const std::string& text) {
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError("result.json: not a JSON object");
   }
-  GuestResult r;
   try {
-    r.ok = j.value("ok", false);
-    r.failed_step = j.value("failed_step", "");
-    r.error = j.value("error", "");
-    r.exit_code = j.value("exit_code", -1);
-    r.acks = j.value("acks", uint64_t{0});
-    r.invalid_ack_lines = j.value("invalid_ack_lines", uint64_t{0});
-    r.acked = j.value("acked", std::vector<std::string>{});
-    r.acks_before_cut = j.value("acks_before_cut", int64_t{-1});
-    r.checker_exit_code = j.value("checker_exit_code", -1);
-    r.have = j.value("have", std::vector<std::string>{});
-    r.corrupt = j.value("corrupt", std::vector<std::string>{});
-    r.device_cache = j.value("device_cache", "");
-    r.ready_seconds = j.value("ready_seconds", 0.0);
+    return ResultFromJson(j);
   } catch (const json::exception& e) {
     return absl::InvalidArgumentError(fmt::format("result.json: {}", e.what()));
   }
-  return r;
 }
 
 }  // namespace powercut::vm

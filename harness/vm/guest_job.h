@@ -11,6 +11,14 @@
 
 namespace powercut::vm {
 
+// One image to check (GuestJob::checks): the disk with that serial holds a file system `fs`.
+struct GuestCheck {
+  std::string disk_serial;
+  std::string fs = "ext4";
+  std::string command;  // the checker
+  std::string mount_options;
+};
+
 // What the guest agent does.
 struct GuestJob {
   enum class Mode { kWorkload, kCheck };
@@ -26,6 +34,9 @@ struct GuestJob {
   std::string command;        // the workload (kWorkload) or checker (kCheck)
   std::string checker;        // kWorkload with flakey: run after the remount
   std::string mount_options;  // passed to mount -o ("" = defaults)
+  // kCheck with several images in one boot: checked in this order, each reported in
+  // GuestResult::checks; when non-empty, fs/disk_serial/command/mount_options above are unused.
+  std::vector<GuestCheck> checks;
 };
 
 // What the guest agent reports.
@@ -43,6 +54,9 @@ struct GuestResult {
   std::vector<std::string> corrupt;
   std::string device_cache;  // /sys/block/<disk>/queue/write_cache as the guest saw it
   double ready_seconds = 0;  // guest uptime when the agent started
+  // GuestJob::checks: one result per image, in order (ok, failed_step, error, exit codes,
+  // have, corrupt).
+  std::vector<GuestResult> checks;
 };
 
 std::string GuestJobToJson(const GuestJob& job);

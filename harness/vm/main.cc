@@ -51,8 +51,8 @@ void PrintRun(const powercut::vm::RunResult& r) {
              r.boot_seconds, r.wall_seconds);
   if (r.power_cut) {
     fmt::print("power cut: yes (cache {}: {} candidate writes, {} kept, {} dropped, {} torn)\n",
-               powercut::vm::CacheModelName(r.cut_report.model), r.cut_report.candidates,
-               r.cut_report.kept, r.cut_report.dropped, r.cut_report.torn);
+               r.cut_report.model.Code(), r.cut_report.candidates, r.cut_report.kept,
+               r.cut_report.dropped, r.cut_report.torn);
   } else {
     fmt::print("workload exit: {}\nguest disk cache: {}\n", r.guest.exit_code,
                r.guest.device_cache);
@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
   run->add_option("--out", spec.output_dir, "output folder")->required();
   run->add_option("--cut", cut, "none, random, after-acks=N or after=DURATION")
       ->capture_default_str();
-  run->add_option("--cache", cache, "cache model of the cut disk: off, on or lying")
+  run->add_option("--cache", cache,
+                  "cache model of the cut disk: off, on, lying or a code such as ly16e, ly65536b")
       ->capture_default_str();
   run->add_option("--seed", seed, "seed of the cut")->capture_default_str();
   run->add_option("--flakey", spec.flakey, "dm-flakey: drop_writes or error_writes");
@@ -156,7 +157,7 @@ int main(int argc, char** argv) {
     if (!c.ok()) return Fail(c.status());
     spec.cut = *c;
     spec.cut.seed = seed;
-    auto model = powercut::vm::ParseCacheModel(cache);
+    auto model = powercut::harness::ParseCacheModel(cache);
     if (!model.ok()) return Fail(model.status());
     spec.cut.model = *model;
     auto r = powercut::vm::RunInVm(*env, spec);

@@ -7,11 +7,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "fmt/format.h"
 #include "wal/status_macros.h"
+#include "wal/tsan_mutex.h"
 
 namespace powercut::vm {
 namespace {
@@ -133,26 +135,6 @@ absl::Status PReadAll(int fd, uint8_t* data, size_t n, uint64_t offset) {
 
 }  // namespace
 
-const char* CacheModelName(CacheModel model) {
-  switch (model) {
-    case CacheModel::kOff:
-      return "off";
-    case CacheModel::kOn:
-      return "on";
-    case CacheModel::kLying:
-      return "lying";
-  }
-  return "?";
-}
-
-absl::StatusOr<CacheModel> ParseCacheModel(const std::string& name) {
-  if (name == "off") return CacheModel::kOff;
-  if (name == "on") return CacheModel::kOn;
-  if (name == "lying") return CacheModel::kLying;
-  return absl::InvalidArgumentError(
-      fmt::format("cache model '{}': expected off, on or lying", name));
-}
-
 absl::StatusOr<std::unique_ptr<NbdServer>> NbdServer::Start(const Options& options) {
   int image_fd = open(options.image_path.c_str(), O_RDWR | O_CLOEXEC);
   if (image_fd < 0) {
@@ -198,9 +180,10 @@ NbdServer::~NbdServer() {
 
 void NbdServer::Stop() {
   {
-    absl::MutexLock lock(&mu_);
+    powercut::MutexLock lock(&mu_);
     if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
+    stop_cv_.SignalAll();
     if (connection_fd_ >= 0) shutdown(connection_fd_, SHUT_RDWR);
   }
   if (listen_fd_ >= 0) shutdown(listen_fd_, SHUT_RDWR);
@@ -213,22 +196,34 @@ void NbdServer::Stop() {
 }
 
 absl::Status NbdServer::status() const {
-  absl::MutexLock lock(&mu_);
+  powercut::MutexLock lock(&mu_);
   return status_;
 }
 
 uint64_t NbdServer::requests() const {
-  absl::MutexLock lock(&mu_);
+  powercut::MutexLock lock(&mu_);
   return requests_;
 }
 
 uint64_t NbdServer::flushes() const {
-  absl::MutexLock lock(&mu_);
+  powercut::MutexLock lock(&mu_);
   return flushes_;
 }
 
+void NbdServer::ArmCut(uint64_t writes, std::function<void()> on_cut) {
+  powercut::MutexLock lock(&mu_);
+  if (cut_) return;
+  cut_countdown_ = std::max<uint64_t>(1, writes);
+  on_cut_ = std::move(on_cut);
+}
+
+bool NbdServer::cut() const {
+  powercut::MutexLock lock(&mu_);
+  return cut_;
+}
+
 void NbdServer::NoteError(const absl::Status& s) {
-  absl::MutexLock lock(&mu_);
+  powercut::MutexLock lock(&mu_);
   if (status_.ok()) status_ = s;
 }
 
@@ -236,7 +231,7 @@ void NbdServer::Serve() {
   for (;;) {
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     {
-      absl::MutexLock lock(&mu_);
+      powercut::MutexLock lock(&mu_);
       if (stopping_) {
         if (fd >= 0) close(fd);
         return;
@@ -249,7 +244,15 @@ void NbdServer::Serve() {
     }
     absl::Status s = ServeConnection(fd);
     {
-      absl::MutexLock lock(&mu_);
+      powercut::MutexLock lock(&mu_);
+      if (cut_) {
+        // The power is off: execute nothing more. The connection stays open (the client sees
+        // neither a reply nor a hang-up) until Stop().
+        while (!stopping_) powercut::Wait(&stop_cv_, &mu_);
+        connection_fd_ = -1;
+        close(fd);
+        return;
+      }
       connection_fd_ = -1;
     }
     close(fd);
@@ -390,9 +393,21 @@ absl::Status NbdServer::Transmission(int fd) {
         error = kEio;
       } else {
         undo.new_data = buf;
-        absl::MutexLock lock(&mu_);
-        ++requests_;
-        undo_.push_back(std::move(undo));
+        bool cut_now = false;
+        std::function<void()> on_cut;
+        {
+          powercut::MutexLock lock(&mu_);
+          ++requests_;
+          undo_.push_back(std::move(undo));
+          if (!fua && cut_countdown_ > 0 && --cut_countdown_ == 0) {
+            cut_ = cut_now = true;
+            on_cut = std::move(on_cut_);
+          }
+        }
+        if (cut_now) {
+          if (on_cut) on_cut();
+          return absl::CancelledError("nbd: power cut");  // no reply
+        }
       }
     } else if (error == 0 && type == kCmdFlush) {
       absl::Status s =
@@ -401,7 +416,7 @@ absl::Status NbdServer::Transmission(int fd) {
         NoteError(s);
         error = kEio;
       } else {
-        absl::MutexLock lock(&mu_);
+        powercut::MutexLock lock(&mu_);
         ++requests_;
         ++flushes_;
         for (auto& u : undo_) u.volatile_ = false;
@@ -410,7 +425,7 @@ absl::Status NbdServer::Transmission(int fd) {
     } else if (error == 0 && type == kCmdRead) {
       buf.resize(length);
       if (!PReadAll(image_fd_, buf.data(), length, offset).ok()) error = kEio;
-      absl::MutexLock lock(&mu_);
+      powercut::MutexLock lock(&mu_);
       ++requests_;
     } else if (type != kCmdRead && type != kCmdWrite && type != kCmdFlush) {
       error = kEinval;  // trim, write-zeroes, block status: not advertised
@@ -425,19 +440,27 @@ absl::Status NbdServer::Transmission(int fd) {
   }
 }
 
-absl::StatusOr<PowerCutReport> NbdServer::ApplyPowerCut(CacheModel model, uint64_t seed) {
+absl::StatusOr<PowerCutReport> NbdServer::ApplyPowerCut(const harness::CacheModel& model,
+                                                        uint64_t seed) {
   Stop();
   PowerCutReport report;
   report.model = model;
   report.seed = seed;
-  absl::MutexLock lock(&mu_);
-  if (model == CacheModel::kOff) return report;
+  powercut::MutexLock lock(&mu_);
+  if (model.mode == harness::CacheMode::kOff) return report;
   // The writes whose fate is drawn form a suffix of the undo list.
   size_t first = undo_.size();
-  if (model == CacheModel::kOn) {
+  if (model.mode == harness::CacheMode::kOn) {
     while (first > 0 && undo_[first - 1].volatile_) --first;
+  } else if (model.window_in_bytes) {
+    uint64_t bytes = 0;
+    while (first > 0 && undo_.size() - first < options_.lying_window && bytes < model.window) {
+      --first;
+      bytes += undo_[first].new_data.size();
+    }
   } else {
-    first = undo_.size() > options_.lying_window ? undo_.size() - options_.lying_window : 0;
+    const size_t window = std::min<uint64_t>(model.window, options_.lying_window);
+    first = undo_.size() > window ? undo_.size() - window : 0;
   }
   // Back to the state before the suffix: undo newest first.
   for (size_t i = undo_.size(); i > first; --i) {
@@ -446,11 +469,13 @@ absl::StatusOr<PowerCutReport> NbdServer::ApplyPowerCut(CacheModel model, uint64
   }
   // Then replay the chosen subset in completion order.
   std::mt19937_64 rng(seed);
-  const uint32_t unit = options_.atomic_unit == 0 ? 4096 : options_.atomic_unit;
+  const uint32_t unit = model.atomic_unit != 0      ? model.atomic_unit
+                        : options_.atomic_unit != 0 ? options_.atomic_unit
+                                                    : 4096;
   for (size_t i = first; i < undo_.size(); ++i) {
     const UndoRecord& u = undo_[i];
     ++report.candidates;
-    if (u.fua && model == CacheModel::kOn) {
+    if (u.fua && model.mode == harness::CacheMode::kOn) {
       ++report.kept;
       RETURN_IF_ERROR(PWriteAll(image_fd_, u.new_data.data(), u.new_data.size(), u.offset));
       continue;

@@ -13,10 +13,13 @@
 // Live power cut: the server keeps an undo record (old bytes) of every write since the last flush
 // (and of the last `lying_window` writes), so after the guest was killed ApplyPowerCut() can turn
 // the backing image into what a drive with the chosen cache model could have left behind.
+// ArmCut() makes the cut land on a request completion: right after a write completed, before the
+// guest hears of it, so at least that write is unflushed at the cut.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -27,16 +30,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "harness/cache_model.h"
 #include "harness/recorder.h"
 
 namespace powercut::vm {
 
-enum class CacheModel { kOff, kOn, kLying };
-const char* CacheModelName(CacheModel model);
-absl::StatusOr<CacheModel> ParseCacheModel(const std::string& name);
-
 struct PowerCutReport {
-  CacheModel model = CacheModel::kOn;
+  harness::CacheModel model{.mode = harness::CacheMode::kOn};
   uint64_t seed = 0;
   uint64_t candidates = 0;  // writes whose fate was drawn (volatile, or inside the lying window)
   uint64_t kept = 0;
@@ -50,8 +50,10 @@ class NbdServer {
     std::string socket_path;
     std::string image_path;                 // the backing image; its size is the export size
     harness::Recorder* recorder = nullptr;  // may be null (then nothing is recorded)
-    uint32_t atomic_unit = 4096;            // tearing granularity for ApplyPowerCut
-    size_t lying_window = 64;               // writes kept undoable for the lying model
+    // Tearing granularity for ApplyPowerCut when the model's atomic_unit is 0.
+    uint32_t atomic_unit = 4096;
+    // Flushed writes kept undoable for the lying model: the largest window it can apply.
+    size_t lying_window = 64;
   };
 
   // Binds and listens on the socket, then serves connections on a thread of its own.
@@ -61,12 +63,22 @@ class NbdServer {
   // Stops serving (closes the listener and any connection) and joins the thread. Idempotent.
   void Stop();
 
-  // After Stop(): rewrites the writes that were not yet durable under `model` with a seeded RNG:
-  // off keeps every completed write; on keeps every write completed before the last flush and
-  // every FUA write, and keeps, drops or tears (per atomic unit) each later write; lying does the
-  // same to the last `lying_window` writes, flushes or not. Kept writes are applied in completion
-  // order.
-  absl::StatusOr<PowerCutReport> ApplyPowerCut(CacheModel model, uint64_t seed);
+  // Arms a power cut at a request completion: once `writes` more non-FUA writes have completed
+  // (on the backing file, recorded, undoable), the server calls `on_cut` on its thread instead
+  // of replying to that write, and executes nothing more until Stop(). So the cut finds at least
+  // that write unflushed, and the guest never saw it complete. `writes` >= 1. Re-arming replaces
+  // a cut that has not fired; after it fired, arming does nothing.
+  void ArmCut(uint64_t writes, std::function<void()> on_cut);
+  // The armed cut fired.
+  bool cut() const;
+
+  // Stops the server, then rewrites the writes that were not yet durable under `model` with a
+  // seeded RNG: off keeps every completed write; on keeps every write completed before the last
+  // flush and every FUA write, and keeps, drops or tears (per atomic unit: the model's, else
+  // Options::atomic_unit) each later write; lying does the same to the writes inside the model's
+  // window (entries = writes, or bytes; at most Options::lying_window writes), flushes or not.
+  // Kept writes are applied in completion order.
+  absl::StatusOr<PowerCutReport> ApplyPowerCut(const harness::CacheModel& model, uint64_t seed);
 
   // The first error met while serving (I/O or recorder), or OK.
   absl::Status status() const;
@@ -100,13 +112,18 @@ class NbdServer {
   const uint64_t export_bytes_;
   std::thread thread_;
 
+  // Locked with wal/tsan_mutex.h's helpers, so TSan sees the edges of Debian's prebuilt Abseil.
   mutable absl::Mutex mu_;
+  absl::CondVar stop_cv_;  // signalled when stopping_ becomes true
   int connection_fd_ ABSL_GUARDED_BY(mu_) = -1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   uint64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t flushes_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<UndoRecord> undo_ ABSL_GUARDED_BY(mu_);
+  uint64_t cut_countdown_ ABSL_GUARDED_BY(mu_) = 0;  // 0: no cut armed
+  std::function<void()> on_cut_ ABSL_GUARDED_BY(mu_);
+  bool cut_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace powercut::vm

@@ -125,12 +125,16 @@ absl::StatusOr<std::unique_ptr<Qemu>> Qemu::Start(const QemuOptions& o) {
       // writeback: the guest sees a volatile cache and sends FLUSH (the recorder needs them).
       drive = fmt::format(
           "if=none,id=disk{},driver=raw,file.driver=nbd,file.server.type=unix,"
-          "file.server.path={},cache.writeback=on",
-          i, d.nbd_socket);
+          "file.server.path={},cache.writeback={}",
+          i, d.nbd_socket, d.cache == DiskCache::kWriteThrough ? "off" : "on");
     } else {
       // The host's durability of a scratch image does not matter; the guest still sees a
       // volatile write cache (write back), which dm-log-writes needs to see FLUSH/FUA.
-      drive = fmt::format("if=none,id=disk{},format=raw,file={},cache=unsafe", i, d.image_file);
+      // DiskCache asks for a real write-back or write-through drive (walbench cache).
+      const char* cache = d.cache == DiskCache::kWriteBack      ? "writeback"
+                          : d.cache == DiskCache::kWriteThrough ? "writethrough"
+                                                                : "unsafe";
+      drive = fmt::format("if=none,id=disk{},format=raw,file={},cache={}", i, d.image_file, cache);
     }
     argv.push_back("-drive");
     argv.push_back(drive);

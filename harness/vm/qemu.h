@@ -29,10 +29,18 @@ enum class Accel { kAuto, kKvm, kTcg };
 Accel ChooseAccel();
 const char* AccelName(Accel accel);
 
+// The virtual drive's volatile write cache (qemu's cache.writeback) as the guest sees it.
+// kDefault: each disk kind's usual mode (NBD: write back; image file: cache=unsafe, write back
+// whose flushes the host ignores). kWriteBack: write back, guest flushes reach the host
+// (fdatasync of the image, or NBD flush). kWriteThrough: the guest sees no volatile cache; each
+// write completes once the host has it durable (image file opened O_DSYNC).
+enum class DiskCache { kDefault, kWriteBack, kWriteThrough };
+
 struct GuestDisk {
   // Exactly one of the two: a unix socket of an NBD server, or a raw image file.
   std::string nbd_socket;
   std::string image_file;
+  DiskCache cache = DiskCache::kDefault;
 };
 
 struct QemuOptions {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -283,9 +284,9 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
     no.image_path = disk;
     no.recorder = recorder.get();
     ASSIGN_OR_RETURN(nbd, NbdServer::Start(no));
-    q.disks.push_back({.nbd_socket = no.socket_path, .image_file = ""});
+    q.disks.push_back({.nbd_socket = no.socket_path, .image_file = "", .cache = spec.disk_cache});
   } else {
-    q.disks.push_back({.nbd_socket = "", .image_file = disk});
+    q.disks.push_back({.nbd_socket = "", .image_file = disk, .cache = spec.disk_cache});
   }
   if (log_writes) {
     // The log holds a copy of every write plus one block per entry.
@@ -295,15 +296,24 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
   }
   RETURN_IF_ERROR(WriteAll(run / "job.json", GuestJobToJson(job)));
 
-  // The cut moment: `cut_delay` after `cut_trigger` (workload start, or the N-th ack).
+  // The cut moment. after=D: D after the workload started. random: after the N-th ack, at the
+  // K-th write completion (NBD: the server fires it, see NbdServer::ArmCut), or, without the NBD
+  // server, a delay after the N-th ack. The main thread waits `cut_delay` after `cut_trigger`.
   std::mt19937_64 rng(spec.cut.seed);
   std::chrono::milliseconds cut_delay{-1};
   uint64_t trigger_ack = 0;  // 0: the trigger is the workload start
+  uint64_t cut_writes = 0;   // random with NBD: the K-th write completion after the trigger ack
   if (spec.cut.when == CutSpec::When::kAfter) cut_delay = spec.cut.after;
   if (spec.cut.when == CutSpec::When::kRandom) {
     trigger_ack = 1 + rng() % std::max<uint64_t>(1, spec.cut.random_max_acks);
-    cut_delay = std::chrono::milliseconds(static_cast<int64_t>(
+    const uint64_t k = 1 + rng() % std::max<uint64_t>(1, spec.cut.random_max_writes);
+    const auto delay = std::chrono::milliseconds(static_cast<int64_t>(
         rng() % static_cast<uint64_t>(std::max<int64_t>(1, spec.cut.random_window.count()))));
+    if (nbd != nullptr) {
+      cut_writes = k;
+    } else {
+      cut_delay = delay;
+    }
   }
   std::atomic<Qemu*> qemu_for_cut{nullptr};
   std::atomic<bool> cut_fired{false};
@@ -321,6 +331,14 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
       if (Qemu* qm = qemu_for_cut.load()) qm->SignalKill();
     }
     if (trigger_ack != 0 && acks == trigger_ack && !cut_trigger.HasBeenNotified()) {
+      if (cut_writes != 0) {
+        // Fired on the server's thread right after the K-th write completed, before its reply.
+        nbd->ArmCut(cut_writes, [&] {
+          if (!cut_fired.exchange(true)) {
+            if (Qemu* qm = qemu_for_cut.load()) qm->SignalKill();
+          }
+        });
+      }
       cut_trigger.Notify();
     }
   };
@@ -386,6 +404,13 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
     RETURN_IF_ERROR(recorder->Finish());
     result.trace_entries = recorder->entries();
     result.manifest = harness::ManifestPathFor(result.trace);
+    // The recorder names the base image by the path it hashed; the output folder must stay
+    // movable, so name it relative to the manifest's folder (as for dm-log-writes below).
+    ASSIGN_OR_RETURN(harness::TraceManifest m, harness::ReadManifest(result.manifest));
+    m.base_image = fs::path(result.base_image)
+                       .lexically_relative(fs::path(result.manifest).parent_path())
+                       .string();
+    RETURN_IF_ERROR(harness::WriteManifest(result.manifest, m));
   }
   if (log_writes && !result.power_cut) {
     // Keep only the used part of the log device: that is the trace.
@@ -420,14 +445,19 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
 }
 
 absl::StatusOr<GuestResult> CheckInVm(const VmEnvironment& env, const CheckSpec& spec) {
-  RETURN_IF_ERROR(ValidateCommon(spec.fs, spec.checker, "checker"));
-  RETURN_IF_ERROR(ValidateKeepPaths(spec.keep_paths));
-  ASSIGN_OR_RETURN(RunFolder run, RunFolder::Create());
-  std::string image = spec.image;
-  if (spec.copy_image) {
-    image = run / "check.img";
-    RETURN_IF_ERROR(CopySparse(spec.image, image));
+  ASSIGN_OR_RETURN(std::vector<GuestResult> results, CheckImagesInVm(env, {spec}));
+  return std::move(results[0]);
+}
+
+absl::StatusOr<std::vector<GuestResult>> CheckImagesInVm(const VmEnvironment& env,
+                                                         const std::vector<CheckSpec>& specs) {
+  if (specs.empty()) return std::vector<GuestResult>{};
+  if (specs.size() > kMaxCheckImages) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} images to check in one guest: at most {}; split them into several calls",
+                    specs.size(), kMaxCheckImages));
   }
+  ASSIGN_OR_RETURN(RunFolder run, RunFolder::Create());
   QemuOptions q;
   q.kernel = env.kernel.vmlinuz;
   q.initramfs = env.initramfs.path;
@@ -435,20 +465,50 @@ absl::StatusOr<GuestResult> CheckInVm(const VmEnvironment& env, const CheckSpec&
   q.run_dir = run.path();
   q.console_log = run / "console.log";
   q.accel = env.accel;
-  q.keep_paths = KeepPathsFor(env.agent, spec.keep_paths);
-  q.guest_modules = GuestModulesFor(spec.fs, false, false);
-  q.disks.push_back({.nbd_socket = "", .image_file = image});
   GuestJob job;
   job.mode = GuestJob::Mode::kCheck;
-  job.fs = spec.fs;
-  job.command = spec.checker;
-  job.mount_options = spec.mount_options;
+  std::vector<std::string> keep;
+  std::chrono::seconds timeout{0};
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const CheckSpec& spec = specs[i];
+    RETURN_IF_ERROR(ValidateCommon(spec.fs, spec.checker, "checker"));
+    RETURN_IF_ERROR(ValidateKeepPaths(spec.keep_paths));
+    std::string image = spec.image;
+    if (spec.copy_image) {
+      image = run / fmt::format("check-{}.img", i);
+      RETURN_IF_ERROR(CopySparse(spec.image, image));
+    }
+    q.disks.push_back({.nbd_socket = "", .image_file = image});
+    for (const std::string& m : GuestModulesFor(spec.fs, false, false)) {
+      if (std::find(q.guest_modules.begin(), q.guest_modules.end(), m) == q.guest_modules.end()) {
+        q.guest_modules.push_back(m);
+      }
+    }
+    for (const std::string& k : spec.keep_paths) {
+      if (std::find(keep.begin(), keep.end(), k) == keep.end()) keep.push_back(k);
+    }
+    timeout = std::max(timeout, spec.timeout);
+    job.checks.push_back({.disk_serial = fmt::format("powercut{}", i),
+                          .fs = spec.fs,
+                          .command = spec.checker,
+                          .mount_options = spec.mount_options});
+  }
+  q.keep_paths = KeepPathsFor(env.agent, keep);
   RETURN_IF_ERROR(WriteAll(run / "job.json", GuestJobToJson(job)));
   ASSIGN_OR_RETURN(std::unique_ptr<Qemu> qemu, Qemu::Start(q));
-  RETURN_IF_ERROR(qemu->WaitForExit(spec.timeout).status());
+  RETURN_IF_ERROR(qemu->WaitForExit(timeout).status());
   ASSIGN_OR_RETURN(GuestResult r, ReadGuestResult(run, *qemu));
-  if (!r.ok && r.failed_step != "mount") return GuestStepError(r, *qemu);
-  return r;
+  if (!r.ok) return GuestStepError(r, *qemu);
+  if (r.checks.size() != specs.size()) {
+    return absl::InternalError(
+        fmt::format("guest: the agent reported {} checks for {} images; last console lines:\n{}",
+                    r.checks.size(), specs.size(), qemu->ConsoleTail()));
+  }
+  for (GuestResult& c : r.checks) {
+    if (!c.ok && c.failed_step != "mount") return GuestStepError(c, *qemu);
+    c.ready_seconds = r.ready_seconds;
+  }
+  return std::move(r.checks);
 }
 
 }  // namespace powercut::vm

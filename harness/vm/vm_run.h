@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "harness/cache_model.h"
 #include "harness/vm/guest_job.h"
 #include "harness/vm/initramfs.h"
 #include "harness/vm/kernel.h"
@@ -43,18 +44,24 @@ enum class Recording {
   kNone,       // a plain image file (dm-flakey runs, check runs)
 };
 
-// A live power cut (SIGKILL of qemu) during the workload.
+// A live power cut (SIGKILL of qemu) during the workload (docs/vm.md, "Live power cut").
 struct CutSpec {
   enum class When { kNever, kAfterAcks, kAfter, kRandom };
   When when = When::kNever;
   uint64_t after_acks = 0;             // kAfterAcks: right after the N-th ack arrived
   std::chrono::milliseconds after{0};  // kAfter: this long after the workload started
-  // kRandom: after ack N, N uniform in [1, random_max_acks], plus a delay uniform in
-  // [0, random_window): a moment between commits (if the workload acks fewer, it ends uncut).
+  // kRandom, drawn from `seed`: after ack N (N uniform in [1, random_max_acks]), at the
+  // completion of the K-th non-FUA write that follows (K uniform in [1, random_max_writes]):
+  // with the NBD recorder the cut lands right after that write completed on the device, before
+  // the guest heard of it, so at least one write is unflushed at the cut. Without the NBD
+  // recorder (no request stream to cut on) the cut is a delay uniform in [0, random_window)
+  // after ack N instead. If the workload acks fewer, or the guest powers off first, it ends uncut.
   uint64_t random_max_acks = 20;
   std::chrono::milliseconds random_window{200};
+  uint64_t random_max_writes = 8;
   uint64_t seed = 1;
-  CacheModel model = CacheModel::kOn;  // what the disk keeps (NBD recording only)
+  // What the disk keeps (NBD recording only; dm-log-writes and none keep every completed write).
+  harness::CacheModel model{.mode = harness::CacheMode::kOn};
 };
 
 // "random", "after-acks=N", "after=DURATION" (e.g. 1.5s, 300ms); "" or "none" = never.
@@ -69,7 +76,10 @@ struct RunSpec {
   // yields both traces of the same writes (out/log-writes.log besides out/trace.log).
   bool also_log_writes = false;
   uint64_t disk_bytes = 0;  // 0 = 128 MiB (300 MiB for xfs)
-  std::string output_dir;   // created if missing
+  // The disk under test's write cache as the guest sees it (qemu.h); kWriteThrough makes the
+  // guest see no volatile cache (then the block layer strips FLUSH/FUA: nothing to record).
+  DiskCache disk_cache = DiskCache::kDefault;
+  std::string output_dir;  // created if missing
   CutSpec cut;
   // dm-flakey (Recording::kNone or kNbd): "drop_writes" or "error_writes", switched on after
   // `flakey_after_acks` acks; the guest then unmounts, restores the table, remounts and runs
@@ -123,5 +133,13 @@ struct CheckSpec {
 // checker and returns its `have`/`corrupt` lines and exit status (guest.checker_exit_code). A
 // mount failure is reported as guest.ok = false with failed_step "mount", not as an error.
 absl::StatusOr<GuestResult> CheckInVm(const VmEnvironment& env, const CheckSpec& spec);
+
+// The same for several images (up to kMaxCheckImages) in ONE guest boot: each image is its own
+// disk, mounted, checked and unmounted in turn, so n checks cost one boot instead of n. Results
+// are in the order of `specs`; a failed mount is reported in that image's result and the others
+// are still checked. The guest's timeout is the largest of the specs'.
+inline constexpr size_t kMaxCheckImages = 16;
+absl::StatusOr<std::vector<GuestResult>> CheckImagesInVm(const VmEnvironment& env,
+                                                         const std::vector<CheckSpec>& specs);
 
 }  // namespace powercut::vm

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "harness/checker.h"
 #include "harness/raw_log.h"
+#include "harness/raw_log_format.h"
 #include "harness/recorder.h"
 #include "harness/report.h"
 #include "tests/harness/temp_dir.h"
@@ -102,6 +103,51 @@ TEST_F(RawLogEngine, OneWorkerAndTwoWorkersAgree) {
   EXPECT_EQ(one.results[0].violations, two.results[0].violations);
   EXPECT_EQ(one.results[0].lost_acks_distribution, two.results[0].lost_acks_distribution);
   EXPECT_EQ(one.results[0].first_violation->state_id, two.results[0].first_violation->state_id);
+}
+
+// A flush-epoch log as the kernel's dm-log-writes writes it: commit 0 is a plain write, so it
+// is logged only with the next FLUSH (e3), after commit 1's FUA write (e1) that completed later.
+//   e0 ack:0 | e1 FUA commit 1 | e2 ack:1 | e3 W commit 0 | e4 FLUSH | e5 FUA commit 2 |
+//   e6 ack:2 | e7 FLUSH
+// Read as completion order, the crash after ack:0 loses commit 0: a false loss on a write-through
+// disk. As flush-epoch order, cache off uses the FLUSH points and the FUA point e5 (nothing plain
+// logged before the next FLUSH), not e1 (commit 0's write follows it), and passes.
+TEST_F(RawLogEngine, FlushEpochCacheOffUsesOnlyTheFuaPointsTheLogProves) {
+  std::string base = dir_.File("base.img");
+  testing::MakeImage(base, kDevice);
+  std::string log = dir_.File("epoch.log");
+  auto rec = Recorder::Create({log, 512, kDevice, base});
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  Recorder& r = **rec;
+  ASSERT_TRUE(r.RecordAck("0").ok());
+  ASSERT_TRUE(r.RecordWrite(1 * kRawLogBlock, RawLogRecord(1), true).ok());
+  ASSERT_TRUE(r.RecordAck("1").ok());
+  ASSERT_TRUE(r.RecordWrite(0, RawLogRecord(0), false).ok());
+  ASSERT_TRUE(r.RecordFlush().ok());
+  ASSERT_TRUE(r.RecordWrite(2 * kRawLogBlock, RawLogRecord(2), true).ok());
+  ASSERT_TRUE(r.RecordAck("2").ok());
+  ASSERT_TRUE(r.RecordFlush().ok());
+  ASSERT_TRUE(r.Finish().ok());
+  CheckOptions o;
+  o.trace_path = log;
+  o.checker = RAW_LOG_CHECKER;
+  o.models = {*ParseCacheModel("off")};
+  o.work_dir = dir_.File("work");
+  o.order = OrderSemantics::kCompletion;
+  auto completion = RunCheck(o);
+  ASSERT_TRUE(completion.ok()) << completion.status();
+  EXPECT_GT(completion->results[0].violations, 0u);
+  o.order = OrderSemantics::kFlushEpoch;
+  auto epoch = RunCheck(o);
+  ASSERT_TRUE(epoch.ok()) << epoch.status();
+  const ModelResult& m = epoch->results[0];
+  EXPECT_EQ(m.points, 3u);  // after e4, e5, e7
+  EXPECT_EQ(m.violations, 0u) << ReportSummaryTable(*epoch);
+  ASSERT_FALSE(m.notes.empty());
+  EXPECT_THAT(m.notes.back(), HasSubstr("2 points right after a FLUSH and 1 right after a FUA "
+                                        "write"));
+  EXPECT_THAT(m.notes.back(), HasSubstr("skipped 1 FUA points"));
+  EXPECT_THAT(m.notes.back(), HasSubstr("and 3 other points"));
 }
 
 TEST_F(RawLogEngine, ReportsNameTheFirstViolation) {

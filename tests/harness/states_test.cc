@@ -186,6 +186,153 @@ TEST(SubsetSpec, Membership) {
   EXPECT_LT(in, 600);
 }
 
+// Six writes to sectors 0..5 ('a'..'f'), no FLUSH, then ack:1: under cache on all six are
+// volatile at the ack point, more than K = 2, so the states are the extremes and the
+// all-but-one subsets (no samples, no tears in this test).
+class AllButOne : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    log_ = dir_.File("t.log");
+    base_ = dir_.File("base.img");
+    testing::MakeImage(base_, 8 * kSs);
+    auto rec = Recorder::Create({log_, kSs, 8 * kSs});
+    ASSERT_TRUE(rec.ok());
+    for (int s = 0; s < 6; ++s) {
+      ASSERT_TRUE((*rec)->RecordWrite(s * kSs, Sector(static_cast<char>('a' + s)), false).ok());
+    }
+    ASSERT_TRUE((*rec)->RecordAck("1").ok());
+    ASSERT_TRUE((*rec)->Finish().ok());
+    auto file = TraceFile::Open(log_);
+    ASSERT_TRUE(file.ok());
+    file_ = *std::move(file);
+    index_ = std::make_unique<TraceIndex>(file_->trace());
+    auto image = WorkingImage::Create(dir_.File("work.img"), base_, file_.get(), kSs);
+    ASSERT_TRUE(image.ok()) << image.status();
+    image_ = *std::move(image);
+  }
+
+  // Images (first byte of sectors 0..5, '.' for zero) of the states at the ack point.
+  std::vector<std::string> Images(const StateOptions& options) {
+    CacheModel model = *ParseCacheModel("on");
+    model.atomic_unit = kSs;
+    PointView view = index_->View(7, model);
+    EXPECT_EQ(view.volatile_entries.size(), 6u);
+    std::vector<CrashState> states;
+    StatesAtPoint(*index_, view, model, options, 1, &states);
+    std::vector<std::string> images;
+    for (const CrashState& s : states) {
+      EXPECT_TRUE(image_->Materialize(s, view).ok());
+      std::vector<uint8_t> img = ReadAll(image_->path());
+      std::string sig;
+      for (int i = 0; i < 6; ++i) sig += img[i * kSs] ? static_cast<char>(img[i * kSs]) : '.';
+      images.push_back(sig);
+    }
+    return images;
+  }
+
+  TempDir dir_;
+  std::string log_, base_;
+  std::unique_ptr<TraceFile> file_;
+  std::unique_ptr<TraceIndex> index_;
+  std::unique_ptr<WorkingImage> image_;
+};
+
+TEST_F(AllButOne, EveryVolatileWriteByDefault) {
+  StateOptions o;
+  o.max_exhaustive = 2;
+  o.samples = 0;
+  o.torn = false;
+  EXPECT_EQ(o.max_all_but_one, 0u);  // the default: no cap
+  EXPECT_EQ(Images(o), (std::vector<std::string>{"abcdef", "......", ".bcdef", "a.cdef", "ab.def",
+                                                 "abc.ef", "abcd.f", "abcde."}));
+}
+
+TEST_F(AllButOne, CappedToTheWritesNearestTheCut) {
+  StateOptions o;
+  o.max_exhaustive = 2;
+  o.samples = 0;
+  o.torn = false;
+  o.max_all_but_one = 2;
+  EXPECT_EQ(Images(o), (std::vector<std::string>{"abcdef", "......", "abcd.f", "abcde."}));
+  o.max_all_but_one = 6;  // a cap at or above the volatile count changes nothing
+  EXPECT_EQ(Images(o).size(), 8u);
+}
+
+// A flush-epoch log as dm-log-writes writes it (docs/trace.md): plain writes just before the
+// FLUSH entry of the flush that logged them, FUA writes and marks when they happened.
+//   e0 W s0 | e1 FLUSH | e2 FUA s1 | e3 ack:1 | e4 FUA s2 | e5 FLUSH | e6 FUA s3 | e7 W s4 |
+//   e8 FLUSH | e9 FUA s5 | e10 ack:2 [| e11 dm-log-writes-end]
+class FlushEpochPoints : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    log_ = dir_.File("t.log");
+    auto rec = Recorder::Create({log_, kSs, 8 * kSs});
+    ASSERT_TRUE(rec.ok());
+    Recorder& r = **rec;
+    ASSERT_TRUE(r.RecordWrite(0, Sector('a'), false).ok());
+    ASSERT_TRUE(r.RecordFlush().ok());
+    ASSERT_TRUE(r.RecordWrite(1 * kSs, Sector('b'), true).ok());
+    ASSERT_TRUE(r.RecordAck("1").ok());
+    ASSERT_TRUE(r.RecordWrite(2 * kSs, Sector('c'), true).ok());
+    ASSERT_TRUE(r.RecordFlush().ok());
+    ASSERT_TRUE(r.RecordWrite(3 * kSs, Sector('d'), true).ok());
+    ASSERT_TRUE(r.RecordWrite(4 * kSs, Sector('e'), false).ok());
+    ASSERT_TRUE(r.RecordFlush().ok());
+    ASSERT_TRUE(r.RecordWrite(5 * kSs, Sector('f'), true).ok());
+    ASSERT_TRUE(r.RecordAck("2").ok());
+    if (GetParam()) {
+      ASSERT_TRUE(r.RecordMark("dm-log-writes-end").ok());
+    }
+    ASSERT_TRUE(r.Finish().ok());
+    auto file = TraceFile::Open(log_);
+    ASSERT_TRUE(file.ok());
+    file_ = *std::move(file);
+    index_ = std::make_unique<TraceIndex>(file_->trace());
+  }
+
+  TempDir dir_;
+  std::string log_;
+  std::unique_ptr<TraceFile> file_;
+  std::unique_ptr<TraceIndex> index_;
+};
+
+TEST_P(FlushEpochPoints, CacheOffUsesFlushesAndOnlyTheFuaWritesNoPlainWriteFollows) {
+  const bool clean_end = GetParam();
+  std::vector<bool> exact = ExactForCacheOff(file_->trace());
+  ASSERT_EQ(exact.size(), clean_end ? 12u : 11u);
+  EXPECT_TRUE(exact[2]);   // e3 ack, e4 FUA, then e5 FLUSH: nothing plain in between
+  EXPECT_TRUE(exact[4]);   // e5 FLUSH right after
+  EXPECT_FALSE(exact[6]);  // e7, a plain write logged before e8 FLUSH: it may have completed first
+  // e9: no FLUSH after it; exact only if the log ends with the teardown mark, which the kernel
+  // writes after logging every write still unflushed.
+  EXPECT_EQ(exact[9], clean_end);
+
+  ExactPointCounts counts;
+  PointSelection defaults;  // ack,flush
+  std::vector<uint64_t> points = SelectPoints(*index_, defaults, 1, true, &counts);
+  // Points are entry counts: after e1, e2, e4, e5, e8 (and e9 with a clean end).
+  std::vector<uint64_t> expected = {2, 3, 5, 6, 9};
+  if (clean_end) expected.push_back(10);
+  EXPECT_EQ(points, expected);
+  EXPECT_EQ(counts.after_flush, 3u);
+  EXPECT_EQ(counts.after_fua, clean_end ? 3u : 2u);
+  EXPECT_EQ(counts.fua_skipped, clean_end ? 1u : 2u);
+  EXPECT_EQ(counts.other_skipped, 2u);  // the two ack points
+
+  // Every entry as a point: the same kept set (plain writes, marks: skipped).
+  PointSelection every = *ParsePointSelection("entry");
+  EXPECT_EQ(SelectPoints(*index_, every, 1, true, &counts), expected);
+  EXPECT_EQ(counts.other_skipped,
+            file_->trace().entries.size() - expected.size() - counts.fua_skipped);
+  // Completion order (no filtering): every selected point.
+  EXPECT_EQ(SelectPoints(*index_, defaults, 1, false).size(), 5u);  // 3 flushes + 2 acks
+}
+
+INSTANTIATE_TEST_SUITE_P(End, FlushEpochPoints, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? std::string("TeardownMark") : std::string("CutLog");
+                         });
+
 TEST(PointSelection, Parses) {
   auto p = ParsePointSelection("entry,sample:5");
   ASSERT_TRUE(p.ok());

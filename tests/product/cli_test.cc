@@ -51,6 +51,34 @@ TEST(Cli, ListShowsEachShardsCellsAndTheyPartitionThePlan) {
   EXPECT_EQ(lines(all), lines(parts));
 }
 
+TEST(Cli, ListShowsTheCatalogsExpectedVerdictsAndCustomCells) {
+  auto r = RunCommand(std::string(POWERCUT_BIN) + " matrix --preset headline --list");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output,
+              ::testing::MatchesRegex(
+                  "(.|\n)*xlog/none/ext4 +expect off=loses on=loses lying=loses\n(.|\n)*"));
+  EXPECT_THAT(r.output, ::testing::MatchesRegex("(.|\n)*xlog/direct/ext4 +expect off=survives "
+                                                "on=loses lying=loses\n(.|\n)*"));
+  r = RunCommand(std::string(POWERCUT_BIN) + " matrix --preset headline --list --no-expect");
+  EXPECT_THAT(r.output, ::testing::MatchesRegex("(.|\n)*xlog/none/ext4 +expect off=survives "
+                                                "on=survives lying=survives\n(.|\n)*"));
+  TempDir dir;
+  {
+    std::ofstream(dir.File("cells.json"))
+        << R"({"cells": [{"name": "hangs", "workload": "sleep 600", "checker": "true",
+                          "timeout": 20, "expect": {"error": "timeout"}}]})";
+  }
+  r = RunCommand(std::string(POWERCUT_BIN) + " matrix --list --cells " + dir.File("cells.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("hangs/custom/ext4"));
+  EXPECT_THAT(r.output, HasSubstr("expect error=timeout"));
+  { std::ofstream(dir.File("bad.json")) << R"([{"name": "x", "workload": "true"}])"; }
+  r = RunCommand(std::string(POWERCUT_BIN) + " matrix --quiet --cells " + dir.File("bad.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("bad.json: cell 1"));
+  EXPECT_THAT(r.output, HasSubstr("\"checker\""));
+}
+
 TEST(Cli, RunAndMergeAndReproRejectBadInput) {
   TempDir dir;
   auto r = RunCommand(std::string(POWERCUT_BIN) +

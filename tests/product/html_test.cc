@@ -62,6 +62,8 @@ MatrixReport Sample() {
                    .ran = false,
                    .error_kind = "workload-exit",
                    .error = "exited with status 2"};
+  // The none cell is expected to lose under off, but it survived there: one unexpected model.
+  fail.expect.models = {{"off", "loses"}, {"on", "loses"}};
   r.cells = {pass, fail, error};
   return r;
 }
@@ -84,6 +86,9 @@ TEST(HtmlInChromium, RendersTheMatrixAndTheTimeline) {
   EXPECT_THAT(dom.output, HasSubstr("data-cell=\"xlog/none/ext4\""));
   EXPECT_THAT(dom.output, HasSubstr("FAIL 2 / 50 / 7"));
   EXPECT_THAT(dom.output, HasSubstr("could not run (workload-exit)"));
+  EXPECT_THAT(dom.output, HasSubstr("UNEXPECTED: cache off: expected loses, got no violation"));
+  EXPECT_THAT(dom.output, HasSubstr("class=\"pass num unexpected\""));
+  EXPECT_THAT(dom.output, HasSubstr("data-verdict=\"ok\""));
   EXPECT_THAT(dom.output, HasSubstr("id=\"timeline-1\""));
   EXPECT_THAT(dom.output, HasSubstr("class=\"crash\""));
   EXPECT_THAT(dom.output, HasSubstr("class=\"lost\""));

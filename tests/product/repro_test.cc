@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -72,6 +73,28 @@ TEST(CheckRecording, NoBarrierLosesAcksUnderOnAndDrawsTheTimeline) {
   EXPECT_THAT(svg, HasSubstr("class=\"crash\""));
 }
 
+TEST(CheckRecording, ReportsEveryJudgedStateOfAKnownTotalForProgress) {
+  TempDir dir;
+  std::string log = Record(dir, harness::RawLogBarrier::kNone, 6);
+  RunOptions o = RawOptions("off,on,lying");
+  absl::Mutex mu;
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  o.on_state_checked = [&](uint64_t done, uint64_t total) {
+    absl::MutexLock lock(&mu);
+    calls.emplace_back(done, total);
+  };
+  RunOutcome out = CheckRecording(log, o);
+  ASSERT_TRUE(out.ran) << out.error;
+  uint64_t states = 0;
+  for (const auto& m : out.report->results) states += m.states;
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(calls.size(), states);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].first, i + 1);    // one call per state, in order
+    EXPECT_EQ(calls[i].second, states);  // the total is known from the first call on
+  }
+}
+
 TEST(CheckRecording, FlushedCommitsPass) {
   TempDir dir;
   std::string log = Record(dir, harness::RawLogBarrier::kFlushBeforeAck, 5);
@@ -89,8 +112,11 @@ TEST(RunCommand, ACrashingCheckerIsReportedAsSuchAndTheJsonHasTheContract) {
       fmt::format("{} run --trace {} --fs raw --cache off,on --points acks --states 4 --workload x "
                   "--checker 'kill -SEGV $$' --json {} --quiet",
                   POWERCUT_BIN, log, json));
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("the checker failed on every crash state"));
+  // Killed by a signal on every state, also where every write was kept: the checker is broken,
+  // so the run could not test anything (exit 2, "checker-crash"), not a violation.
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("COULD NOT RUN (checker-crash)"));
+  EXPECT_THAT(r.output, HasSubstr("the checker crashed"));
   nlohmann::json j = nlohmann::json::parse(ReadFile(json));
   ASSERT_EQ(j["results"].size(), 2u);
   for (const auto& m : j["results"]) {
@@ -100,7 +126,16 @@ TEST(RunCommand, ACrashingCheckerIsReportedAsSuchAndTheJsonHasTheContract) {
     EXPECT_GT(m["violations"].get<int>(), 0);
     EXPECT_TRUE(m["first_violation"].is_object() || m["first_violation"].is_string());
   }
-  EXPECT_EQ(j["run"]["status"], "fail");
+  EXPECT_EQ(j["run"]["status"], "error");
+  EXPECT_EQ(j["run"]["error_kind"], "checker-crash");
+
+  // A checker that fails (exit 1, no signal) on every state stays a violation, with a note.
+  r = RunCommand(
+      fmt::format("{} run --trace {} --fs raw --cache off --points acks --states 4 --workload x "
+                  "--checker false --quiet",
+                  POWERCUT_BIN, log));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("the checker failed on every crash state"));
 
   // The same recording with the real checker passes, and a missing trace is "could not run".
   r =

@@ -1,8 +1,13 @@
 // Shards, matrix plans, merging shard reports, ddmin and option parsing: no VM, no mounts.
+#include <unistd.h>
+
 #include <set>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "harness/product/builtin.h"
+#include "harness/product/custom_cells.h"
 #include "harness/product/html_report.h"
 #include "harness/product/matrix.h"
 #include "harness/product/merge.h"
@@ -118,8 +123,7 @@ RunOutcome FakeCell(const MatrixCell& c, const RunOptions& r) {
   return out;
 }
 
-MatrixReport RunFake(const std::string& shard) {
-  MatrixOptions o;
+MatrixReport RunFake(const std::string& shard, MatrixOptions o = {}) {
   o.workloads = {"xlog"};
   o.workload_binary = "/bin/powercut-workload";
   o.progress = false;
@@ -225,6 +229,216 @@ TEST(Options, ParseAndRejectWithTheFlagName) {
 TEST(Progress, FormatsRateAndEta) {
   EXPECT_EQ(Progress::Format(5, 10, 10.0), "5/10, 0.50/s, ETA 00:10");
   EXPECT_EQ(Progress::Format(0, 10, 0.0), "0/10, 0.00/s, ETA --:--");
+  EXPECT_EQ(Progress::Format(90, 1000, 30.0), "90/1000, 3.00/s, ETA 05:03");
+  EXPECT_EQ(Progress::Format(10, 10, 4.0), "10/10, 2.50/s, ETA 00:00");
+}
+
+TEST(Progress, TheLineHasCellsAndTheStatesOfTheCurrentCell) {
+  EXPECT_EQ(Progress::Line("matrix: cells", 2, 10, 100.0, "running xlog/none/ext4", 30, 120, 10.0),
+            "matrix: cells 2/10, 0.02/s, ETA 06:40 running xlog/none/ext4; states 30/120, "
+            "3.00/s, ETA 00:30");
+  // While the VM records (no states yet) only the cells.
+  EXPECT_EQ(Progress::Line("matrix: cells", 0, 3, 5.0, "running a", 0, 0, 0.0),
+            "matrix: cells 0/3, 0.00/s, ETA --:-- running a");
+  // One `powercut run`: no items, only its states.
+  EXPECT_EQ(Progress::Line("powercut run: checking", 0, 0, 1.0, "", 4, 8, 2.0),
+            "powercut run: checking states 4/8, 2.00/s, ETA 00:02");
+  // Not a terminal (the test's stderr): nothing is printed, and updates from threads are safe.
+  Progress p("x", 1, true);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&p] {
+      for (uint64_t i = 1; i <= 1000; ++i) p.UpdateStates(i, 1000);
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (::isatty(2) == 0) {
+    EXPECT_FALSE(p.enabled());
+  }
+}
+
+// What FakeCell does, written as the catalog would say it.
+std::map<std::string, CellExpect> FakeExpectations() {
+  std::map<std::string, CellExpect> e;
+  const std::vector<std::string> settings = *BuiltinSettings("xlog");
+  for (const std::string& s : settings) {
+    CellExpect x{.models = {{"off", "survives"}, {"on", "survives"}, {"lying", "loses"}}};
+    if (s == "none") x.models = {{"off", "loses"}, {"on", "loses"}, {"lying", "loses"}};
+    if (s == "direct") x.models["on"] = "loses";
+    if (s == "io_uring") x.error = "workload-exit";
+    e["xlog-" + s] = x;
+  }
+  return e;
+}
+
+TEST(Expect, VerdictMatchesEachExpectation) {
+  EXPECT_TRUE(VerdictMatches("survives", 0));
+  EXPECT_FALSE(VerdictMatches("survives", 1));
+  EXPECT_TRUE(VerdictMatches("loses", 3));
+  EXPECT_FALSE(VerdictMatches("loses", 0));
+  EXPECT_TRUE(VerdictMatches("may-lose", 0));
+  EXPECT_TRUE(VerdictMatches("may-lose", 5));
+  CellExpect none;
+  EXPECT_EQ(none.For("on"), "survives");  // no expectation: the raw rule
+}
+
+TEST(Expect, EveryCellAsExpectedExitsZeroEvenWithViolations) {
+  MatrixOptions o;
+  o.expectations = FakeExpectations();
+  MatrixReport r = RunFake("1/1", o);
+  ASSERT_EQ(r.cells.size(), 9u);
+  size_t violating = 0;
+  for (const CellResult& c : r.cells) {
+    EXPECT_EQ(c.Verdict(), "ok") << c.name << ": " << c.Unexpected();
+    violating += c.failed();
+  }
+  EXPECT_EQ(violating, 8u);  // every ran cell loses acks under lying, yet all are as expected
+  EXPECT_EQ(MatrixExitCode(r), 0);
+  std::string table = HeadlineTable(r);
+  EXPECT_THAT(table, HasSubstr("9 cells: 9 as expected, 0 unexpected, 0 could not run"));
+  EXPECT_THAT(table, HasSubstr("as expected: could not run (workload-exit)"));
+  EXPECT_EQ(table.find("UNEXPECTED"), std::string::npos);
+  std::string junit = MatrixJunit(r);
+  EXPECT_THAT(junit, HasSubstr("failures=\"0\" errors=\"0\""));
+  EXPECT_THAT(junit, HasSubstr("as expected: expected loses"));
+  // The verdicts survive JSON (merge reads shards back).
+  auto back = MatrixFromJson(nlohmann::json::parse(MatrixToJson(r).dump()));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(MatrixExitCode(*back), 0);
+  EXPECT_EQ(MatrixToJson(r)["cells"][0]["verdict"], "ok");
+  EXPECT_EQ(MatrixToJson(r)["cells"][0]["results"][2]["expect"], "loses");
+  EXPECT_EQ(MatrixToJson(r)["cells"][0]["results"][2]["as_expected"], true);
+}
+
+TEST(Expect, AWrongExpectationExitsOne) {
+  MatrixOptions o;
+  o.expectations = FakeExpectations();
+  o.expectations["xlog-fdatasync"].models["lying"] = "survives";  // deliberately wrong
+  MatrixReport r = RunFake("1/1", o);
+  EXPECT_EQ(MatrixExitCode(r), 1);
+  const CellResult& fdatasync = r.cells[0];
+  ASSERT_EQ(fdatasync.name, "xlog/fdatasync/ext4");
+  EXPECT_EQ(fdatasync.Verdict(), "unexpected");
+  EXPECT_EQ(fdatasync.Unexpected(), "cache lying: expected survives, got 2 violating states");
+  std::string table = HeadlineTable(r);
+  EXPECT_THAT(table, HasSubstr("FAIL 1/57/2 !"));
+  EXPECT_THAT(table, HasSubstr("UNEXPECTED: cache lying: expected survives"));
+  EXPECT_THAT(table, HasSubstr("9 cells: 8 as expected, 1 unexpected"));
+  EXPECT_THAT(MatrixJunit(r), HasSubstr("failures=\"1\" errors=\"0\""));
+  EXPECT_EQ(MatrixToJson(r)["cells"][0]["verdict"], "unexpected");
+
+  // A cell expected to lose that survives is as unexpected.
+  o.expectations = FakeExpectations();
+  o.expectations["xlog-fsync"].models["off"] = "loses";
+  EXPECT_EQ(MatrixExitCode(RunFake("1/1", o)), 1);
+
+  // An error of another kind than the expected one, and a run where an error was expected.
+  o.expectations = FakeExpectations();
+  o.expectations["xlog-io_uring"].error = "timeout";
+  o.expectations["xlog-none"].error = "no-acks";
+  r = RunFake("1/1", o);
+  EXPECT_EQ(MatrixExitCode(r), 1);
+  for (const CellResult& c : r.cells) {
+    if (c.setting == "io_uring") {
+      EXPECT_EQ(c.Unexpected(), "expected error timeout, got error workload-exit");
+    }
+    if (c.setting == "none") {
+      EXPECT_EQ(c.Unexpected(), "expected error no-acks, but the cell ran");
+    }
+  }
+}
+
+TEST(Expect, NoExpectIsTheRawViolationRuleAndMissingExpectationsSurvive) {
+  MatrixOptions o;
+  o.expectations = FakeExpectations();
+  o.expect = false;
+  MatrixReport r = RunFake("1/1", o);
+  EXPECT_EQ(MatrixExitCode(r), 1);
+  EXPECT_EQ(r.cells[0].Verdict(), "unexpected");  // lying violations, no expectation
+  EXPECT_EQ(MatrixToJson(r)["parameters"]["expect"], false);
+
+  // Only errors (no expectation for them): exit 2.
+  MatrixOptions errors;
+  errors.barriers = {"io_uring"};
+  errors.expectations = FakeExpectations();
+  errors.expectations.erase("xlog-io_uring");
+  r = RunFake("1/1", errors);
+  ASSERT_EQ(r.cells.size(), 1u);
+  EXPECT_EQ(r.cells[0].Verdict(), "error");
+  EXPECT_EQ(MatrixExitCode(r), 2);
+  EXPECT_THAT(r.cells[0].notes, ::testing::Contains(HasSubstr("no expected verdict")));
+}
+
+TEST(Expect, ParsesTheCatalogOfPowercutWorkloadList) {
+  auto e = ParseBuiltinExpectations(
+      R"([{"name": "xlog-none", "expect": {"off": "loses", "on": "loses", "lying": "loses",
+           "process_crash": "survives"}},
+          {"name": "sqlite-delete-full", "expect": {"off": "may-lose", "on": "may-lose",
+           "lying": "loses"}}])",
+      "test");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->at("xlog-none").For("off"), "loses");
+  EXPECT_EQ(e->at("sqlite-delete-full").For("on"), "may-lose");
+  EXPECT_FALSE(ParseBuiltinExpectations("not json", "test").ok());
+  auto bad = ParseBuiltinExpectations(R"([{"name": "x", "expect": {"on": "maybe"}}])", "test");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("maybe"));
+  EXPECT_FALSE(LoadBuiltinExpectations("/nonexistent/powercut-workload").ok());
+}
+
+TEST(CustomCells, ParseRunWithTheirOwnLimitsAndRejectMistakes) {
+  auto cells = ParseCustomCells(nlohmann::json::parse(R"({"cells": [
+      {"name": "hangs", "workload": "sleep 600", "checker": "true", "timeout": 30,
+       "expect": {"error": "timeout"}},
+      {"name": "mine", "workload": "w", "checker": "c", "fs": "xfs", "max_acks": 5,
+       "expect": {"lying": "loses"}}]})"),
+                                "cells.json");
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  ASSERT_EQ(cells->size(), 2u);
+  EXPECT_EQ((*cells)[0].expect.error, "timeout");
+  EXPECT_EQ((*cells)[1].expect.For("lying"), "loses");
+  EXPECT_EQ((*cells)[1].expect.For("on"), "survives");
+
+  MatrixOptions o;
+  o.custom_cells = *cells;
+  o.progress = false;
+  auto plan = PlanMatrix(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->size(), 2u);  // --cells alone: no built-in cells
+  EXPECT_EQ((*plan)[0].Name(), "hangs/custom/ext4");
+  EXPECT_EQ((*plan)[1].Name(), "mine/custom/xfs");
+  std::vector<RunOptions> seen;
+  auto report = RunMatrix(o, [&](const MatrixCell& c, const RunOptions& r) {
+    seen.push_back(r);
+    RunOutcome out;
+    out.error_kind = c.workload == "hangs" ? "timeout" : "ack-flood";
+    return out;
+  });
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].workload, "sleep 600");
+  EXPECT_EQ(seen[0].timeout.count(), 30);
+  EXPECT_EQ(seen[1].max_acks, 5u);
+  EXPECT_EQ(seen[1].timeout.count(), o.timeout_s);
+  EXPECT_EQ(seen[1].fs, "xfs");
+  EXPECT_EQ(report->cells[0].Verdict(), "ok");
+  EXPECT_EQ(report->cells[1].Verdict(), "error");
+  EXPECT_EQ(MatrixExitCode(*report), 2);
+  EXPECT_EQ(MatrixParameters(o)["custom_cells"].size(), 2u);
+
+  for (const char* bad :
+       {R"({"cells": [{"name": "a b", "workload": "w", "checker": "c"}]})",
+        R"([{"name": "a", "workload": "w"}])",
+        R"([{"name": "a", "workload": "w", "checker": "c"}, {"name": "a", "workload": "w",
+               "checker": "c"}])",
+        R"([{"name": "a", "workload": "w", "checker": "c", "expect": {"error": "oops"}}])",
+        R"([{"name": "a", "workload": "w", "checker": "c", "expect": {"on": "fine"}}])",
+        R"([{"name": "a", "workload": "w", "checker": "c", "fs": "ntfs"}])", R"({"cell": []})"}) {
+    auto r = ParseCustomCells(nlohmann::json::parse(bad), "cells.json");
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(r.status().message(), HasSubstr("cells.json")) << bad;
+  }
+  EXPECT_FALSE(LoadCustomCells("/nonexistent/cells.json").ok());
 }
 
 TEST(Html, HoldsTheMatrixAndATimelinePerFailingCell) {

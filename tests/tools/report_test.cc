@@ -91,6 +91,17 @@ TEST(MakeEngineConfigsTest, ExpandsEnginesIntoVariants) {
   EXPECT_NE(bad.status().message().find("leveldb"), std::string::npos);
 }
 
+TEST(EngineConfigTest, WalVariantsAreNamedInTheLabel) {
+  EngineConfig config;
+  config.engine = "wal";
+  EXPECT_EQ(config.Label(), "wal/fdatasync");
+  config.wal_segment_bytes = 512ull << 20;
+  config.wal_release_every = 32768;
+  EXPECT_EQ(config.Label(), "wal/fdatasync/seg512M/rel32768");
+  config.engine = "bare";
+  EXPECT_EQ(config.Label(), "bare/fdatasync");
+}
+
 TEST(CommitResultsToJsonTest, RunsCarryTheRequiredFields) {
   std::vector<CommitResult> results = {
       Result("wal", false, 4, {MakeRun(9000, 0.3)}),

@@ -31,6 +31,10 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+const harness::CacheModel kCacheOff{.mode = harness::CacheMode::kOff};
+const harness::CacheModel kCacheOn{.mode = harness::CacheMode::kOn};
+const harness::CacheModel kCacheLying{.mode = harness::CacheMode::kLying};
+
 class TempDir {
  public:
   TempDir() {
@@ -137,7 +141,7 @@ TEST(NbdServerTest, PowerCutCacheOnKeepsFlushedAndFuaWritesAndDrawsTheRest) {
     s.Io({"write -P 0x11 0 4096"});  // flushed when qemu-io closes
     s.Io({"write -P 0x22 0 4096", "write -f -P 0x33 65536 4096", "write -P 0x44 131072 8192"},
          true);
-    auto report = s.server->ApplyPowerCut(CacheModel::kOn, seed);
+    auto report = s.server->ApplyPowerCut(kCacheOn, seed);
     ASSERT_TRUE(report.ok()) << report.status();
     EXPECT_EQ(report->candidates, 3u);
     EXPECT_EQ(report->kept + report->dropped + report->torn, 3u);
@@ -160,7 +164,7 @@ TEST(NbdServerTest, PowerCutSeedsCoverKeptAndDropped) {
     ServedImage s(dir);
     s.Io({"write -P 0x11 0 4096"});
     s.Io({"write -P 0x22 0 4096"}, true);
-    ASSERT_TRUE(s.server->ApplyPowerCut(CacheModel::kOn, seed).ok());
+    ASSERT_TRUE(s.server->ApplyPowerCut(kCacheOn, seed).ok());
     char c = ReadFile(s.image)[0];
     saw_kept |= c == '\x22';
     saw_dropped |= c == '\x11';
@@ -174,7 +178,7 @@ TEST(NbdServerTest, PowerCutCacheOffKeepsEveryCompletedWrite) {
   TempDir dir;
   ServedImage s(dir);
   s.Io({"write -P 0x22 0 4096", "write -P 0x44 131072 8192"}, true);
-  auto report = s.server->ApplyPowerCut(CacheModel::kOff, 7);
+  auto report = s.server->ApplyPowerCut(kCacheOff, 7);
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->candidates, 0u);
   std::string img = ReadFile(s.image);
@@ -189,10 +193,24 @@ TEST(NbdServerTest, PowerCutLyingMayDropFlushedWritesInsideTheWindow) {
     TempDir dir;
     ServedImage s(dir, /*lying_window=*/4);
     s.Io({"write -P 0x11 0 4096", "flush"});
-    ASSERT_TRUE(s.server->ApplyPowerCut(CacheModel::kLying, seed).ok());
+    ASSERT_TRUE(s.server->ApplyPowerCut(kCacheLying, seed).ok());
     saw_flushed_write_lost = ReadFile(s.image)[0] != '\x11';
   }
   EXPECT_TRUE(saw_flushed_write_lost);
+}
+
+TEST(NbdServerTest, PowerCutLyingByteWindowCoversOnlyTheLastBytes) {
+  if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    TempDir dir;
+    ServedImage s(dir);
+    s.Io({"write -P 0x11 0 4096", "write -P 0x22 65536 4096", "flush"});
+    auto report = s.server->ApplyPowerCut(
+        {.mode = harness::CacheMode::kLying, .window = 4096, .window_in_bytes = true}, seed);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(report->candidates, 1u);
+    EXPECT_EQ(ReadFile(s.image)[0], '\x11');  // outside the 4 KiB window: kept
+  }
 }
 
 TEST(NbdServerTest, RejectsABadImage) {
@@ -322,6 +340,40 @@ TEST(ParseCutTest, AcceptsTheThreeFormsAndRejectsOthers) {
     ASSERT_FALSE(c.ok()) << bad;
     EXPECT_THAT(std::string(c.status().message()), HasSubstr("--cut"));
   }
+}
+
+TEST(GuestJobTest, SeveralChecksRoundTripThroughJson) {
+  GuestJob job;
+  job.mode = GuestJob::Mode::kCheck;
+  job.checks = {
+      {.disk_serial = "powercut0", .fs = "xfs", .command = "c0", .mount_options = ""},
+      {.disk_serial = "powercut1", .fs = "btrfs", .command = "c1", .mount_options = "ro"}};
+  auto back = GuestJobFromJson(GuestJobToJson(job));
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->checks.size(), 2u);
+  EXPECT_EQ(back->checks[1].disk_serial, "powercut1");
+  EXPECT_EQ(back->checks[1].fs, "btrfs");
+  EXPECT_EQ(back->checks[1].command, "c1");
+  EXPECT_EQ(back->checks[1].mount_options, "ro");
+
+  GuestResult r;
+  r.ok = true;
+  r.checks.resize(2);
+  r.checks[0].have = {"1", "2"};
+  r.checks[1].failed_step = "mount";
+  auto rb = GuestResultFromJson(GuestResultToJson(r));
+  ASSERT_TRUE(rb.ok()) << rb.status();
+  ASSERT_EQ(rb->checks.size(), 2u);
+  EXPECT_THAT(rb->checks[0].have, ElementsAre("1", "2"));
+  EXPECT_EQ(rb->checks[1].failed_step, "mount");
+  EXPECT_FALSE(GuestResultFromJson("{\"checks\": [1]}").ok());
+}
+
+TEST(CheckImagesTest, RefusesMoreImagesThanOneGuestTakes) {
+  std::vector<CheckSpec> specs(kMaxCheckImages + 1);
+  auto r = CheckImagesInVm(VmEnvironment{}, specs);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("at most 16"));
 }
 
 TEST(DiskImageTest, RefusesBlockDevicesAndUnknownFileSystems) {

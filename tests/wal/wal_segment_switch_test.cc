@@ -32,72 +32,41 @@ WalImpl& Impl(const std::unique_ptr<Wal>& wal) { return static_cast<WalImpl&>(*w
 
 // Counts the bytes written through it by one thread (the committing one), so that the
 // preparer's writes on its own thread are not counted.
-class ThreadByteCountingEnv final : public Env {
+class ThreadByteCountingEnv final : public EnvWrapper {
  public:
-  explicit ThreadByteCountingEnv(Env* base) : base_(base) {}
+  explicit ThreadByteCountingEnv(Env* base) : EnvWrapper(base) {}
   void CountThread(std::thread::id id) { counted_ = id; }
   uint64_t bytes() const { return bytes_.load(); }
 
   absl::StatusOr<std::unique_ptr<File>> Open(const std::string& path,
                                              const OpenOptions& options) override {
-    absl::StatusOr<std::unique_ptr<File>> file = base_->Open(path, options);
+    absl::StatusOr<std::unique_ptr<File>> file = EnvWrapper::Open(path, options);
     if (!file.ok()) return file.status();
     return std::unique_ptr<File>(new CountingFile(this, std::move(*file)));
   }
-  absl::Status Rename(const std::string& from, const std::string& to) override {
-    return base_->Rename(from, to);
-  }
-  absl::Status Remove(const std::string& path) override { return base_->Remove(path); }
-  absl::Status SyncDir(const std::string& dir) override { return base_->SyncDir(dir); }
-  absl::Status CreateDir(const std::string& dir) override { return base_->CreateDir(dir); }
-  absl::StatusOr<bool> Exists(const std::string& path) override { return base_->Exists(path); }
-  absl::StatusOr<bool> IsDirectory(const std::string& path) override {
-    return base_->IsDirectory(path);
-  }
-  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override {
-    return base_->ListDir(dir);
-  }
-  absl::StatusOr<uint64_t> FileSize(const std::string& path) override {
-    return base_->FileSize(path);
-  }
-  absl::StatusOr<uint32_t> BlockSize(const std::string& dir) override {
-    return base_->BlockSize(dir);
-  }
 
  private:
-  class CountingFile final : public File {
+  class CountingFile final : public FileWrapper {
    public:
     CountingFile(ThreadByteCountingEnv* env, std::unique_ptr<File> base)
-        : env_(env), base_(std::move(base)) {}
+        : FileWrapper(std::move(base)), env_(env) {}
     absl::Status Write(uint64_t offset, absl::Span<const uint8_t> data, bool dsync) override {
       env_->Count(data.size());
-      return base_->Write(offset, data, dsync);
-    }
-    absl::StatusOr<size_t> Read(uint64_t offset, size_t size, uint8_t* out) override {
-      return base_->Read(offset, size, out);
-    }
-    absl::Status Sync(SyncKind kind, uint64_t offset, uint64_t length) override {
-      return base_->Sync(kind, offset, length);
+      return FileWrapper::Write(offset, data, dsync);
     }
     absl::Status WriteAndFdatasyncLinked(uint64_t offset, absl::Span<const uint8_t> data) override {
       env_->Count(data.size());
-      return base_->WriteAndFdatasyncLinked(offset, data);
+      return FileWrapper::WriteAndFdatasyncLinked(offset, data);
     }
-    absl::StatusOr<uint64_t> Size() override { return base_->Size(); }
-    absl::Status Truncate(uint64_t size) override { return base_->Truncate(size); }
-    absl::Status Close() override { return base_->Close(); }
-    const std::string& path() const override { return base_->path(); }
 
    private:
     ThreadByteCountingEnv* const env_;
-    std::unique_ptr<File> base_;
   };
 
   void Count(size_t n) {
     if (std::this_thread::get_id() == counted_) bytes_ += n;
   }
 
-  Env* const base_;
   std::thread::id counted_;  // set before the WAL is opened, read by the WAL's threads after
   std::atomic<uint64_t> bytes_{0};
 };

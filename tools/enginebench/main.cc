@@ -4,7 +4,9 @@
 // FLUSH, ack per commit), a checker that reads 4 MiB of the image (enginebench-checker), every
 // entry a crash point, cache models off, on and lying. Scenario "ext4": a 64 MiB ext4 image, files
 // written and fsynced through a loop mount, the changed blocks as a trace, every entry a crash
-// point, each state loop-mounted (journal replay) and checked by a shell command. Prints states/s,
+// point, each state loop-mounted (journal replay) and checked by a shell command; `--fs xfs,btrfs`
+// does the same on 300 MiB xfs / btrfs images. `--wide N`: one crash point with N volatile writes,
+// all-but-one states capped vs uncapped. Prints states/s,
 // checker runs/s and peak memory; it asserts nothing.
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -98,8 +101,9 @@ int RawScenario(const std::string& dir, int workers, const std::string& models) 
   std::string log = dir + "/raw.log";
   Recorder::Options ro{log, 4096, kImageBytes, base};
   auto rec = Recorder::Create(ro);
-  if (!rec.ok())
+  if (!rec.ok()) {
     return std::fprintf(stderr, "%s\n", std::string(rec.status().message()).c_str()), 1;
+  }
   if (auto s = WriteRawLog(**rec, 333, RawLogBarrier::kFlushBeforeAck); !s.ok()) return 1;
   if (!(*rec)->RecordWrite(333 * kRawLogBlock, RawLogRecord(333), false).ok()) return 1;
   std::printf("raw   trace: %llu entries on a %llu MiB image\n",
@@ -132,25 +136,31 @@ int RawScenario(const std::string& dir, int workers, const std::string& models) 
   return 0;
 }
 
-int Ext4Scenario(const std::string& dir, int workers) {
+// A file-system scenario: ext4 (64 MiB), xfs or btrfs (300 MiB, the smallest xfs allows).
+int FsScenario(const std::string& dir, int workers, const std::string& fs) {
+  const char* tag = fs.c_str();
   if (::geteuid() != 0) {
-    std::printf("ext4  skipped: loop mounts need root\n");
+    std::printf("%-5s skipped: loop mounts need root\n", tag);
     return 0;
   }
-  std::string base = dir + "/ext4-base.img";
-  MakeImage(base, kImageBytes);
+  const uint64_t image_bytes = fs == "ext4" ? kImageBytes : (300ull << 20);
+  std::string base = fmt::format("{}/{}-base.img", dir, fs);
+  MakeImage(base, image_bytes);
   std::string mkfs =
-      fmt::format("mkfs.ext4 -q -F -b 4096 -E lazy_itable_init=1,lazy_journal_init=1 '{}'", base);
+      fs == "ext4"
+          ? fmt::format("mkfs.ext4 -q -F -b 4096 -E lazy_itable_init=1,lazy_journal_init=1 '{}'",
+                        base)
+          : fmt::format("mkfs.{} -q -f '{}' >/dev/null", fs, base);
   if (std::system(mkfs.c_str()) != 0) return std::fprintf(stderr, "%s failed\n", mkfs.c_str()), 1;
-  std::string after = dir + "/ext4-after.img";
+  std::string after = fmt::format("{}/{}-after.img", dir, fs);
   if (!CopySparse(base, after).ok()) return 1;
-  std::string mnt = dir + "/ext4-mnt";
+  std::string mnt = fmt::format("{}/{}-mnt", dir, fs);
   std::filesystem::create_directories(mnt);
   std::vector<std::string> acks;
   {
-    auto mount = LoopMount::Mount(after, "ext4", mnt);
+    auto mount = LoopMount::Mount(after, fs, mnt);
     if (!mount.ok()) {
-      std::printf("ext4  skipped: %s\n", std::string(mount.status().message()).c_str());
+      std::printf("%-5s skipped: %s\n", tag, std::string(mount.status().message()).c_str());
       return 0;
     }
     for (int i = 0; i < 40; ++i) {
@@ -163,7 +173,7 @@ int Ext4Scenario(const std::string& dir, int workers) {
     }
     if (!(*mount)->Unmount().ok()) return 1;
   }
-  std::string log = dir + "/ext4.log";
+  std::string log = fmt::format("{}/{}.log", dir, fs);
   DiffTraceOptions d;
   d.acks = acks;
   if (auto s = WriteDiffTrace(base, after, log, d); !s.ok()) {
@@ -175,35 +185,82 @@ int Ext4Scenario(const std::string& dir, int workers) {
   o.checker =
       "for f in \"$POWERCUT_DIR\"/commit-*; do [ -s \"$f\" ] && echo \"have ${f##*commit-}\"; "
       "done; true";
-  o.fs = "ext4";
+  o.fs = fs;
   o.workers = workers;
   o.points.every_entry = true;
   o.models = {*ParseCacheModel("off")};
-  o.work_dir = dir + "/ext4-work";
+  o.work_dir = fmt::format("{}/{}-work", dir, fs);
   double cpu = CpuNow();
   auto report = RunCheck(o);
   cpu = CpuNow() - cpu;
   if (!report.ok()) {
-    std::fprintf(stderr, "ext4: %s\n", std::string(report.status().message()).c_str());
+    std::fprintf(stderr, "%s: %s\n", tag, std::string(report.status().message()).c_str());
     return 1;
   }
-  std::printf("ext4  trace: %llu entries on a %llu MiB ext4 image\n",
+  std::printf("%-5s trace: %llu entries on a %llu MiB %s image\n", tag,
               static_cast<unsigned long long>(report->trace_entries),
-              static_cast<unsigned long long>(kImageBytes >> 20));
-  PrintResult("ext4", *report, cpu);
+              static_cast<unsigned long long>(image_bytes >> 20), tag);
+  PrintResult(tag, *report, cpu);
   return 0;
 }
 
-}  // namespace
+// Scenario "wide": what "each all-but-one" costs. One crash point with `writes` volatile writes
+// under cache on (a raw-device log of `writes` commits and no FLUSH, one ack at the end), checked
+// once with the all-but-one states capped at `cap` and once with every one of them.
+int WideScenario(const std::string& dir, int workers, uint64_t writes, uint32_t cap) {
+  std::string base = dir + "/wide-base.img";
+  MakeImage(base, kImageBytes);
+  std::string log = dir + "/wide.log";
+  Recorder::Options ro{log, 4096, kImageBytes, base};
+  auto rec = Recorder::Create(ro);
+  if (!rec.ok()) return 1;
+  for (uint64_t i = 0; i < writes; ++i) {
+    if (!(*rec)->RecordWrite(i * kRawLogBlock, RawLogRecord(i), false).ok()) return 1;
+  }
+  if (!(*rec)->RecordAck(std::to_string(writes - 1)).ok() || !(*rec)->Finish().ok()) return 1;
+  for (uint32_t max_all_but_one : {cap, 0u}) {
+    CheckOptions o;
+    o.trace_path = log;
+    o.checker = SelfPath() + "-checker";
+    o.workers = workers;
+    o.models = {*ParseCacheModel("on")};
+    o.states.max_all_but_one = max_all_but_one;
+    o.work_dir = dir + "/wide-work";
+    double cpu = CpuNow();
+    auto report = RunCheck(o);
+    cpu = CpuNow() - cpu;
+    if (!report.ok()) {
+      std::fprintf(stderr, "wide: %s\n", std::string(report.status().message()).c_str());
+      return 1;
+    }
+    const ModelResult& m = report->results.at(0);
+    std::printf(
+        "wide  %llu volatile writes, all-but-one %s: %llu states (%llu checked) in %.2f s = "
+        "%.1f states/s, CPU %.2f s\n",
+        static_cast<unsigned long long>(writes),
+        max_all_but_one ? fmt::format("capped at {}", max_all_but_one).c_str() : "every one",
+        static_cast<unsigned long long>(m.states), static_cast<unsigned long long>(m.checked),
+        m.seconds, m.states / m.seconds, cpu);
+  }
+  return 0;
+}
 
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   CLI::App app{"enginebench: crash states per second of the powercut engine"};
   int workers = 0;
   bool skip_ext4 = false;
   bool skip_raw = false;
+  std::string file_systems = "ext4";
+  uint64_t wide = 0;
+  uint32_t wide_cap = 64;
   app.add_option("--workers", workers, "parallel checks (default: one per core)");
-  app.add_flag("--skip-ext4", skip_ext4, "only the raw scenario");
-  app.add_flag("--skip-raw", skip_raw, "only the ext4 scenario");
+  app.add_flag("--skip-ext4", skip_ext4, "no file-system scenario");
+  app.add_flag("--skip-raw", skip_raw, "no raw scenario");
+  app.add_option("--fs", file_systems, "file-system scenarios: ext4,xfs,btrfs (default ext4)");
+  app.add_option("--wide", wide,
+                 "also: one point with this many volatile writes (e.g. 2000), all-but-one "
+                 "capped vs every one");
+  app.add_option("--wide-cap", wide_cap, "the cap compared in --wide (default 64)");
   std::string models = "off,on,lying";
   app.add_option("--cache", models, "cache models of the raw scenario");
   CLI11_PARSE(app, argc, argv);
@@ -212,9 +269,34 @@ int main(int argc, char** argv) {
   if (::mkdtemp(tmpl.data()) == nullptr) return 1;
   int rc = 0;
   if (!skip_raw) rc |= RawScenario(tmpl, workers, models);
-  if (!skip_ext4) rc |= Ext4Scenario(tmpl, workers);
+  if (!skip_ext4) {
+    for (size_t start = 0; start <= file_systems.size();) {
+      size_t comma = file_systems.find(',', start);
+      std::string fs = file_systems.substr(
+          start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (fs != "ext4" && fs != "xfs" && fs != "btrfs") {
+        std::fprintf(stderr, "--fs %s: expected ext4, xfs or btrfs\n", fs.c_str());
+        return 2;
+      }
+      rc |= FsScenario(tmpl, workers, fs);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  if (wide > 0) rc |= WideScenario(tmpl, workers, wide, wide_cap);
   std::error_code ec;
   std::filesystem::remove_all(tmpl, ec);
   std::printf("peak memory of the engine: %ld KiB (getrusage maxrss)\n", PeakRssKiB(RUSAGE_SELF));
   return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc: report it instead of aborting
+    std::fprintf(stderr, "enginebench: %s\n", e.what());
+    return 1;
+  }
 }

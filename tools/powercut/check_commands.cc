@@ -50,6 +50,8 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
   check->add_option("--states", a->o.states.max_exhaustive,
                     "all subsets of the volatile writes up to this many (K, default 10)");
   check->add_option("--samples", a->o.states.samples, "seeded random subsets per point beyond K");
+  check->add_option("--max-all-but-one", a->o.states.max_all_but_one,
+                    "all-but-one states only for the N writes nearest the cut (0: every write)");
   check->add_flag("--no-torn", a->no_torn, "no torn-write variants");
   check->add_option("--seed", a->o.seed, "seed for every sample");
   check->add_flag("--ordered", a->o.ordered, "also require the commits present to be a prefix");

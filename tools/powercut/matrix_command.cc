@@ -1,6 +1,7 @@
 // powercut matrix
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -36,14 +37,15 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
   struct Args {
     product::MatrixOptions o;
     std::vector<std::string> workloads, barriers, fs;
-    std::string shard = "1/1", json, junit, html, workload_binary, agent;
-    bool quiet = false, list = false, no_torn = false;
+    std::string shard = "1/1", json, junit, html, workload_binary, agent, cells;
+    bool quiet = false, list = false, no_torn = false, no_expect = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* m = app.add_subcommand(
       "matrix",
       "the headline table: one recording per workload x setting x fs, replayed under "
-      "every cache model (exit 0 pass, 1 violations, 2 a cell could not run)");
+      "every cache model (exit 0 every cell as expected, 1 some cell not as expected, 2 a cell "
+      "could not run)");
   m->add_option("--preset", a->o.preset, "headline: the issue's 10 cells on ext4 (no torn writes)");
   m->add_option("--workloads", a->workloads,
                 "xlog, xlog-append, wal, rocksdb, sqlite-wal, sqlite-delete (comma-separated)");
@@ -69,7 +71,14 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
   m->add_option("--json", a->json, "write the JSON report (powercut-matrix/1) here");
   m->add_option("--junit", a->junit, "write a JUnit XML report here");
   m->add_option("--html", a->html, "write the self-contained HTML report here");
-  m->add_flag("--list", a->list, "print the shard's cells and exit");
+  m->add_option("--cells", a->cells,
+                "a JSON file of custom cells (workload, checker, expect, ...; docs/run.md); "
+                "alone it replaces the built-in cells");
+  m->add_option("--max-acks", a->o.max_acks, "more acks from one run is an ack flood")
+      ->capture_default_str();
+  m->add_flag("--no-expect", a->no_expect,
+              "ignore expected verdicts: any violation is a failure (exit 1)");
+  m->add_flag("--list", a->list, "print the shard's cells (and their expectations) and exit");
   m->add_flag("--quiet", a->quiet, "no progress on stderr");
   m->callback([=] {
     product::MatrixOptions o = a->o;
@@ -79,6 +88,15 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
     o.powercut = product::SelfPath();
     o.progress = !a->quiet;
     o.torn = !a->no_torn;
+    o.expect = !a->no_expect;
+    if (!a->cells.empty()) {
+      auto cells = product::LoadCustomCells(a->cells);
+      if (!cells.ok()) {
+        *exit_code = CouldNotRun(std::string(cells.status().message()));
+        return;
+      }
+      o.custom_cells = std::move(*cells);
+    }
     auto shard = product::ParseShard(a->shard);
     if (!shard.ok()) {
       *exit_code = CouldNotRun(std::string(shard.status().message()));
@@ -90,19 +108,43 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
       *exit_code = CouldNotRun(std::string(plan.status().message()));
       return;
     }
+    bool builtin = std::any_of(plan->begin(), plan->end(),
+                               [](const product::MatrixCell& c) { return !c.custom; });
+    if (builtin) {
+      auto binary = product::FindWorkloadBinary(a->workload_binary, o.powercut);
+      if (!binary.ok()) {
+        *exit_code = CouldNotRun(std::string(binary.status().message()));
+        return;
+      }
+      o.workload_binary = *binary;
+      if (o.expect) {
+        auto expectations = product::LoadBuiltinExpectations(o.workload_binary);
+        if (!expectations.ok()) {
+          *exit_code = CouldNotRun(std::string(expectations.status().message()));
+          return;
+        }
+        o.expectations = std::move(*expectations);
+      }
+    }
     if (a->list) {
       for (const auto& c : *plan) {
-        if (o.shard.Contains(c.Name())) std::printf("%s\n", c.Name().c_str());
+        if (!o.shard.Contains(c.Name())) continue;
+        product::CellExpect e;
+        if (c.custom) {
+          e = c.custom->expect;
+        } else if (auto it = o.expectations.find(c.workload + "-" + c.setting);
+                   it != o.expectations.end()) {
+          e = it->second;
+        }
+        if (!o.expect) e = product::CellExpect{};
+        std::string expect = e.error.empty() ? fmt::format("off={} on={} lying={}", e.For("off"),
+                                                           e.For("on"), e.For("lying"))
+                                             : "error=" + e.error;
+        std::printf("%-36s expect %s\n", c.Name().c_str(), expect.c_str());
       }
       *exit_code = 0;
       return;
     }
-    auto binary = product::FindWorkloadBinary(a->workload_binary, o.powercut);
-    if (!binary.ok()) {
-      *exit_code = CouldNotRun(std::string(binary.status().message()));
-      return;
-    }
-    o.workload_binary = *binary;
     auto report = product::RunMatrix(o, product::VmCellRunner(product::AgentHint(o.powercut)));
     if (!report.ok()) {
       *exit_code = CouldNotRun(std::string(report.status().message()));

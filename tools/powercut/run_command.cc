@@ -8,6 +8,7 @@
 #include "harness/product/builtin.h"
 #include "harness/product/cell_result.h"
 #include "harness/product/html_report.h"
+#include "harness/product/progress.h"
 #include "harness/product/run.h"
 #include "harness/report.h"
 #include "harness/vm/vm_run.h"
@@ -89,6 +90,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     o.recording = *recorder;
     if (o.name.empty()) o.name = "run";
     bool progress = !a->quiet && ::isatty(2);
+    product::Progress states_progress("powercut run: checking", 0, !a->quiet);
+    o.on_state_checked = [&states_progress](uint64_t done, uint64_t total) {
+      states_progress.UpdateStates(done, total);
+    };
     product::RunOutcome outcome;
     if (!a->trace.empty()) {
       outcome = product::CheckRecording(a->trace, o);

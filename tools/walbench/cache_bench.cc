@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "tools/walbench/latency.h"
@@ -72,8 +74,8 @@ absl::StatusOr<CacheWorkloadResult> RunCacheWorkloads(const CacheWorkloadOptions
   {
     auto file = RawBarrierFile::Open(run_dir + "/commit.dat", wal::Barrier::kFdatasync);
     status = file.status();
-    constexpr uint64_t kFileBytes = 64ull << 20;
-    if (status.ok()) status = (*file)->Preallocate(kFileBytes);
+    const uint64_t file_bytes = std::max<uint64_t>(options.commit_file_bytes, options.commit_bytes);
+    if (status.ok()) status = (*file)->Preallocate(file_bytes);
     AlignedBuffer record(options.commit_bytes);
     std::memset(record.data(), 0x3D, record.size());
     const auto start = Clock::now();
@@ -82,7 +84,7 @@ absl::StatusOr<CacheWorkloadResult> RunCacheWorkloads(const CacheWorkloadOptions
     auto now = start;
     uint64_t offset = 0;
     while (status.ok() && now < deadline) {
-      if (offset + options.commit_bytes > kFileBytes) offset = 0;
+      if (offset + options.commit_bytes > file_bytes) offset = 0;
       status =
           (*file)->WriteDurably(offset, absl::MakeConstSpan(record.data(), options.commit_bytes));
       const auto end = Clock::now();
@@ -103,20 +105,22 @@ absl::StatusOr<CacheWorkloadResult> RunCacheWorkloads(const CacheWorkloadOptions
 }
 
 std::string FormatCacheComparison(const CacheWorkloadResult& cache_on,
-                                  const CacheWorkloadResult& cache_off) {
-  auto ratio = [](double a, double b) {
+                                  const CacheWorkloadResult& cache_off, CacheRatios ratios) {
+  auto ratio = [](double a, double b, double given) {
+    if (given >= 0) return fmt::format("{:.2f}x", given);
     return b > 0 ? fmt::format("{:.2f}x", a / b) : std::string("-");
   };
   std::string out =
       fmt::format("{:<34} {:>14} {:>14} {:>8}\n", "workload", "cache on", "cache off", "on/off");
   out += fmt::format("{:<34} {:>14} {:>14} {:>8}\n", "disk reports", cache_on.write_cache,
                      cache_off.write_cache, "");
-  out += fmt::format("{:<34} {:>14.1f} {:>14.1f} {:>8}\n", "sequential block write, MB/s",
-                     cache_on.seq_write_mb_per_sec, cache_off.seq_write_mb_per_sec,
-                     ratio(cache_on.seq_write_mb_per_sec, cache_off.seq_write_mb_per_sec));
+  out += fmt::format(
+      "{:<34} {:>14.1f} {:>14.1f} {:>8}\n", "sequential block write, MB/s",
+      cache_on.seq_write_mb_per_sec, cache_off.seq_write_mb_per_sec,
+      ratio(cache_on.seq_write_mb_per_sec, cache_off.seq_write_mb_per_sec, ratios.seq_write));
   out += fmt::format("{:<34} {:>14.0f} {:>14.0f} {:>8}\n", "durable 4 KiB commits/s (1 thread)",
                      cache_on.commits_per_sec, cache_off.commits_per_sec,
-                     ratio(cache_on.commits_per_sec, cache_off.commits_per_sec));
+                     ratio(cache_on.commits_per_sec, cache_off.commits_per_sec, ratios.commits));
   return out;
 }
 
@@ -127,6 +131,27 @@ nlohmann::json CacheWorkloadResultToJson(const CacheWorkloadResult& result) {
           {"commits_per_sec", result.commits_per_sec},
           {"commit_p50_us", result.commit_p50_us},
           {"commit_p99_us", result.commit_p99_us}};
+}
+
+absl::StatusOr<CacheWorkloadResult> CacheWorkloadResultFromJson(const nlohmann::json& json) {
+  CacheWorkloadResult result;
+  const std::pair<const char*, double*> numbers[] = {
+      {"seq_write_mb_per_sec", &result.seq_write_mb_per_sec},
+      {"seq_write_seconds", &result.seq_write_seconds},
+      {"commits_per_sec", &result.commits_per_sec},
+      {"commit_p50_us", &result.commit_p50_us},
+      {"commit_p99_us", &result.commit_p99_us}};
+  if (!json.is_object() || !json.contains("write_cache") || !json["write_cache"].is_string()) {
+    return absl::InvalidArgumentError("cache result: no string field write_cache");
+  }
+  result.write_cache = json["write_cache"].get<std::string>();
+  for (const auto& [name, field] : numbers) {
+    if (!json.contains(name) || !json[name].is_number()) {
+      return absl::InvalidArgumentError(fmt::format("cache result: no number field {}", name));
+    }
+    *field = json[name].get<double>();
+  }
+  return result;
 }
 
 }  // namespace powercut::walbench

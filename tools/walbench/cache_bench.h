@@ -4,9 +4,9 @@
 // The two workloads: a sequential block write (a file of N MiB in 64 KiB writes, then one
 // fdatasync, as bonnie's block-write phase; MB/s) and durable commits (pwrite 4 KiB +
 // fdatasync on a preallocated file, one thread; commits/s). The comparison the issue asks for
-// runs them in a VM whose disk is write-back in one boot and write-through in the other; that needs
-// harness/vm to offer a write-through disk (docs/walbench.md). `--local` runs the workloads on the
-// disk under --dir, with whatever cache it has.
+// runs them in a VM whose disk is write-back in one boot and write-through in the other
+// (vm_cache_bench.h); `--local` runs the workloads on the disk under --dir, with whatever cache it
+// has (and is what runs inside the guest).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,7 @@ struct CacheWorkloadOptions {
   uint32_t seq_block_bytes = 64 << 10;
   double commit_seconds = 2.0;
   uint32_t commit_bytes = 4096;
+  uint64_t commit_file_bytes = 64ull << 20;  // preallocated; commits wrap around in it
 };
 
 struct CacheWorkloadResult {
@@ -38,9 +39,18 @@ struct CacheWorkloadResult {
 absl::StatusOr<CacheWorkloadResult> RunCacheWorkloads(const CacheWorkloadOptions& options,
                                                       const DeviceFacts& facts, BenchDir& dir);
 
-// The two results side by side with the on/off ratios (pure).
+// On/off ratios; a negative value means "compute from the two results".
+struct CacheRatios {
+  double seq_write = -1;
+  double commits = -1;
+};
+
+// The two results side by side with the on/off ratios (pure). With several interleaved runs,
+// pass the medians as the results and the medians of the per-run ratios as `ratios`.
 std::string FormatCacheComparison(const CacheWorkloadResult& cache_on,
-                                  const CacheWorkloadResult& cache_off);
+                                  const CacheWorkloadResult& cache_off, CacheRatios ratios = {});
 nlohmann::json CacheWorkloadResultToJson(const CacheWorkloadResult& result);
+// The inverse of CacheWorkloadResultToJson; InvalidArgument naming the missing field.
+absl::StatusOr<CacheWorkloadResult> CacheWorkloadResultFromJson(const nlohmann::json& json);
 
 }  // namespace powercut::walbench

@@ -11,6 +11,7 @@ std::string EngineConfig::Label() const {
   if (engine == "wal" && wal_segment_bytes > 0) {
     label += fmt::format("/seg{}M", wal_segment_bytes >> 20);
   }
+  if (engine == "wal" && wal_release_every > 0) label += fmt::format("/rel{}", wal_release_every);
   return label;
 }
 

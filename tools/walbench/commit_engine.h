@@ -25,6 +25,9 @@ struct EngineConfig {
   bool preallocate = true;         // wal only
   bool pipelined = false;          // rocksdb only
   uint64_t wal_segment_bytes = 0;  // wal only; 0: WalOptions' default
+  // wal only: ReleaseUpTo(DurableLsn()) after this many commits (of all threads); 0: the
+  // engine's default (64). Large values leave the preparer nothing to recycle.
+  uint64_t wal_release_every = 0;
 
   // A short unique name for tables and plots: "wal/fdatasync", "wal/fdatasync/noprealloc",
   // "rocksdb", "rocksdb/pipelined", "bare/fdatasync".

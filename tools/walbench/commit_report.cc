@@ -70,6 +70,7 @@ nlohmann::json CommitResultsToJson(const DeviceFacts& facts, const CommitBenchOp
     if (r.config.engine == "wal") {
       run["preallocate"] = r.config.preallocate;
       if (r.config.wal_segment_bytes > 0) run["segment_bytes"] = r.config.wal_segment_bytes;
+      if (r.config.wal_release_every > 0) run["release_every"] = r.config.wal_release_every;
     }
     if (r.config.engine == "rocksdb") run["pipelined"] = r.config.pipelined;
     run["threads"] = r.threads;

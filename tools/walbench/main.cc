@@ -5,7 +5,7 @@
 //   walbench barriers [--dir D] [--barriers a,b] [--workloads w] [--op-bytes 512,4096] [--json F]
 //   walbench commit   [--dir D] [--engines wal,rocksdb,bare] [--threads 1,2,...] [--barriers b]
 //                     [--record-bytes 128,4096] [--seconds S] [--reps N] [--json F] [--svg F]
-//   walbench cache    (needs the VM crash domain; see docs/walbench.md)
+//   walbench cache    [--local] [--dir D] [--mib N] [--seconds S] [--reps N] [--json F]
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <sched.h>
@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@
 #include "tools/walbench/commit_bench.h"
 #include "tools/walbench/commit_report.h"
 #include "tools/walbench/svg_plot.h"
+#if POWERCUT_WALBENCH_HAVE_VM
+#include "tools/walbench/vm_cache_bench.h"
+#endif
 #include "wal/barrier.h"
 
 namespace powercut::walbench {
@@ -167,6 +171,7 @@ struct CommitFlags {
   std::vector<uint32_t> record_bytes = {128, 4096};
   std::string wal_prealloc = "both";
   std::vector<uint64_t> wal_segment_mib;
+  std::vector<uint64_t> wal_release_every;
   double seconds = 1.0;
   double warmup = 0.2;
   int reps = 3;
@@ -214,15 +219,23 @@ int RunCommit(const CommitFlags& flags) {
   auto configs = MakeEngineConfigs(engines, *barriers, prealloc);
   if (!configs.ok()) return Fail(configs.status());
   // Each WAL config once per --wal-segment-mib value (none given: the WAL's default size).
+  // and once per --wal-release-every value.
+  const std::vector<uint64_t> segment_mibs =
+      flags.wal_segment_mib.empty() ? std::vector<uint64_t>{0} : flags.wal_segment_mib;
+  const std::vector<uint64_t> release_everys =
+      flags.wal_release_every.empty() ? std::vector<uint64_t>{0} : flags.wal_release_every;
   for (const EngineConfig& config : *configs) {
-    if (config.engine != "wal" || flags.wal_segment_mib.empty()) {
+    if (config.engine != "wal") {
       options.configs.push_back(config);
       continue;
     }
-    for (uint64_t mib : flags.wal_segment_mib) {
-      EngineConfig sized = config;
-      sized.wal_segment_bytes = mib << 20;
-      options.configs.push_back(sized);
+    for (uint64_t mib : segment_mibs) {
+      for (uint64_t every : release_everys) {
+        EngineConfig variant = config;
+        variant.wal_segment_bytes = mib << 20;
+        variant.wal_release_every = every;
+        options.configs.push_back(variant);
+      }
     }
   }
   options.threads = flags.threads;
@@ -254,22 +267,62 @@ struct CacheFlags {
   std::string dir = kDefaultParentDir;
   bool local = false;
   uint64_t mib = 256;
+  uint64_t commit_file_mib = 64;
   double seconds = 2.0;
+  int reps = 3;
+  std::string fs = "ext4";
   std::string json;
   bool fifo = false;
+  bool result_line = false;
 };
 
-int RunCache(const CacheFlags& flags) {
-  if (!flags.local) {
-    return Fail(absl::UnimplementedError(
-        "cache: the write-cache on/off comparison boots the VM of the crash domain twice, with "
-        "the virtual disk write-back (qemu cache.writeback=on) and write-through (off); "
-        "harness/vm has no write-through disk option yet, so it is not available "
-        "(docs/walbench.md). `walbench cache --local` runs the same two workloads on --dir here"));
+// The on/off comparison in the VM: boots alternate write-back and write-through drives.
+int RunCacheVm(const CacheFlags& flags, const CacheWorkloadOptions& workload) {
+#if !POWERCUT_WALBENCH_HAVE_VM
+  (void)workload;
+  (void)flags;
+  return Fail(absl::UnimplementedError(
+      "cache: this walbench was built without the VM crash domain (harness/vm); use --local"));
+#else
+  std::error_code dir_error;
+  if (!std::filesystem::is_directory(flags.dir, dir_error)) {
+    return Fail(absl::InvalidArgumentError(
+        fmt::format("--dir {}: not an existing directory; pass a directory on a disk for the "
+                    "virtual drives' image files",
+                    flags.dir)));
   }
+  VmCacheOptions options;
+  options.workload = workload;
+  options.reps = flags.reps;
+  options.fs = flags.fs;
+  options.host_dir = flags.dir;
+  std::error_code ec;
+  options.walbench = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec) return Fail(absl::InternalError("cache: cannot find this program (/proc/self/exe)"));
+#ifdef POWERCUT_VM_AGENT_PATH
+  options.agent_hint = POWERCUT_VM_AGENT_PATH;
+#endif
+  fmt::print("walbench cache: {} on/off pair(s) of VM boots, drive images under {}\n", flags.reps,
+             flags.dir);
+  std::fflush(stdout);
+  auto report = RunCacheInVm(options);
+  if (!report.ok()) return Fail(report.status());
+  fmt::print("{}", FormatVmCacheReport(*report));
+  if (!flags.json.empty()) {
+    absl::Status status =
+        WriteFile(flags.json, VmCacheReportToJson(options, *report).dump(2) + "\n", "--json");
+    if (!status.ok()) return Fail(status);
+  }
+  return 0;
+#endif
+}
+
+int RunCache(const CacheFlags& flags) {
   CacheWorkloadOptions options;
   options.seq_write_bytes = flags.mib << 20;
+  options.commit_file_bytes = flags.commit_file_mib << 20;
   options.commit_seconds = flags.seconds;
+  if (!flags.local) return RunCacheVm(flags, options);
   std::unique_ptr<BenchDir> dir;
   auto facts = PrepareDir(flags.dir, &dir);
   if (!facts.ok()) return Fail(facts.status());
@@ -286,6 +339,9 @@ int RunCache(const CacheFlags& flags) {
     absl::Status status =
         WriteFile(flags.json, CacheWorkloadResultToJson(*result).dump(2) + "\n", "--json");
     if (!status.ok()) return Fail(status);
+  }
+  if (flags.result_line) {
+    fmt::print("walbench-cache-result {}\n", CacheWorkloadResultToJson(*result).dump());
   }
   return 0;
 }
@@ -355,6 +411,12 @@ int Main(int argc, char** argv) {
                    "WAL segment sizes in MiB, one WAL config each (default: the WAL's own)")
       ->delimiter(',')
       ->check(CLI::Range(1, 4096));
+  commit
+      ->add_option("--wal-release-every", commit_flags.wal_release_every,
+                   "commits between the WAL engine's ReleaseUpTo calls, one WAL config each "
+                   "(default: 64)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 30));
   commit->add_option("--seconds", commit_flags.seconds, "timed window per run")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -374,19 +436,34 @@ int Main(int argc, char** argv) {
   CLI::App* cache = app.add_subcommand(
       "cache",
       "sequential block writes and durable commits in the VM with the virtual drive's "
-      "write cache on and off (not available yet: see --local)");
+      "write cache on (qemu cache=writeback) and off (writethrough), boots interleaved");
   cache->add_flag("--local", cache_flags.local,
                   "run the two workloads on --dir of this machine instead of in the VM");
-  cache->add_option("--dir", cache_flags.dir, "directory on the file system to measure")
+  cache
+      ->add_option("--dir", cache_flags.dir,
+                   "with --local: directory on the file system to measure; in the VM mode: "
+                   "where the virtual drives' image files live (a disk, not tmpfs)")
       ->capture_default_str();
   cache->add_option("--mib", cache_flags.mib, "size of the sequential write")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  cache
+      ->add_option("--commit-file-mib", cache_flags.commit_file_mib,
+                   "size of the preallocated file the commits wrap around in")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
   cache->add_option("--seconds", cache_flags.seconds, "time of the durable-commit loop")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cache->add_option("--reps", cache_flags.reps, "VM mode: on/off pairs of boots (medians)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  cache->add_option("--fs", cache_flags.fs, "VM mode: the guest file system (ext4, xfs, btrfs)")
+      ->capture_default_str();
   cache->add_option("--json", cache_flags.json, "write the results as JSON to this file");
-  cache->add_flag("--fifo", cache_flags.fifo, "run under SCHED_FIFO (root)");
+  cache->add_flag("--fifo", cache_flags.fifo, "with --local: run under SCHED_FIFO (root)");
+  cache->add_flag("--result-line", cache_flags.result_line,
+                  "with --local: also print the result as one JSON line (the VM mode reads it)");
 
   try {
     app.parse(argc, argv);

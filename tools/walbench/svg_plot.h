@@ -27,9 +27,6 @@ struct PlotPanel {
 // non-positive x on a log axis are skipped.
 std::string RenderSvg(const std::vector<PlotPanel>& panels);
 
-// Escapes &, <, >, " for SVG text.
-std::string EscapeXml(const std::string& text);
-
 // A "nice" upper axis bound >= value: 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten.
 double NiceCeiling(double value);
 

@@ -33,7 +33,7 @@ using powercut::vm::GuestJob;
 using powercut::vm::GuestResult;
 
 constexpr char kRunDir[] = "/run/powercut";
-constexpr char kMountDir[] = "/tmp/powercut-fs";
+constexpr char kMountDir[] = "/tmp/powercut-fs";  // (+ "-<i>" for the i-th of several checks)
 constexpr char kLogWritesName[] = "powercut-lw";
 constexpr char kFlakeyName[] = "powercut-flakey";
 constexpr char kAckPortName[] = "powercut.ack";
@@ -217,20 +217,20 @@ class Agent {
 
   bool Mount() {
     if (job_.fs == "raw") return true;
-    fs::create_directories(kMountDir);
+    fs::create_directories(mount_dir_);
     std::vector<std::string> argv = {"mount", "-t", job_.fs};
     if (!job_.mount_options.empty()) {
       argv.push_back("-o");
       argv.push_back(job_.mount_options);
     }
     argv.push_back(device_);
-    argv.push_back(kMountDir);
+    argv.push_back(mount_dir_);
     return Cmd("mount", argv);
   }
 
   bool Unmount() {
     if (job_.fs == "raw") return true;
-    return Cmd("unmount", {"umount", kMountDir});
+    return Cmd("unmount", {"umount", mount_dir_});
   }
 
   // Runs `command` with the protocol's variables; relays acks while it runs.
@@ -252,8 +252,8 @@ class Agent {
       if (job_.fs == "raw") {
         setenv("POWERCUT_DEV", device_.c_str(), 1);
       } else {
-        setenv("POWERCUT_DIR", kMountDir, 1);
-        if (chdir(kMountDir) != 0) _exit(126);
+        setenv("POWERCUT_DIR", mount_dir_.c_str(), 1);
+        if (chdir(mount_dir_.c_str()) != 0) _exit(126);
       }
       setenv("POWERCUT_ACK_FD", "3", 1);
       setenv("HOME", "/tmp", 1);
@@ -415,9 +415,31 @@ class Agent {
   }
 
   bool Check() {
+    if (job_.checks.empty()) return CheckOne("checker.log");
+    // Several images in one boot: each on its own disk and mount point, one after another; a
+    // failure is that image's, the others are still checked.
+    const GuestResult agent = result_;
+    std::vector<GuestResult> results;
+    for (size_t i = 0; i < job_.checks.size(); ++i) {
+      const powercut::vm::GuestCheck& c = job_.checks[i];
+      job_.disk_serial = c.disk_serial;
+      job_.fs = c.fs;
+      job_.command = c.command;
+      job_.mount_options = c.mount_options;
+      mount_dir_ = fmt::format("{}-{}", kMountDir, i);
+      result_ = GuestResult{};
+      result_.ok = CheckOne(fmt::format("checker-{}.log", i));
+      results.push_back(std::move(result_));
+    }
+    result_ = agent;
+    result_.checks = std::move(results);
+    return true;
+  }
+
+  bool CheckOne(const std::string& log_name) {
     if (!Setup() || !Mount()) return false;
     std::string out;
-    result_.checker_exit_code = RunCommand(job_.command, "checker.log", false, &out);
+    result_.checker_exit_code = RunCommand(job_.command, log_name, false, &out);
     result_.exit_code = result_.checker_exit_code;
     ParseChecker(out, &result_);
     sync();
@@ -426,6 +448,7 @@ class Agent {
 
   GuestJob job_;
   GuestResult result_;
+  std::string mount_dir_ = kMountDir;  // POWERCUT_DIR
   int port_fd_ = -1;
   std::string disk_;
   std::string device_;
