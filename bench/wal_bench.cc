@@ -9,15 +9,17 @@
 #include <string>
 #include <vector>
 
-#include "bench/scratch.h"
 #include "recovery/recovery.h"
+#include "tests/common/temp_dir.h"
 #include "wal/wal.h"
 
 namespace powercut {
 namespace {
 
-bench::ScratchDir& Scratch() {
-  static bench::ScratchDir* dir = new bench::ScratchDir;  // removed by RemoveScratch at exit
+// Under /var/tmp (or $POWERCUT_BENCH_TMPDIR); deleted (with its contents) at the end of main.
+testing::TempDir& Scratch() {
+  static auto* dir =
+      new testing::TempDir(testing::ParentFromEnv("POWERCUT_BENCH_TMPDIR", "/var/tmp"), "pcbench");
   return *dir;
 }
 
@@ -30,8 +32,8 @@ wal::WalOptions NoBarrier(uint64_t segment_bytes) {
 
 // Commit (Append + Sync) of one record per iteration, barrier none.
 void BM_WalCommitNoBarrier(benchmark::State& state) {
-  if (Scratch().path().empty()) {
-    state.SkipWithError("cannot create a scratch directory under /var/tmp");
+  if (!Scratch().ok()) {
+    state.SkipWithError(Scratch().error().c_str());
     return;
   }
   const std::string dir = fmt::format("{}/commit-{}", Scratch().path(), state.range(0));
@@ -62,8 +64,8 @@ BENCHMARK(BM_WalCommitNoBarrier)->Arg(128)->Arg(4096)->Arg(65536)->UseRealTime()
 // Recover() over a log of 4 KiB records already in the page cache (written once, then read back
 // on every iteration). Bytes = record bytes on disk (header + payload).
 void BM_RecoveryScan(benchmark::State& state) {
-  if (Scratch().path().empty()) {
-    state.SkipWithError("cannot create a scratch directory under /var/tmp");
+  if (!Scratch().ok()) {
+    state.SkipWithError(Scratch().error().c_str());
     return;
   }
   constexpr size_t kRecordBytes = 4096;

@@ -208,6 +208,21 @@ TEST(Checker, ParsesHaveAndCorruptAndPassesTheEnvironment) {
   EXPECT_TRUE(out->corrupt.contains("3"));
 }
 
+TEST(Checker, PlainWordsThatAreNoProgramRunThroughTheShell) {
+  // `exit 1` is plain words but a shell builtin: a failed check, not an error that stops the run.
+  auto builtin = RunChecker("exit 1", {}, 10);
+  ASSERT_TRUE(builtin.ok()) << builtin.status();
+  EXPECT_EQ(builtin->exit_code, 1);
+  EXPECT_FALSE(builtin->recovered());
+  auto missing = RunChecker("powercut-no-such-checker have", {}, 10);
+  ASSERT_TRUE(missing.ok()) << missing.status();
+  EXPECT_EQ(missing->exit_code, 127);
+  auto direct = RunChecker("echo have 7", {}, 10);
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  EXPECT_TRUE(direct->recovered());
+  EXPECT_TRUE(direct->have.contains("7"));
+}
+
 TEST(Checker, TimeoutKillsTheWholeProcessGroup) {
   auto start = std::chrono::steady_clock::now();
   auto out = RunChecker("sleep 30 & sleep 30; echo never", {}, 0.3);

@@ -1,30 +1,23 @@
-// A temporary folder for one test, removed with everything in it when the test ends.
+// Harness test helpers: a temporary folder for one test (removed with everything in it when the
+// test ends), and whole-file reads/writes and sparse images.
 #pragma once
-
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "tests/common/temp_dir.h"
+
 namespace powercut::harness::testing {
 
-class TempDir {
+// The shared TempDir (tests/common/temp_dir.h), under std::filesystem::temp_directory_path()
+// ($TMPDIR or /tmp) as these tests always were.
+class TempDir : public powercut::testing::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "powercut-test-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data()) ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir()
+      : powercut::testing::TempDir(std::filesystem::temp_directory_path().string(),
+                                   "powercut-test") {}
 };
 
 inline std::vector<uint8_t> ReadAll(const std::string& path) {

@@ -11,23 +11,16 @@
 #include <sstream>
 #include <string>
 
+#include "tests/common/temp_dir.h"
+
 namespace powercut::product::testing {
 
-class TempDir {
+// The shared TempDir (tests/common/temp_dir.h), always under /var/tmp (disk-backed) as these tests
+// always were: $POWERCUT_TEST_TMPDIR does not move the folders the product's VM tests hand the
+// guest.
+class TempDir : public powercut::testing::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = "/var/tmp/powercut-product-test-XXXXXX";
-    path_ = ::mkdtemp(tmpl.data()) ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : powercut::testing::TempDir("/var/tmp", "powercut-product-test") {}
 };
 
 struct CommandResult {

@@ -1,9 +1,7 @@
 // Test helpers that build WAL segments byte by byte with the format's own encoders
-// (wal/record_format.h), so that recovery tests control every byte of the input, and a temp dir
-// that removes itself.
+// (wal/record_format.h), so that recovery tests control every byte of the input. The temp dir these
+// tests use is powercut::testing::TempDir (tests/common/temp_dir.h).
 #pragma once
-
-#include <stdlib.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -12,35 +10,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/common/temp_dir.h"
 #include "wal/record_format.h"
 
 namespace powercut::testing {
-
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = getenv("TMPDIR");
-    std::string pattern =
-        std::string(base != nullptr ? base : "/tmp") + "/powercut-recovery-XXXXXX";
-    std::vector<char> buf(pattern.begin(), pattern.end());
-    buf.push_back('\0');
-    EXPECT_NE(mkdtemp(buf.data()), nullptr);
-    path_ = buf.data();
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // The bytes of one segment: a header, then whatever the test appends.
 class SegmentBuilder {

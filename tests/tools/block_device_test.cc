@@ -8,10 +8,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/tools/scratch_dir.h"
+#include "tests/common/temp_dir.h"
 
 namespace powercut::walbench {
 namespace {
+
+using powercut::testing::TempDir;
 
 namespace fs = std::filesystem;
 
@@ -71,7 +73,7 @@ void WriteText(const fs::path& path, const std::string& text) {
 
 // A fake sysfs in which the test directory's own st_dev is a partition "vdz1" of disk "vdz".
 TEST(DescribeDeviceUnderTest, FindsTheParentDiskOfAPartition) {
-  ScratchDir scratch;
+  TempDir scratch;
   const fs::path root = fs::path(scratch.path()) / "sys";
   const fs::path disk = root / "devices/pci0/virtio9/block/vdz";
   WriteText(disk / "vdz1/partition", "1\n");
@@ -100,7 +102,7 @@ TEST(DescribeDeviceUnderTest, FindsTheParentDiskOfAPartition) {
 }
 
 TEST(DescribeDeviceUnderTest, AWholeDiskIsItsOwnDisk) {
-  ScratchDir scratch;
+  TempDir scratch;
   const fs::path root = fs::path(scratch.path()) / "sys";
   const fs::path disk = root / "devices/virtual/block/loop9";
   WriteText(disk / "queue/write_cache", "write through\n");
@@ -117,7 +119,7 @@ TEST(DescribeDeviceUnderTest, AWholeDiskIsItsOwnDisk) {
 }
 
 TEST(DescribeDeviceUnderTest, NoDeviceIsReportedNotFailed) {
-  ScratchDir scratch;
+  TempDir scratch;
   // An empty sysfs: st_dev leads nowhere, as on tmpfs or btrfs.
   auto facts = DescribeDeviceUnder(scratch.path(), scratch.path() + "/empty-sys");
   ASSERT_TRUE(facts.ok()) << facts.status();
@@ -133,7 +135,7 @@ TEST(DescribeDeviceUnderTest, MissingPathIsAnErrorNamingIt) {
 }
 
 TEST(DescribeDeviceUnderTest, RealSysfsStatParsesWhenThereIsADevice) {
-  ScratchDir scratch;
+  TempDir scratch;
   auto facts = DescribeDeviceUnder(scratch.path());
   ASSERT_TRUE(facts.ok()) << facts.status();
   if (!facts->has_block_device) GTEST_SKIP() << facts->no_device_reason;

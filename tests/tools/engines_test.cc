@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/tools/scratch_dir.h"
+#include "tests/common/temp_dir.h"
 #include "tools/walbench/barrier_bench.h"
 #include "tools/walbench/bench_dir.h"
 #include "tools/walbench/cache_bench.h"
@@ -22,6 +22,8 @@
 namespace powercut::walbench {
 namespace {
 
+using powercut::testing::TempDir;
+
 namespace fs = std::filesystem;
 
 std::string ReadAll(const std::string& path) {
@@ -30,7 +32,7 @@ std::string ReadAll(const std::string& path) {
 }
 
 TEST(BenchDirTest, CreatesInsideParentAndRemovesOnlyItsOwnTree) {
-  ScratchDir scratch;
+  TempDir scratch;
   const std::string users_file = scratch.path() + "/precious.txt";
   std::ofstream(users_file) << "keep me";
   std::string created;
@@ -58,7 +60,7 @@ TEST(BenchDirTest, BadParentsGetClearMessages) {
   EXPECT_NE(missing.status().message().find("/nonexistent/walbench-parent"), std::string::npos);
   EXPECT_NE(missing.status().message().find("pass an existing directory"), std::string::npos);
 
-  ScratchDir scratch;
+  TempDir scratch;
   const std::string file = scratch.path() + "/file";
   std::ofstream(file) << "x";
   auto not_dir = BenchDir::Create(file);
@@ -72,7 +74,7 @@ TEST(BenchDirTest, BadParentsGetClearMessages) {
 }
 
 TEST(RawBarrierFileTest, EveryModeWritesTheBytesAndCountsItsBarriers) {
-  ScratchDir scratch;
+  TempDir scratch;
   for (wal::Barrier barrier : wal::AllBarriers()) {
     SCOPED_TRACE(std::string(wal::BarrierName(barrier)));
     const std::string path = scratch.path() + "/" + std::string(wal::BarrierName(barrier));
@@ -95,7 +97,7 @@ TEST(RawBarrierFileTest, EveryModeWritesTheBytesAndCountsItsBarriers) {
 }
 
 TEST(BarrierBenchTest, ATinyMatrixRunsAndCleansUp) {
-  ScratchDir scratch;
+  TempDir scratch;
   auto dir = BenchDir::Create(scratch.path());
   ASSERT_TRUE(dir.ok()) << dir.status();
   auto facts = DescribeDeviceUnder((*dir)->path());
@@ -123,7 +125,7 @@ TEST(BarrierBenchTest, ATinyMatrixRunsAndCleansUp) {
 }
 
 TEST(BareEngineTest, GroupCommitMakesEveryRecordDurableWithFewerBarriers) {
-  ScratchDir scratch;
+  TempDir scratch;
   constexpr int kThreads = 8;
   constexpr int kCommitsPerThread = 50;
   EngineConfig config{"bare", wal::Barrier::kFdatasync, true, false};
@@ -161,21 +163,21 @@ TEST(BareEngineTest, GroupCommitMakesEveryRecordDurableWithFewerBarriers) {
 }
 
 TEST(BareEngineTest, RefusesDirectModesWithAReason) {
-  ScratchDir scratch;
+  TempDir scratch;
   auto engine = OpenEngine({"bare", wal::Barrier::kDirectDsync, true, false}, scratch.path(), 1);
   ASSERT_FALSE(engine.ok());
   EXPECT_NE(engine.status().message().find("direct_dsync"), std::string::npos);
 }
 
 TEST(OpenEngineTest, UnknownEngineIsAnError) {
-  ScratchDir scratch;
+  TempDir scratch;
   auto engine = OpenEngine({"leveldb", wal::Barrier::kFdatasync, true, false}, scratch.path(), 1);
   ASSERT_FALSE(engine.ok());
   EXPECT_NE(engine.status().message().find("leveldb"), std::string::npos);
 }
 
 TEST(CacheWorkloadsTest, MeasureBothWorkloadsAndLeaveNothingBehind) {
-  ScratchDir scratch;
+  TempDir scratch;
   auto dir = BenchDir::Create(scratch.path());
   ASSERT_TRUE(dir.ok()) << dir.status();
   auto facts = DescribeDeviceUnder((*dir)->path());
@@ -193,7 +195,7 @@ TEST(CacheWorkloadsTest, MeasureBothWorkloadsAndLeaveNothingBehind) {
 }
 
 TEST(CountingEnvTest, CountsSyncsDsyncWritesAndDirSyncs) {
-  ScratchDir scratch;
+  TempDir scratch;
   CountingEnv env(wal::Env::Default());
   wal::OpenOptions plain;
   plain.create = true;

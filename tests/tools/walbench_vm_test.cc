@@ -8,16 +8,18 @@
 #include <string>
 
 #include "harness/vm/vm_run.h"
-#include "tests/tools/scratch_dir.h"
+#include "tests/common/temp_dir.h"
 #include "tools/walbench/vm_cache_bench.h"
 
 namespace powercut::walbench {
 namespace {
 
+using powercut::testing::TempDir;
+
 TEST(WalbenchCacheVmTest, WriteBackAndWriteThroughDrivesBothMeasuredAndSeenByTheGuest) {
   auto env = vm::PrepareVm(POWERCUT_VM_AGENT_PATH);
   if (!env.ok()) GTEST_SKIP() << "the guest cannot be prepared: " << env.status().message();
-  ScratchDir host_dir;
+  TempDir host_dir;
   ASSERT_FALSE(host_dir.path().empty());
 
   VmCacheOptions options;

@@ -29,6 +29,7 @@
 #include "harness/vm/ack_channel.h"
 #include "harness/vm/disk_image.h"
 #include "harness/vm/nbd_server.h"
+#include "tests/vm/vm_temp_dir.h"
 #include "wal/tsan_mutex.h"
 
 namespace powercut::vm {
@@ -38,22 +39,6 @@ namespace fs = std::filesystem;
 
 constexpr uint64_t kDeviceBytes = 1 << 20;
 constexpr uint32_t kBlock = 4096;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = "/tmp/powercut-vmtest-XXXXXX";
-    path_ = mkdtemp(tmpl.data()) != nullptr ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 int ConnectUnix(const std::string& path) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -257,7 +242,7 @@ std::vector<std::string> TraceKinds(const std::string& trace_path) {
 }
 
 struct Served {
-  explicit Served(const TempDir& dir) {
+  explicit Served(const VmTempDir& dir) {
     image = dir / "disk.img";
     EXPECT_TRUE(CreateSparseImage(image, kDeviceBytes).ok());
     auto rec = harness::Recorder::Create({.log_path = dir / "trace.log",
@@ -280,7 +265,7 @@ struct Served {
 };
 
 TEST(NbdConcurrencyTest, TraceIsTheCompletionOrderAndEachAckFollowsWhatCompletedBeforeIt) {
-  TempDir dir;
+  VmTempDir dir;
   Served s(dir);
   ASSERT_NE(s.server, nullptr);
   auto channel = AckChannel::Start({.socket_path = dir / "ack.sock",
@@ -383,7 +368,7 @@ TEST(NbdConcurrencyTest, TraceIsTheCompletionOrderAndEachAckFollowsWhatCompleted
 
 TEST(NbdConcurrencyTest, AnArmedCutFiresAtAWriteCompletionAndNothingRunsAfterIt) {
   for (uint64_t cut_at : {1, 5, 13}) {
-    TempDir dir;
+    VmTempDir dir;
     Served s(dir);
     ASSERT_NE(s.server, nullptr);
     NbdClient client;

@@ -22,6 +22,7 @@
 #include "harness/trace_replay.h"
 #include "harness/vm/process.h"
 #include "harness/vm/vm_run.h"
+#include "tests/vm/vm_temp_dir.h"
 
 namespace powercut::vm {
 namespace {
@@ -68,24 +69,6 @@ std::string ODirectChecker(int n) {
       "[ \"$b\" = \"blk $i\" ] && echo have $i; done; exit 0",
       n);
 }
-
-class TempDir {
- public:
-  TempDir() {
-    // Not under /tmp's tmpfs in the guest: only the host reads these.
-    std::string tmpl = "/tmp/powercut-vmtest-XXXXXX";
-    path_ = mkdtemp(tmpl.data()) != nullptr ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 std::string HashOf(const std::string& path) {
   auto h = harness::HashFile(path);
@@ -152,7 +135,7 @@ class VmTest : public ::testing::Test {
 
   static VmEnvironment* env_;
   static std::string* skip_reason_;
-  TempDir dir_;
+  VmTempDir dir_;
 };
 
 VmEnvironment* VmTest::env_ = nullptr;

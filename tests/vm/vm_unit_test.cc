@@ -23,6 +23,7 @@
 #include "harness/vm/nbd_server.h"
 #include "harness/vm/process.h"
 #include "harness/vm/vm_run.h"
+#include "tests/vm/vm_temp_dir.h"
 
 namespace powercut::vm {
 namespace {
@@ -34,22 +35,6 @@ using ::testing::HasSubstr;
 const harness::CacheModel kCacheOff{.mode = harness::CacheMode::kOff};
 const harness::CacheModel kCacheOn{.mode = harness::CacheMode::kOn};
 const harness::CacheModel kCacheLying{.mode = harness::CacheMode::kLying};
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = "/tmp/powercut-vmtest-XXXXXX";
-    path_ = mkdtemp(tmpl.data()) != nullptr ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -65,7 +50,7 @@ bool HaveQemuIo() {
 
 // Starts a recorder and an NBD server on a 1 MiB image.
 struct ServedImage {
-  explicit ServedImage(const TempDir& dir, size_t lying_window = 64) {
+  explicit ServedImage(const VmTempDir& dir, size_t lying_window = 64) {
     image = dir / "disk.img";
     trace = dir / "trace.log";
     socket = dir / "nbd.sock";
@@ -103,7 +88,7 @@ struct ServedImage {
 
 TEST(NbdServerTest, RecordsWritesFlushesAndFuaInCompletionOrder) {
   if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
-  TempDir dir;
+  VmTempDir dir;
   ServedImage s(dir);
   s.Io({"write -P 0xab 0 4096", "flush", "write -f -P 0xcd 8192 4096", "read -P 0xab 0 4096"});
   ASSERT_TRUE(s.recorder->RecordAck("1").ok());
@@ -136,7 +121,7 @@ TEST(NbdServerTest, RecordsWritesFlushesAndFuaInCompletionOrder) {
 TEST(NbdServerTest, PowerCutCacheOnKeepsFlushedAndFuaWritesAndDrawsTheRest) {
   if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
   for (uint64_t seed = 1; seed <= 8; ++seed) {
-    TempDir dir;
+    VmTempDir dir;
     ServedImage s(dir);
     s.Io({"write -P 0x11 0 4096"});  // flushed when qemu-io closes
     s.Io({"write -P 0x22 0 4096", "write -f -P 0x33 65536 4096", "write -P 0x44 131072 8192"},
@@ -160,7 +145,7 @@ TEST(NbdServerTest, PowerCutSeedsCoverKeptAndDropped) {
   if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
   bool saw_kept = false, saw_dropped = false;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
-    TempDir dir;
+    VmTempDir dir;
     ServedImage s(dir);
     s.Io({"write -P 0x11 0 4096"});
     s.Io({"write -P 0x22 0 4096"}, true);
@@ -175,7 +160,7 @@ TEST(NbdServerTest, PowerCutSeedsCoverKeptAndDropped) {
 
 TEST(NbdServerTest, PowerCutCacheOffKeepsEveryCompletedWrite) {
   if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
-  TempDir dir;
+  VmTempDir dir;
   ServedImage s(dir);
   s.Io({"write -P 0x22 0 4096", "write -P 0x44 131072 8192"}, true);
   auto report = s.server->ApplyPowerCut(kCacheOff, 7);
@@ -190,7 +175,7 @@ TEST(NbdServerTest, PowerCutLyingMayDropFlushedWritesInsideTheWindow) {
   if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
   bool saw_flushed_write_lost = false;
   for (uint64_t seed = 1; seed <= 12 && !saw_flushed_write_lost; ++seed) {
-    TempDir dir;
+    VmTempDir dir;
     ServedImage s(dir, /*lying_window=*/4);
     s.Io({"write -P 0x11 0 4096", "flush"});
     ASSERT_TRUE(s.server->ApplyPowerCut(kCacheLying, seed).ok());
@@ -202,7 +187,7 @@ TEST(NbdServerTest, PowerCutLyingMayDropFlushedWritesInsideTheWindow) {
 TEST(NbdServerTest, PowerCutLyingByteWindowCoversOnlyTheLastBytes) {
   if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
   for (uint64_t seed = 1; seed <= 4; ++seed) {
-    TempDir dir;
+    VmTempDir dir;
     ServedImage s(dir);
     s.Io({"write -P 0x11 0 4096", "write -P 0x22 65536 4096", "flush"});
     auto report = s.server->ApplyPowerCut(
@@ -214,7 +199,7 @@ TEST(NbdServerTest, PowerCutLyingByteWindowCoversOnlyTheLastBytes) {
 }
 
 TEST(NbdServerTest, RejectsABadImage) {
-  TempDir dir;
+  VmTempDir dir;
   ASSERT_TRUE(CreateSparseImage(dir / "odd.img", 1000).ok());
   auto s = NbdServer::Start({.socket_path = dir / "s", .image_path = dir / "odd.img"});
   ASSERT_FALSE(s.ok());
@@ -236,7 +221,7 @@ int Connect(const std::string& path) {
 }
 
 TEST(AckChannelTest, RecordsValidAcksAsMarksAndLogsEverything) {
-  TempDir dir;
+  VmTempDir dir;
   auto rec = harness::Recorder::Create(
       {.log_path = dir / "t.log", .sector_size = 512, .device_bytes = 1 << 20, .base_image = ""});
   ASSERT_TRUE(rec.ok());
@@ -277,7 +262,7 @@ TEST(AckChannelTest, RecordsValidAcksAsMarksAndLogsEverything) {
 }
 
 TEST(CpioWriterTest, TheCpioToolReadsTheArchiveBack) {
-  TempDir dir;
+  VmTempDir dir;
   CpioWriter w;
   w.AddDirectory("bin");
   w.AddFile("bin/hello", "hello world\n", 0755);
@@ -303,7 +288,7 @@ TEST(ProcessTest, ErrorNamesTheStepAndQuotesOutput) {
 }
 
 TEST(ProcessTest, KillTakesTheWholeProcessGroup) {
-  TempDir dir;
+  VmTempDir dir;
   std::string pidfile = dir / "grandchild.pid";
   // The child starts a grandchild in its group and waits.
   auto child =
@@ -380,14 +365,14 @@ TEST(DiskImageTest, RefusesBlockDevicesAndUnknownFileSystems) {
   auto s = MakeFileSystem("ext4", "/dev/null");
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.message()), HasSubstr("never writes to block devices"));
-  TempDir dir;
+  VmTempDir dir;
   ASSERT_TRUE(CreateSparseImage(dir / "x.img", 64 << 20).ok());
   auto bad = MakeFileSystem("zfs", dir / "x.img");
   EXPECT_THAT(std::string(bad.message()), HasSubstr("expected ext4, xfs, btrfs or raw"));
 }
 
 TEST(DiskImageTest, LogWritesUsedBytesFollowsTheEntries) {
-  TempDir dir;
+  VmTempDir dir;
   auto rec = harness::Recorder::Create(
       {.log_path = dir / "t.log", .sector_size = 512, .device_bytes = 1 << 20, .base_image = ""});
   ASSERT_TRUE(rec.ok());
@@ -416,7 +401,7 @@ TEST(SampleTracesTest, BothRecordersReplayToTheGuestsFinalImage) {
   auto pos = final_json.find("\"final_image_sha256\": \"");
   ASSERT_NE(pos, std::string::npos);
   std::string expected = final_json.substr(pos + 23, 64);
-  TempDir dir;
+  VmTempDir dir;
   ASSERT_TRUE(CreateSparseImage(dir / "zero.img", 16 << 20).ok());
   for (const char* name : {"raw-dio-fdatasync.log-writes.log", "raw-dio-fdatasync.nbd.log"}) {
     auto file =

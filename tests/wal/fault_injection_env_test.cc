@@ -18,7 +18,7 @@ using testing::TempDir;
 class FaultInjectionEnvTest : public ::testing::Test {
  protected:
   std::string Read(const std::string& name) {
-    const std::string path = dir_.Sub(name);
+    const std::string path = dir_.File(name);
     auto size = Env::Default()->FileSize(path);
     if (!size.ok()) return "<missing>";
     auto file = Env::Default()->Open(path, OpenOptions{.read_only = true});
@@ -31,7 +31,7 @@ class FaultInjectionEnvTest : public ::testing::Test {
   std::unique_ptr<File> DurableFile(const std::string& name, const std::string& content,
                                     OpenOptions open = {}) {
     open.create = true;
-    auto file = env_.Open(dir_.Sub(name), open);
+    auto file = env_.Open(dir_.File(name), open);
     EXPECT_TRUE(file.ok()) << file.status();
     EXPECT_TRUE((*file)->Write(0, Bytes(content)).ok());
     EXPECT_TRUE((*file)->Sync(SyncKind::kFdatasync).ok());
@@ -99,16 +99,16 @@ TEST_F(FaultInjectionEnvTest, KeepPrefixKeepsWritesInOrder) {
   for (uint64_t seed = 0; seed < 40; ++seed) {
     TempDir dir;
     FaultInjectionEnv env(Env::Default());
-    auto f = env.Open(dir.Sub("f"), OpenOptions{.create = true});
+    auto f = env.Open(dir.File("f"), OpenOptions{.create = true});
     ASSERT_TRUE(f.ok());
     ASSERT_TRUE((*f)->Sync(SyncKind::kFsync).ok());
     ASSERT_TRUE(env.SyncDir(dir.path()).ok());
     for (int i = 0; i < 4; ++i) ASSERT_TRUE((*f)->Write(i, Bytes(std::string(1, 'a' + i))).ok());
     ASSERT_TRUE(env.SimulatePowerCut(PowerCutMode::kKeepPrefix, seed).ok());
-    auto size = Env::Default()->FileSize(dir.Sub("f"));
+    auto size = Env::Default()->FileSize(dir.File("f"));
     ASSERT_TRUE(size.ok());
     std::string got(*size, '\0');
-    auto r = Env::Default()->Open(dir.Sub("f"), OpenOptions{.read_only = true});
+    auto r = Env::Default()->Open(dir.File("f"), OpenOptions{.read_only = true});
     ASSERT_TRUE((*r)->Read(0, got.size(), reinterpret_cast<uint8_t*>(got.data())).ok());
     EXPECT_EQ(got, std::string("abcd").substr(0, got.size())) << "seed " << seed;
     saw_none |= got.empty();
@@ -123,7 +123,7 @@ TEST_F(FaultInjectionEnvTest, TornWriteIsCutAtA512ByteBoundary) {
   for (uint64_t seed = 0; seed < 40; ++seed) {
     TempDir dir;
     FaultInjectionEnv env(Env::Default());
-    auto f = env.Open(dir.Sub("f"), OpenOptions{.create = true});
+    auto f = env.Open(dir.File("f"), OpenOptions{.create = true});
     ASSERT_TRUE(f.ok());
     ASSERT_TRUE((*f)->Write(0, Bytes(std::string(4096, '.'))).ok());
     ASSERT_TRUE((*f)->Sync(SyncKind::kFdatasync).ok());
@@ -131,7 +131,7 @@ TEST_F(FaultInjectionEnvTest, TornWriteIsCutAtA512ByteBoundary) {
     ASSERT_TRUE((*f)->Write(100, Bytes(std::string(2000, 'X'))).ok());  // spans 512..2048 cuts
     ASSERT_TRUE(env.SimulatePowerCut(PowerCutMode::kTornPrefix, seed).ok());
     std::string got(4096, '\0');
-    auto r = Env::Default()->Open(dir.Sub("f"), OpenOptions{.read_only = true});
+    auto r = Env::Default()->Open(dir.File("f"), OpenOptions{.read_only = true});
     ASSERT_EQ(*(*r)->Read(0, got.size(), reinterpret_cast<uint8_t*>(got.data())), 4096u);
     const size_t xs = std::count(got.begin(), got.end(), 'X');
     // Kept X bytes end at a 512-byte file offset (or none / all of the write survive).
@@ -147,13 +147,13 @@ TEST_F(FaultInjectionEnvTest, TornWriteIsCutAtA512ByteBoundary) {
 
 TEST_F(FaultInjectionEnvTest, UnsyncedCreateAndRenameAreUndone) {
   auto synced = DurableFile("kept", "k");
-  auto created = env_.Open(dir_.Sub("new"), OpenOptions{.create = true});
+  auto created = env_.Open(dir_.File("new"), OpenOptions{.create = true});
   ASSERT_TRUE(created.ok());
   ASSERT_TRUE((*created)->Write(0, Bytes("n")).ok());
   ASSERT_TRUE((*created)->Sync(SyncKind::kFsync).ok());  // data durable, entry not
   ASSERT_TRUE((*created)->Close().ok());
   ASSERT_TRUE(synced->Close().ok());
-  ASSERT_TRUE(env_.Rename(dir_.Sub("kept"), dir_.Sub("renamed")).ok());
+  ASSERT_TRUE(env_.Rename(dir_.File("kept"), dir_.File("renamed")).ok());
   ASSERT_TRUE(env_.SimulatePowerCut(PowerCutMode::kDropUnsynced, 5).ok());
   EXPECT_EQ(Read("new"), "<missing>");
   EXPECT_EQ(Read("renamed"), "<missing>");
@@ -161,11 +161,11 @@ TEST_F(FaultInjectionEnvTest, UnsyncedCreateAndRenameAreUndone) {
 }
 
 TEST_F(FaultInjectionEnvTest, SyncDirMakesCreateAndRenameDurable) {
-  auto created = env_.Open(dir_.Sub("tmp"), OpenOptions{.create = true});
+  auto created = env_.Open(dir_.File("tmp"), OpenOptions{.create = true});
   ASSERT_TRUE((*created)->Write(0, Bytes("v")).ok());
   ASSERT_TRUE((*created)->Sync(SyncKind::kFsync).ok());
   ASSERT_TRUE((*created)->Close().ok());
-  ASSERT_TRUE(env_.Rename(dir_.Sub("tmp"), dir_.Sub("final")).ok());
+  ASSERT_TRUE(env_.Rename(dir_.File("tmp"), dir_.File("final")).ok());
   ASSERT_TRUE(env_.SyncDir(dir_.path()).ok());
   ASSERT_TRUE(env_.SimulatePowerCut(PowerCutMode::kDropUnsynced, 5).ok());
   EXPECT_EQ(Read("final"), "v");
@@ -179,7 +179,7 @@ TEST_F(FaultInjectionEnvTest, FailNthWriteWithEioThenRecover) {
   absl::Status s = f->Write(1, Bytes("2"));
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.message()), HasSubstr("Input/output error"));
-  EXPECT_THAT(std::string(s.message()), HasSubstr(dir_.Sub("f")));
+  EXPECT_THAT(std::string(s.message()), HasSubstr(dir_.File("f")));
   EXPECT_TRUE(f->Write(1, Bytes("3")).ok());  // only the 2nd one fails
   EXPECT_EQ(Read("f"), "13");
 }
@@ -205,7 +205,7 @@ TEST_F(FaultInjectionEnvTest, CrashPointFailsEveryLaterCall) {
   EXPECT_FALSE(f->Write(1, Bytes("b")).ok());
   EXPECT_TRUE(env_.crashed());
   EXPECT_FALSE(f->Sync(SyncKind::kFdatasync).ok());
-  EXPECT_FALSE(env_.Open(dir_.Sub("g"), OpenOptions{.create = true}).ok());
+  EXPECT_FALSE(env_.Open(dir_.File("g"), OpenOptions{.create = true}).ok());
   ASSERT_TRUE(env_.SimulatePowerCut(PowerCutMode::kDropUnsynced, 1).ok());
   EXPECT_FALSE(env_.crashed());
   EXPECT_EQ(Read("f"), "a");

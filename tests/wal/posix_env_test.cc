@@ -33,7 +33,7 @@ std::string ReadAll(Env* env, const std::string& path) {
 TEST(PosixEnvTest, WriteReadAndEverySyncKind) {
   TempDir dir;
   Env* env = Env::Default();
-  const std::string path = dir.Sub("f");
+  const std::string path = dir.File("f");
   auto file = env->Open(path, OpenOptions{.create = true, .exclusive = true});
   ASSERT_TRUE(file.ok()) << file.status();
   ASSERT_TRUE((*file)->Write(0, Bytes("hello ")).ok());
@@ -51,7 +51,7 @@ TEST(PosixEnvTest, WriteReadAndEverySyncKind) {
 TEST(PosixEnvTest, ReadPastEndIsShort) {
   TempDir dir;
   Env* env = Env::Default();
-  auto file = env->Open(dir.Sub("f"), OpenOptions{.create = true});
+  auto file = env->Open(dir.File("f"), OpenOptions{.create = true});
   ASSERT_TRUE(file.ok());
   ASSERT_TRUE((*file)->Write(0, Bytes("abc")).ok());
   uint8_t buf[16];
@@ -64,28 +64,28 @@ TEST(PosixEnvTest, ReadPastEndIsShort) {
 TEST(PosixEnvTest, ErrorsNameSyscallAndPath) {
   TempDir dir;
   Env* env = Env::Default();
-  const std::string missing = dir.Sub("no-such-file");
+  const std::string missing = dir.File("no-such-file");
   auto file = env->Open(missing, OpenOptions{});
   ASSERT_FALSE(file.ok());
   EXPECT_TRUE(absl::IsNotFound(file.status())) << file.status();
   EXPECT_THAT(std::string(file.status().message()), HasSubstr("open(" + missing + ")"));
   EXPECT_THAT(std::string(file.status().message()), HasSubstr("No such file"));
 
-  auto exclusive = env->Open(dir.Sub("x"), OpenOptions{.create = true, .exclusive = true});
+  auto exclusive = env->Open(dir.File("x"), OpenOptions{.create = true, .exclusive = true});
   ASSERT_TRUE(exclusive.ok());
-  auto again = env->Open(dir.Sub("x"), OpenOptions{.create = true, .exclusive = true});
+  auto again = env->Open(dir.File("x"), OpenOptions{.create = true, .exclusive = true});
   EXPECT_TRUE(absl::IsAlreadyExists(again.status())) << again.status();
 
-  absl::Status rename = env->Rename(missing, dir.Sub("y"));
+  absl::Status rename = env->Rename(missing, dir.File("y"));
   EXPECT_THAT(std::string(rename.message()), HasSubstr("rename(" + missing));
-  absl::Status syncdir = env->SyncDir(dir.Sub("nodir"));
-  EXPECT_THAT(std::string(syncdir.message()), HasSubstr(dir.Sub("nodir")));
+  absl::Status syncdir = env->SyncDir(dir.File("nodir"));
+  EXPECT_THAT(std::string(syncdir.message()), HasSubstr(dir.File("nodir")));
 }
 
 TEST(PosixEnvTest, WriteOnReadOnlyFileFailsWithPath) {
   TempDir dir;
   Env* env = Env::Default();
-  const std::string path = dir.Sub("ro");
+  const std::string path = dir.File("ro");
   ASSERT_TRUE(env->Open(path, OpenOptions{.create = true}).ok());
   auto file = env->Open(path, OpenOptions{.read_only = true});
   ASSERT_TRUE(file.ok());
@@ -97,19 +97,19 @@ TEST(PosixEnvTest, WriteOnReadOnlyFileFailsWithPath) {
 TEST(PosixEnvTest, DirectoryOperations) {
   TempDir dir;
   Env* env = Env::Default();
-  ASSERT_TRUE(env->CreateDir(dir.Sub("d")).ok());
-  EXPECT_TRUE(*env->IsDirectory(dir.Sub("d")));
-  EXPECT_FALSE(env->CreateDir(dir.Sub("d")).ok());
-  ASSERT_TRUE(env->Open(dir.Sub("d/b"), OpenOptions{.create = true}).ok());
-  ASSERT_TRUE(env->Open(dir.Sub("d/a"), OpenOptions{.create = true}).ok());
-  ASSERT_TRUE(env->Rename(dir.Sub("d/b"), dir.Sub("d/c")).ok());
-  EXPECT_TRUE(env->SyncDir(dir.Sub("d")).ok());
-  EXPECT_THAT(*env->ListDir(dir.Sub("d")), ElementsAre("a", "c"));
-  EXPECT_TRUE(*env->Exists(dir.Sub("d/c")));
-  EXPECT_FALSE(*env->Exists(dir.Sub("d/b")));
-  EXPECT_FALSE(*env->IsDirectory(dir.Sub("d/c")));
-  ASSERT_TRUE(env->Remove(dir.Sub("d/c")).ok());
-  EXPECT_FALSE(*env->Exists(dir.Sub("d/c")));
+  ASSERT_TRUE(env->CreateDir(dir.File("d")).ok());
+  EXPECT_TRUE(*env->IsDirectory(dir.File("d")));
+  EXPECT_FALSE(env->CreateDir(dir.File("d")).ok());
+  ASSERT_TRUE(env->Open(dir.File("d/b"), OpenOptions{.create = true}).ok());
+  ASSERT_TRUE(env->Open(dir.File("d/a"), OpenOptions{.create = true}).ok());
+  ASSERT_TRUE(env->Rename(dir.File("d/b"), dir.File("d/c")).ok());
+  EXPECT_TRUE(env->SyncDir(dir.File("d")).ok());
+  EXPECT_THAT(*env->ListDir(dir.File("d")), ElementsAre("a", "c"));
+  EXPECT_TRUE(*env->Exists(dir.File("d/c")));
+  EXPECT_FALSE(*env->Exists(dir.File("d/b")));
+  EXPECT_FALSE(*env->IsDirectory(dir.File("d/c")));
+  ASSERT_TRUE(env->Remove(dir.File("d/c")).ok());
+  EXPECT_FALSE(*env->Exists(dir.File("d/c")));
   auto bs = env->BlockSize(dir.path());
   ASSERT_TRUE(bs.ok());
   EXPECT_TRUE(*bs == 512 || *bs == 4096) << *bs;
@@ -118,7 +118,7 @@ TEST(PosixEnvTest, DirectoryOperations) {
 TEST(PosixEnvTest, DirectDsyncAlignedWrite) {
   TempDir dir;
   Env* env = Env::Default();
-  const std::string path = dir.Sub("direct");
+  const std::string path = dir.File("direct");
   auto file = env->Open(path, OpenOptions{.create = true, .direct = true, .dsync = true});
   ASSERT_TRUE(file.ok()) << file.status();
   void* mem = std::aligned_alloc(4096, 8192);
@@ -138,7 +138,7 @@ TEST(PosixEnvTest, DirectDsyncAlignedWrite) {
 TEST(PosixEnvTest, IoUringLinkedWriteAndFdatasync) {
   TempDir dir;
   Env* env = Env::Default();
-  const std::string path = dir.Sub("uring");
+  const std::string path = dir.File("uring");
   auto file = env->Open(path, OpenOptions{.create = true, .io_uring = true});
   ASSERT_TRUE(file.ok()) << file.status();
   for (int i = 0; i < 10; ++i) {

@@ -60,7 +60,7 @@ TEST_P(ConcurrentCommitTest, EveryAckedLsnIsDenseUniqueAndReadBack) {
   WalOptions options;
   options.barrier = GetParam();
   options.segment_bytes = 128 * 1024;  // rolls under contention too
-  auto wal = Wal::Open(dir.Sub("wal"), options);
+  auto wal = Wal::Open(dir.File("wal"), options);
   ASSERT_TRUE(wal.ok()) << wal.status();
   constexpr int kPerThread = 40;
   std::vector<Acked> acked = RunCommitters(**wal, kPerThread);
@@ -77,7 +77,7 @@ TEST_P(ConcurrentCommitTest, EveryAckedLsnIsDenseUniqueAndReadBack) {
     EXPECT_LT(last_of_writer[a.writer], lsn);
     last_of_writer[a.writer] = lsn;
   }
-  auto log = ScanLog(Env::Default(), dir.Sub("wal"));
+  auto log = ScanLog(Env::Default(), dir.File("wal"));
   ASSERT_TRUE(log.ok()) << log.status();
   ASSERT_EQ(log->records.size(), acked.size());
   for (const auto& r : log->records) {
@@ -96,7 +96,7 @@ TEST(GroupCommitTest, ThirtyTwoCommittersShareBarriers) {
   FaultInjectionEnv env(Env::Default());
   WalOptions options;
   options.env = &env;
-  auto wal = Wal::Open(dir.Sub("wal"), options);
+  auto wal = Wal::Open(dir.File("wal"), options);
   ASSERT_TRUE(wal.ok()) << wal.status();
   const CallCounts before = env.counts();
   constexpr int kPerThread = 30;
@@ -116,7 +116,7 @@ TEST(GroupCommitTest, ThirtyTwoCommittersShareBarriers) {
 TEST(GroupCommitTest, AsyncCommitsFromManyThreadsAllComplete) {
   TempDir dir;
   WalOptions options;
-  auto wal = Wal::Open(dir.Sub("wal"), options);
+  auto wal = Wal::Open(dir.File("wal"), options);
   ASSERT_TRUE(wal.ok()) << wal.status();
   constexpr int kPerThread = 50;
   absl::Mutex mu;
@@ -151,7 +151,7 @@ TEST(GroupCommitTest, FailedBarrierFailsEveryConcurrentCommitter) {
   FaultInjectionEnv env(Env::Default());
   WalOptions options;
   options.env = &env;
-  auto wal = Wal::Open(dir.Sub("wal"), options);
+  auto wal = Wal::Open(dir.File("wal"), options);
   ASSERT_TRUE(wal.ok()) << wal.status();
   env.FailOp(FaultOp::kSync, 5, EIO);  // an early barrier: every thread still has commits to do
   std::atomic<Lsn> max_acked{0};

@@ -66,7 +66,7 @@ TEST_P(CrashEveryCallTest, EveryAcknowledgedCommitIsRecovered) {
   for (uint64_t k = 1;; ++k) {
     ASSERT_LT(k, 2000u) << "the workload never completed";
     TempDir dir;
-    const std::string wal_dir = dir.Sub("wal");
+    const std::string wal_dir = dir.File("wal");
     FaultInjectionEnv env(Env::Default());
     env.SetCrashAfter(k);
     const std::map<Lsn, std::string> acked = RunWorkload(wal_dir, &env, GetParam());
@@ -141,13 +141,13 @@ TEST_P(NotABarrierTest, AcknowledgedCommitsAreLostOnPowerCut) {
   WalOptions options;
   options.env = &env;
   options.barrier = GetParam();
-  auto wal = Wal::Open(dir.Sub("wal"), options);
+  auto wal = Wal::Open(dir.File("wal"), options);
   ASSERT_TRUE(wal.ok()) << wal.status();
   for (int i = 0; i < 10; ++i) ASSERT_TRUE((*wal)->Commit(Bytes(Payload(0, i))).ok());
   EXPECT_EQ((*wal)->DurableLsn(), 10u);  // acknowledged...
   wal->reset();
   ASSERT_TRUE(env.SimulatePowerCut(PowerCutMode::kDropUnsynced, 1).ok());
-  auto result = recovery::Recover(dir.Sub("wal"), recovery::RecoverOptions{});
+  auto result = recovery::Recover(dir.File("wal"), recovery::RecoverOptions{});
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_TRUE(result->records.empty());  // ...and gone
 }

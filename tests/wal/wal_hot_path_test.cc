@@ -50,7 +50,7 @@ TEST_P(HotPathTest, UncontendedCommitAllocatesNothingOnceWarm) {
   WalOptions options;
   options.barrier = GetParam();
   options.segment_bytes = 8 << 20;
-  auto wal = Wal::Open(dir.Sub("wal"), options);
+  auto wal = Wal::Open(dir.File("wal"), options);
   ASSERT_TRUE(wal.ok()) << wal.status();
   const std::string record(4064, 'r');
   for (int i = 0; i < 50; ++i) ASSERT_TRUE((*wal)->Commit(Bytes(record)).ok());

@@ -87,7 +87,7 @@ TEST(SegmentSwitchTest, SwitchWritesNoZerosOnTheCommitPath) {
   WalOptions options;
   options.env = &env;
   options.segment_bytes = 256 * 1024;  // a zero-fill on the commit path would be 252 KiB
-  auto wal = Wal::Open(dir.Sub("wal"), options);
+  auto wal = Wal::Open(dir.File("wal"), options);
   ASSERT_TRUE(wal.ok()) << wal.status();
   const std::string record(4000, 'r');
   int switches = 0;
@@ -105,9 +105,9 @@ TEST(SegmentSwitchTest, SwitchWritesNoZerosOnTheCommitPath) {
   EXPECT_GE(switches, 3);
   EXPECT_EQ(Impl(*wal).spare_waits(), 0u);
   ASSERT_TRUE((*wal)->Close().ok());
-  EXPECT_GE(SegmentCount(dir.Sub("wal")), 4u);
+  EXPECT_GE(SegmentCount(dir.File("wal")), 4u);
   // Close removed the spare: only segments remain.
-  const absl::StatusOr<std::vector<std::string>> names = Env::Default()->ListDir(dir.Sub("wal"));
+  const absl::StatusOr<std::vector<std::string>> names = Env::Default()->ListDir(dir.File("wal"));
   ASSERT_TRUE(names.ok()) << names.status();
   for (const std::string& name : *names) {
     EXPECT_TRUE(ParseSegmentFileName(name).has_value()) << name;
@@ -119,7 +119,7 @@ TEST(SegmentSwitchTest, SwitchesWithoutWaitingStillCommitEverything) {
   TempDir dir;
   WalOptions options;
   options.segment_bytes = 64 * 1024;
-  auto wal = Wal::Open(dir.Sub("wal"), options);
+  auto wal = Wal::Open(dir.File("wal"), options);
   ASSERT_TRUE(wal.ok()) << wal.status();
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
@@ -133,7 +133,7 @@ TEST(SegmentSwitchTest, SwitchesWithoutWaitingStillCommitEverything) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
   ASSERT_TRUE((*wal)->Close().ok());
-  auto result = recovery::Recover(dir.Sub("wal"));
+  auto result = recovery::Recover(dir.File("wal"));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->tail, recovery::TailState::kClean);
   EXPECT_EQ(result->records.size(), 400u);
@@ -145,7 +145,7 @@ TEST(SegmentSwitchTest, PreparerErrorFencesOnlyAtTheSwitchThatNeedsTheSpare) {
   WalOptions options;
   options.env = &env;
   options.segment_bytes = 16 * 1024;  // 11 records of 1000 bytes a segment
-  auto wal = Wal::Open(dir.Sub("wal"), options);
+  auto wal = Wal::Open(dir.File("wal"), options);
   ASSERT_TRUE(wal.ok()) << wal.status();
   ASSERT_TRUE(Impl(*wal).WaitForSpareSegment().ok());
   // At the first switch the leader opens the spare (1) and the new segment for records (2), and
@@ -178,7 +178,7 @@ TEST(SegmentSwitchTest, PreparerErrorFencesOnlyAtTheSwitchThatNeedsTheSpare) {
   EXPECT_TRUE(absl::IsDataLoss((*wal)->Commit(Bytes("later")).status()));
   EXPECT_TRUE(absl::IsDataLoss((*wal)->Close()));
   // Everything acknowledged is there.
-  auto result = recovery::Recover(dir.Sub("wal"));
+  auto result = recovery::Recover(dir.File("wal"));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->last_lsn(), acked);
 }
@@ -187,7 +187,7 @@ TEST(SegmentSwitchTest, RecyclesWithOneReleasedSegment) {
   TempDir dir;
   WalOptions options;
   options.segment_bytes = 16 * 1024;
-  auto wal = Wal::Open(dir.Sub("wal"), options);
+  auto wal = Wal::Open(dir.File("wal"), options);
   ASSERT_TRUE(wal.ok()) << wal.status();
   for (int i = 0; i < 200; ++i) {
     auto lsn = (*wal)->Commit(Bytes(Payload(0, i, 1000)));
@@ -196,7 +196,7 @@ TEST(SegmentSwitchTest, RecyclesWithOneReleasedSegment) {
     // Once the preparer has turned the oldest released segment into the spare, the directory
     // holds the active segment and at most one released one (recycled at the next switch).
     ASSERT_TRUE(Impl(*wal).WaitForSpareSegment().ok());
-    ASSERT_LE(SegmentCount(dir.Sub("wal")), 2u) << "commit " << i;
+    ASSERT_LE(SegmentCount(dir.File("wal")), 2u) << "commit " << i;
   }
   ASSERT_TRUE((*wal)->Close().ok());
 }
@@ -209,7 +209,7 @@ TEST(SegmentSwitchTest, CleanCloseWithRecycledSegmentsReopensWithoutRepair) {
     WalOptions options;
     options.segment_bytes = 16 * 1024;
     {
-      auto wal = Wal::Open(dir.Sub("wal"), options);
+      auto wal = Wal::Open(dir.File("wal"), options);
       ASSERT_TRUE(wal.ok()) << wal.status();
       for (int i = 0; i < count; ++i) {
         auto lsn = (*wal)->Commit(Bytes(Payload(0, i, 1000)));
@@ -220,20 +220,20 @@ TEST(SegmentSwitchTest, CleanCloseWithRecycledSegmentsReopensWithoutRepair) {
       ASSERT_TRUE(Impl(*wal).WaitForSpareSegment().ok());
       ASSERT_TRUE((*wal)->Close().ok());
     }
-    ASSERT_LE(SegmentCount(dir.Sub("wal")), 2u);  // segments were recycled
+    ASSERT_LE(SegmentCount(dir.File("wal")), 2u);  // segments were recycled
     recovery::RecoverOptions ro;
     ro.mode = recovery::Mode::kAbsolute;  // any damage fails
-    auto result = recovery::Recover(dir.Sub("wal"), ro);
+    auto result = recovery::Recover(dir.File("wal"), ro);
     ASSERT_TRUE(result.ok()) << "count " << count << ": " << result.status();
     EXPECT_EQ(result->tail, recovery::TailState::kClean);
     EXPECT_EQ(result->last_lsn(), Lsn(count));
     EXPECT_EQ(result->next_lsn, Lsn(count + 1));
 
-    auto reopened = Wal::Open(dir.Sub("wal"), options);
+    auto reopened = Wal::Open(dir.File("wal"), options);
     ASSERT_TRUE(reopened.ok()) << "count " << count << ": " << reopened.status();
     EXPECT_EQ(*(*reopened)->Commit(Bytes("after reopen")), Lsn(count + 1));
     ASSERT_TRUE((*reopened)->Close().ok());
-    auto again = recovery::Recover(dir.Sub("wal"), ro);
+    auto again = recovery::Recover(dir.File("wal"), ro);
     ASSERT_TRUE(again.ok()) << again.status();
     EXPECT_EQ(again->last_lsn(), Lsn(count + 1));
     ASSERT_FALSE(again->records.empty());

@@ -1,27 +1,11 @@
 #include "tests/wal/wal_test_util.h"
 
 #include <fmt/format.h>
-#include <stdlib.h>
-
-#include <cstdlib>
-#include <filesystem>
 
 #include "absl/status/status.h"
 #include "wal/status_macros.h"
 
 namespace powercut::wal::testing {
-
-TempDir::TempDir() {
-  const char* base = std::getenv("POWERCUT_TEST_TMPDIR");
-  std::string tmpl = fmt::format("{}/powercut-wal-test-XXXXXX", base ? base : "/var/tmp");
-  if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
 
 absl::StatusOr<ScannedLog> ScanLog(Env* env, const std::string& dir) {
   ASSIGN_OR_RETURN(std::vector<std::string> names, env->ListDir(dir));

@@ -9,25 +9,15 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "tests/common/temp_dir.h"
 #include "wal/env.h"
 #include "wal/record_format.h"
 
 namespace powercut::wal::testing {
 
-// A fresh directory under $POWERCUT_TEST_TMPDIR or /var/tmp (not /tmp, which may be tmpfs, where
-// O_DIRECT fails). Removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string Sub(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
-};
+// The shared self-removing folder (tests/common/temp_dir.h), under $POWERCUT_TEST_TMPDIR or
+// /var/tmp (not /tmp, which may be tmpfs, where O_DIRECT fails).
+using TempDir = powercut::testing::TempDir;
 
 struct ScannedRecord {
   Lsn lsn = 0;

@@ -17,14 +17,15 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/common/temp_dir.h"
 #include "tests/workloads/child_process.h"
-#include "tests/workloads/temp_dir.h"
 #include "tools/workloads/ack_channel.h"
 #include "tools/workloads/catalog.h"
 
 namespace powercut::workloads {
 namespace {
 
+using powercut::testing::TempDir;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
@@ -48,7 +49,7 @@ using Env = std::map<std::string, std::string>;
 
 class WorkloadProcessTest : public ::testing::Test {
  protected:
-  WorkloadProcessTest() : data_(tmp_.Sub("data")) {}
+  WorkloadProcessTest() : data_(tmp_.MakeSubdir("data")) {}
 
   Env DirEnv() const { return {{"POWERCUT_DIR", data_}}; }
 
@@ -368,7 +369,7 @@ class WorkloadFullFileSystemTest : public WorkloadProcessTest {
 // back to read-only opens, and say what to do when recovery is needed. Needs root (bind mount).
 TEST_F(WorkloadProcessTest, CheckersReadARecoveredStoreOnAReadOnlyMount) {
   if (::geteuid() != 0) GTEST_SKIP() << "bind mounts need root";
-  const std::string ro = tmp_.Sub("ro");
+  const std::string ro = tmp_.MakeSubdir("ro");
   for (const std::string workload : {"xlog", "rocksdb", "sqlite", "wal"}) {
     ASSERT_EQ(Run({workload, "run", "--count", "12"}).exit_code, 0) << workload;
   }

@@ -6,13 +6,14 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/workloads/temp_dir.h"
+#include "tests/common/temp_dir.h"
 #include "tools/workloads/xlog_format.h"
 #include "tools/workloads/xlog_workload.h"
 
 namespace powercut::workloads {
 namespace {
 
+using powercut::testing::TempDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
