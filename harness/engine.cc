@@ -17,6 +17,7 @@
 #include "harness/checker.h"
 #include "harness/image_io.h"
 #include "harness/loop_mount.h"
+#include "harness/signal_cleanup.h"
 #include "harness/trace_reader.h"
 #include "harness/working_image.h"
 #include "wal/status_macros.h"
@@ -334,6 +335,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
       return absl::InternalError(fmt::format("check: mkdtemp({}) failed", tmpl));
     }
     dir = tmpl;
+    RegisterCleanupFolder(dir);  // a fatal signal removes it (harness/signal_cleanup.h)
   } else {
     std::filesystem::create_directories(dir);
   }
@@ -349,6 +351,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
       std::error_code ec;
       if (own) {
         std::filesystem::remove_all(dir, ec);
+        UnregisterCleanupFolder(dir);
       } else {
         for (Worker& w : *workers) {
           if (!w.scratch.empty()) std::filesystem::remove(w.scratch, ec);

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "fmt/format.h"
+#include "harness/signal_cleanup.h"
 
 namespace powercut::harness {
 
@@ -68,6 +69,8 @@ absl::StatusOr<std::unique_ptr<LoopMount>> LoopMount::Mount(const std::string& i
                                     options.empty() ? "defaults" : options, device, image,
                                     mountpoint, std::strerror(err)));
   }
+  // Until Unmount(), a fatal signal detaches the mount (the loop device then clears itself).
+  RegisterCleanupMount(mountpoint);
   return std::unique_ptr<LoopMount>(new LoopMount(device, loop_fd, mountpoint));
 }
 
@@ -84,6 +87,7 @@ absl::Status LoopMount::Unmount() {
     }
   }
   mounted_ = false;
+  UnregisterCleanupMount(mountpoint_);
   ::close(loop_fd_);
   return status;
 }

@@ -2,7 +2,9 @@
 // system's journal) and unmounts it again. Needs root (CAP_SYS_ADMIN).
 //
 // The loop device is configured with LO_FLAGS_AUTOCLEAR, so it detaches itself once unmounted
-// and closed: no loop device outlives a LoopMount, even if the process dies.
+// and closed: no loop device outlives a LoopMount, even if the process dies. While mounted, the
+// mount point is registered with harness/signal_cleanup.h, so a fatal SIGINT/SIGTERM/SIGHUP
+// (with handlers installed) detaches it too.
 #pragma once
 
 #include <memory>

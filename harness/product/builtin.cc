@@ -97,16 +97,35 @@ absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
           fmt::format("{}: an entry without \"name\" and \"expect\": {}", source, entry.dump()));
     }
     CellExpect e;
-    for (const char* cache : {"off", "on", "lying"}) {
-      const auto& v = entry.at("expect");
-      if (!v.contains(cache) || !v.at(cache).is_string()) continue;
-      std::string verdict = v.at(cache).get<std::string>();
-      if (verdict != "survives" && verdict != "loses" && verdict != "may-lose") {
-        return absl::InvalidArgumentError(fmt::format(
-            "{}: {}: expected verdict '{}' for cache {} (survives, loses or may-lose expected)",
-            source, entry.at("name").get<std::string>(), verdict, cache));
+    auto read_models = [&](const nlohmann::json& v,
+                           std::map<std::string, std::string>* models) -> absl::Status {
+      if (!v.is_object()) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: {}: expected an object of verdicts, got {}", source,
+                        entry.at("name").get<std::string>(), v.dump()));
       }
-      e.models[cache] = verdict;
+      for (const char* cache : {"off", "on", "lying"}) {
+        if (!v.contains(cache)) continue;
+        std::string verdict = v.at(cache).is_string() ? v.at(cache).get<std::string>() : "";
+        if (verdict != "survives" && verdict != "loses" && verdict != "may-lose") {
+          return absl::InvalidArgumentError(fmt::format(
+              "{}: {}: expected verdict {} for cache {} (survives, loses or may-lose expected)",
+              source, entry.at("name").get<std::string>(), v.at(cache).dump(), cache));
+        }
+        (*models)[cache] = verdict;
+      }
+      return absl::OkStatus();
+    };
+    if (absl::Status s = read_models(entry.at("expect"), &e.models); !s.ok()) return s;
+    if (entry.contains("expect_by_fs")) {
+      const auto& by_fs = entry.at("expect_by_fs");
+      if (!by_fs.is_object()) {
+        return absl::InvalidArgumentError(fmt::format("{}: {}: \"expect_by_fs\" must be an object",
+                                                      source, entry.at("name").get<std::string>()));
+      }
+      for (const auto& [fs, v] : by_fs.items()) {
+        if (absl::Status s = read_models(v, &e.by_fs[fs]); !s.ok()) return s;
+      }
     }
     out[entry.at("name").get<std::string>()] = std::move(e);
   }

@@ -17,6 +17,16 @@ std::string CellExpect::For(const std::string& cache) const {
   return it == models.end() ? "survives" : it->second;
 }
 
+CellExpect CellExpect::ForFs(const std::string& fs) const {
+  CellExpect out;
+  out.models = models;
+  out.error = error;
+  if (auto it = by_fs.find(fs); it != by_fs.end()) {
+    for (const auto& [cache, verdict] : it->second) out.models[cache] = verdict;
+  }
+  return out;
+}
+
 bool VerdictMatches(const std::string& expectation, uint64_t violations) {
   if (expectation == "loses") return violations > 0;
   if (expectation == "may-lose") return true;

@@ -34,8 +34,11 @@ struct CellModel {
 struct CellExpect {
   std::map<std::string, std::string> models;  // cache -> "survives", "loses" or "may-lose"
   std::string error;  // non-empty: the cell is expected not to run, with this error kind
+  // fs -> (cache -> verdict) where a file system differs from `models`; ForFs folds it in.
+  std::map<std::string, std::map<std::string, std::string>> by_fs;
 
   std::string For(const std::string& cache) const;  // "survives" when not given
+  CellExpect ForFs(const std::string& fs) const;    // `models` with by_fs[fs] applied
   bool empty() const { return models.empty() && error.empty(); }
 };
 

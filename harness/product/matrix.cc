@@ -186,7 +186,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
       r.checker = BuiltinCheckCommand(o.workload_binary, b);
       std::string key = c.workload + "-" + c.setting;
       if (auto it = o.expectations.find(key); it != o.expectations.end()) {
-        expect = it->second;
+        expect = it->second.ForFs(c.fs);
       } else if (o.expect) {
         notes.push_back(fmt::format(
             "the workload catalog has no expected verdict for {}: every cache model is expected "

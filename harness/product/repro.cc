@@ -17,6 +17,7 @@
 #include "harness/oracle.h"
 #include "harness/product/image_check.h"
 #include "harness/report.h"
+#include "harness/signal_cleanup.h"
 #include "harness/trace_reader.h"
 
 namespace powercut::product {
@@ -104,11 +105,13 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
   if (::mkdtemp(work.data()) == nullptr) {
     return absl::InternalError("repro: cannot create a folder in /var/tmp");
   }
+  harness::RegisterCleanupFolder(work);  // a fatal signal removes it (harness/signal_cleanup.h)
   struct Cleanup {
     std::string dir;
     ~Cleanup() {
       std::error_code ec;
       fs::remove_all(dir, ec);
+      harness::UnregisterCleanupFolder(dir);
     }
   } cleanup{work};
   fs::create_directories(work + "/mnt");

@@ -8,15 +8,19 @@
 #include "fmt/format.h"
 #include "harness/product/fsck.h"
 #include "harness/report.h"
+#include "harness/signal_cleanup.h"
 
 namespace powercut::product {
 namespace {
 
 namespace fs = std::filesystem;
 
+// A fresh folder under /var/tmp, registered for removal on a fatal signal
+// (harness/signal_cleanup.h); the caller unregisters it once it removed it.
 std::string MakeTempDir(const char* prefix) {
   std::string tmpl = fmt::format("/var/tmp/{}-XXXXXX", prefix);
   if (::mkdtemp(tmpl.data()) == nullptr) return "";
+  harness::RegisterCleanupFolder(tmpl);
   return tmpl;
 }
 
@@ -150,7 +154,9 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
     bool active;
     ~Cleanup() {
       std::error_code ec;
-      if (active) fs::remove_all(dir, ec);
+      if (!active) return;
+      fs::remove_all(dir, ec);
+      harness::UnregisterCleanupFolder(dir);
     }
   } cleanup{dir, temporary};
   if (!temporary) out.recording_dir = dir;

@@ -14,6 +14,7 @@
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "harness/signal_cleanup.h"
 
 namespace powercut::vm {
 namespace {
@@ -36,46 +37,13 @@ void UnregisterGroup(pid_t pgid) {
   }
 }
 
-// Scratch folders for the handler: fixed buffers, claimed with an atomic flag.
-constexpr int kMaxScratch = 16;
-constexpr size_t kMaxScratchPath = 200;
-struct ScratchSlot {
-  std::atomic<int> state{0};  // 0 free, 1 being written, 2 set
-  char path[kMaxScratchPath + 1];
-};
-ScratchSlot g_scratch[kMaxScratch];
-
-// Empties and removes a flat folder with async-signal-safe calls only (getdents64, unlinkat).
-void RemoveFlatFolder(const char* path) {
-  int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return;
-  alignas(8) char buf[4096];
-  for (;;) {
-    long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
-    if (n <= 0) break;
-    for (long off = 0; off < n;) {
-      // struct linux_dirent64 { u64 ino; s64 off; u16 reclen; u8 type; char name[]; }
-      unsigned short reclen;
-      std::memcpy(&reclen, buf + off + 16, sizeof reclen);
-      const char* name = buf + off + 19;
-      if (!(name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))) {
-        unlinkat(dir, name, 0);
-      }
-      off += reclen;
-    }
-  }
-  close(dir);
-  rmdir(path);
-}
-
 void KillLiveGroupsAndDie(int sig) {
   for (auto& slot : g_live_groups) {
     pid_t pgid = slot.load();
     if (pgid > 0) kill(-pgid, SIGKILL);
   }
-  for (auto& slot : g_scratch) {
-    if (slot.state.load() == 2) RemoveFlatFolder(slot.path);
-  }
+  // The guests are dead (or dying) before their mounts are detached and their images removed.
+  harness::RunSignalCleanup();
   signal(sig, SIG_DFL);
   raise(sig);
 }
@@ -270,26 +238,9 @@ int ChildProcess::Kill() {
   return *exit_code_;
 }
 
-void RegisterScratchFolder(const std::string& path) {
-  if (path.size() > kMaxScratchPath) return;
-  for (auto& slot : g_scratch) {
-    int expected = 0;
-    if (slot.state.compare_exchange_strong(expected, 1)) {
-      std::memcpy(slot.path, path.c_str(), path.size() + 1);
-      slot.state = 2;
-      return;
-    }
-  }
-}
+void RegisterScratchFolder(const std::string& path) { harness::RegisterCleanupFolder(path); }
 
-void UnregisterScratchFolder(const std::string& path) {
-  for (auto& slot : g_scratch) {
-    if (slot.state.load() == 2 && path == slot.path) {
-      slot.state = 0;
-      return;
-    }
-  }
-}
+void UnregisterScratchFolder(const std::string& path) { harness::UnregisterCleanupFolder(path); }
 
 void InstallInterruptHandlers() {
   struct sigaction sa {};

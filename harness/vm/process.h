@@ -6,8 +6,9 @@
 //  - the child gets SIGKILL when the thread that spawned it exits (PR_SET_PDEATHSIG), which covers
 //    powercut itself being SIGKILLed; spawn long-running children from a long-lived thread;
 //  - the destructor SIGKILLs the group and reaps the child;
-//  - InstallInterruptHandlers() makes SIGINT/SIGTERM kill every live ChildProcess group before
-//    powercut exits with the signal.
+//  - InstallInterruptHandlers() makes SIGINT/SIGTERM/SIGHUP kill every live ChildProcess group,
+//    then run harness::RunSignalCleanup() (detach registered mounts, remove registered folders),
+//    before powercut exits with the signal.
 #pragma once
 
 #include <sys/types.h>
@@ -72,12 +73,13 @@ class ChildProcess {
   std::optional<int> exit_code_;
 };
 
-// SIGINT, SIGTERM and SIGHUP kill every live ChildProcess group, empty and remove every registered
-// scratch folder, then powercut dies of the same signal.
+// SIGINT, SIGTERM and SIGHUP kill every live ChildProcess group, then detach every registered
+// mount and remove every registered folder (harness/signal_cleanup.h), then powercut dies of the
+// same signal.
 void InstallInterruptHandlers();
 
-// A flat scratch folder (no subfolders) that the interrupt handler removes. At most 16 at a time;
-// paths longer than 200 bytes are not registered.
+// A scratch folder that the interrupt handler removes with everything in it: forwards to
+// harness::RegisterCleanupFolder (limits there).
 void RegisterScratchFolder(const std::string& path);
 void UnregisterScratchFolder(const std::string& path);
 

@@ -379,6 +379,23 @@ TEST(Expect, ParsesTheCatalogOfPowercutWorkloadList) {
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->at("xlog-none").For("off"), "loses");
   EXPECT_EQ(e->at("sqlite-delete-full").For("on"), "may-lose");
+  auto by_fs = ParseBuiltinExpectations(
+      R"([{"name": "xlog-direct", "expect": {"off": "survives", "on": "loses"},
+           "expect_by_fs": {"btrfs": {"off": "loses"}}}])",
+      "test");
+  ASSERT_TRUE(by_fs.ok()) << by_fs.status();
+  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("ext4").For("off"), "survives");
+  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("btrfs").For("off"), "loses");
+  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("btrfs").For("on"), "loses");
+  EXPECT_FALSE(
+      ParseBuiltinExpectations(
+          R"([{"name": "x", "expect": {}, "expect_by_fs": {"xfs": {"off": "maybe"}}}])", "test")
+          .ok());
+  EXPECT_FALSE(ParseBuiltinExpectations(
+                   R"([{"name": "x", "expect": {}, "expect_by_fs": {"xfs": {"off": 1}}}])", "test")
+                   .ok());
+  EXPECT_FALSE(
+      ParseBuiltinExpectations(R"([{"name": "x", "expect": {}, "expect_by_fs": 3}])", "test").ok());
   EXPECT_FALSE(ParseBuiltinExpectations("not json", "test").ok());
   auto bad = ParseBuiltinExpectations(R"([{"name": "x", "expect": {"on": "maybe"}}])", "test");
   ASSERT_FALSE(bad.ok());

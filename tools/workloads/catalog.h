@@ -4,6 +4,7 @@
 // its tests take commands and expectations from one place instead of copying strings.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,9 @@ struct WorkloadConfig {
   Expectation cache_off = Expectation::kLoses;
   Expectation cache_on = Expectation::kLoses;
   Expectation cache_lying = Expectation::kLoses;
+  // File systems on which the cache-off verdict differs from the one above (key: ext4, xfs,
+  // btrfs); absent means the same.
+  std::map<std::string, Expectation> cache_off_by_fs;
 };
 
 // Every configuration of the four workloads (io_uring only when compiled in).

@@ -82,6 +82,8 @@ int List(const std::string& binary, uint64_t count, bool json) {
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const WorkloadConfig& c : catalog) {
+      nlohmann::json by_fs = nlohmann::json::object();
+      for (const auto& [fs, e] : c.cache_off_by_fs) by_fs[fs] = {{"off", ExpectationName(e)}};
       out.push_back({{"name", c.name},
                      {"workload", c.workload},
                      {"setting", c.setting},
@@ -91,7 +93,8 @@ int List(const std::string& binary, uint64_t count, bool json) {
                       {{"process_crash", ExpectationName(c.process_crash)},
                        {"off", ExpectationName(c.cache_off)},
                        {"on", ExpectationName(c.cache_on)},
-                       {"lying", ExpectationName(c.cache_lying)}}}});
+                       {"lying", ExpectationName(c.cache_lying)}}},
+                     {"expect_by_fs", by_fs}});
     }
     fmt::print("{}\n", out.dump(2));
     return kExitOk;
