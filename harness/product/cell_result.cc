@@ -27,6 +27,15 @@ CellExpect CellExpect::ForFs(const std::string& fs) const {
   return out;
 }
 
+nlohmann::json CellExpect::ToJson() const { return {{"models", models}, {"error", error}}; }
+
+CellExpect CellExpect::FromJson(const nlohmann::json& j) {
+  CellExpect e;
+  e.models = j.value("models", std::map<std::string, std::string>{});
+  e.error = j.value("error", "");
+  return e;
+}
+
 bool VerdictMatches(const std::string& expectation, uint64_t violations) {
   if (expectation == "loses") return violations > 0;
   if (expectation == "may-lose") return true;
@@ -120,7 +129,7 @@ nlohmann::json CellToJson(const CellResult& c) {
                       {"check_seconds", c.check_seconds},
                       {"verdict", c.Verdict()},
                       {"unexpected", c.Unexpected()},
-                      {"expect", {{"models", c.expect.models}, {"error", c.expect.error}}},
+                      {"expect", c.expect.ToJson()},
                       {"results", results},
                       {"notes", c.notes}};
   if (!c.ran) {
@@ -149,11 +158,7 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.record_seconds = j.value("record_seconds", 0.0);
     c.check_seconds = j.value("check_seconds", 0.0);
     c.notes = j.value("notes", std::vector<std::string>{});
-    if (j.contains("expect")) {
-      const auto& e = j.at("expect");
-      c.expect.models = e.value("models", std::map<std::string, std::string>{});
-      c.expect.error = e.value("error", "");
-    }
+    if (j.contains("expect")) c.expect = CellExpect::FromJson(j.at("expect"));
     for (const auto& r : j.at("results")) {
       CellModel m{.cache = r.at("cache").get<std::string>(),
                   .points = r.value("points", uint64_t{0}),

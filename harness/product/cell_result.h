@@ -39,6 +39,9 @@ struct CellExpect {
 
   std::string For(const std::string& cache) const;  // "survives" when not given
   CellExpect ForFs(const std::string& fs) const;    // `models` with by_fs[fs] applied
+  // The reports' form, {"models": {...}, "error": "..."}; by_fs is folded in before reporting.
+  nlohmann::json ToJson() const;
+  static CellExpect FromJson(const nlohmann::json& j);
   bool empty() const { return models.empty() && error.empty(); }
 };
 

@@ -115,7 +115,7 @@ nlohmann::json CustomCellToJson(const CustomCell& c) {
           {"timeout", c.timeout_s},
           {"max_acks", c.max_acks},
           {"checker_timeout", c.checker_timeout_s},
-          {"expect", {{"models", c.expect.models}, {"error", c.expect.error}}}};
+          {"expect", c.expect.ToJson()}};
 }
 
 }  // namespace powercut::product

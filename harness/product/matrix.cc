@@ -203,9 +203,13 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     r.seed = o.seed;
     r.fsck = o.fsck;
     r.powercut = o.powercut;
-    r.on_state_checked = [&progress](uint64_t done, uint64_t total) {
-      progress.UpdateStates(done, total);
-    };
+    // Only when the line is shown: the engine counts the states up front for it (one more
+    // state-generation pass).
+    if (progress.enabled()) {
+      r.on_state_checked = [&progress](uint64_t done, uint64_t total) {
+        progress.UpdateStates(done, total);
+      };
+    }
     if (!o.keep_dir.empty()) {
       std::string name = c.Name();
       std::replace(name.begin(), name.end(), '/', '_');

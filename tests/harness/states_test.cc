@@ -1,4 +1,5 @@
 // Cache models and crash states on a synthetic trace whose state sets are computed by hand.
+#include <functional>
 #include <set>
 
 #include "gmock/gmock.h"
@@ -23,16 +24,44 @@ constexpr uint32_t kSs = 512;
 
 std::vector<uint8_t> Sector(char c, int n = 1) { return std::vector<uint8_t>(kSs * n, c); }
 
-// e0 W s0=a | e1 W s1=b | e2 FLUSH | e3 W s0=c | e4 ack:1 | e5 W s2..3=d,e | e6 FLUSH | e7 ack:2
-class SyntheticTrace : public ::testing::Test {
+// The fixtures' common part: a trace recorded by the real Recorder on an 8-sector device in a
+// temporary folder, opened and indexed, and optionally a working image over a zero base.
+class RecordedTrace {
  protected:
-  void SetUp() override {
+  void Record(const std::function<void(Recorder&)>& record, bool with_image) {
     log_ = dir_.File("t.log");
     base_ = dir_.File("base.img");
-    testing::MakeImage(base_, 8 * kSs);
     auto rec = Recorder::Create({log_, kSs, 8 * kSs});
-    ASSERT_TRUE(rec.ok());
-    Recorder& r = **rec;
+    ASSERT_TRUE(rec.ok()) << rec.status();
+    record(**rec);
+    if (::testing::Test::HasFatalFailure()) return;
+    ASSERT_TRUE((*rec)->Finish().ok());
+    auto file = TraceFile::Open(log_);
+    ASSERT_TRUE(file.ok()) << file.status();
+    file_ = *std::move(file);
+    index_ = std::make_unique<TraceIndex>(file_->trace());
+    if (!with_image) return;
+    testing::MakeImage(base_, 8 * kSs);
+    auto image = WorkingImage::Create(dir_.File("work.img"), base_, file_.get(), kSs);
+    ASSERT_TRUE(image.ok()) << image.status();
+    image_ = *std::move(image);
+  }
+
+  TempDir dir_;
+  std::string log_, base_;
+  std::unique_ptr<TraceFile> file_;
+  std::unique_ptr<TraceIndex> index_;
+  std::unique_ptr<WorkingImage> image_;
+};
+
+// e0 W s0=a | e1 W s1=b | e2 FLUSH | e3 W s0=c | e4 ack:1 | e5 W s2..3=d,e | e6 FLUSH | e7 ack:2
+class SyntheticTrace : public ::testing::Test, protected RecordedTrace {
+ protected:
+  void SetUp() override {
+    Record([](Recorder& r) { RecordTrace(r); }, /*with_image=*/true);
+  }
+
+  static void RecordTrace(Recorder& r) {
     ASSERT_TRUE(r.RecordWrite(0, Sector('a'), false).ok());
     ASSERT_TRUE(r.RecordWrite(kSs, Sector('b'), false).ok());
     ASSERT_TRUE(r.RecordFlush().ok());
@@ -44,14 +73,6 @@ class SyntheticTrace : public ::testing::Test {
     ASSERT_TRUE(r.RecordWrite(2 * kSs, de, false).ok());
     ASSERT_TRUE(r.RecordFlush().ok());
     ASSERT_TRUE(r.RecordAck("2").ok());
-    ASSERT_TRUE(r.Finish().ok());
-    auto file = TraceFile::Open(log_);
-    ASSERT_TRUE(file.ok());
-    file_ = *std::move(file);
-    index_ = std::make_unique<TraceIndex>(file_->trace());
-    auto image = WorkingImage::Create(dir_.File("work.img"), base_, file_.get(), kSs);
-    ASSERT_TRUE(image.ok()) << image.status();
-    image_ = *std::move(image);
   }
 
   CacheModel Model(const char* name) {
@@ -79,12 +100,6 @@ class SyntheticTrace : public ::testing::Test {
     }
     return images;
   }
-
-  TempDir dir_;
-  std::string log_, base_;
-  std::unique_ptr<TraceFile> file_;
-  std::unique_ptr<TraceIndex> index_;
-  std::unique_ptr<WorkingImage> image_;
 };
 
 TEST_F(SyntheticTrace, VolatileSetsPerModel) {
@@ -189,26 +204,17 @@ TEST(SubsetSpec, Membership) {
 // Six writes to sectors 0..5 ('a'..'f'), no FLUSH, then ack:1: under cache on all six are
 // volatile at the ack point, more than K = 2, so the states are the extremes and the
 // all-but-one subsets (no samples, no tears in this test).
-class AllButOne : public ::testing::Test {
+class AllButOne : public ::testing::Test, protected RecordedTrace {
  protected:
   void SetUp() override {
-    log_ = dir_.File("t.log");
-    base_ = dir_.File("base.img");
-    testing::MakeImage(base_, 8 * kSs);
-    auto rec = Recorder::Create({log_, kSs, 8 * kSs});
-    ASSERT_TRUE(rec.ok());
-    for (int s = 0; s < 6; ++s) {
-      ASSERT_TRUE((*rec)->RecordWrite(s * kSs, Sector(static_cast<char>('a' + s)), false).ok());
-    }
-    ASSERT_TRUE((*rec)->RecordAck("1").ok());
-    ASSERT_TRUE((*rec)->Finish().ok());
-    auto file = TraceFile::Open(log_);
-    ASSERT_TRUE(file.ok());
-    file_ = *std::move(file);
-    index_ = std::make_unique<TraceIndex>(file_->trace());
-    auto image = WorkingImage::Create(dir_.File("work.img"), base_, file_.get(), kSs);
-    ASSERT_TRUE(image.ok()) << image.status();
-    image_ = *std::move(image);
+    Record(
+        [](Recorder& r) {
+          for (int s = 0; s < 6; ++s) {
+            ASSERT_TRUE(r.RecordWrite(s * kSs, Sector(static_cast<char>('a' + s)), false).ok());
+          }
+          ASSERT_TRUE(r.RecordAck("1").ok());
+        },
+        /*with_image=*/true);
   }
 
   // Images (first byte of sectors 0..5, '.' for zero) of the states at the ack point.
@@ -229,12 +235,6 @@ class AllButOne : public ::testing::Test {
     }
     return images;
   }
-
-  TempDir dir_;
-  std::string log_, base_;
-  std::unique_ptr<TraceFile> file_;
-  std::unique_ptr<TraceIndex> index_;
-  std::unique_ptr<WorkingImage> image_;
 };
 
 TEST_F(AllButOne, EveryVolatileWriteByDefault) {
@@ -262,13 +262,13 @@ TEST_F(AllButOne, CappedToTheWritesNearestTheCut) {
 // FLUSH entry of the flush that logged them, FUA writes and marks when they happened.
 //   e0 W s0 | e1 FLUSH | e2 FUA s1 | e3 ack:1 | e4 FUA s2 | e5 FLUSH | e6 FUA s3 | e7 W s4 |
 //   e8 FLUSH | e9 FUA s5 | e10 ack:2 [| e11 dm-log-writes-end]
-class FlushEpochPoints : public ::testing::TestWithParam<bool> {
+class FlushEpochPoints : public ::testing::TestWithParam<bool>, protected RecordedTrace {
  protected:
   void SetUp() override {
-    log_ = dir_.File("t.log");
-    auto rec = Recorder::Create({log_, kSs, 8 * kSs});
-    ASSERT_TRUE(rec.ok());
-    Recorder& r = **rec;
+    Record([](Recorder& r) { RecordTrace(r, GetParam()); }, /*with_image=*/false);
+  }
+
+  static void RecordTrace(Recorder& r, bool clean_end) {
     ASSERT_TRUE(r.RecordWrite(0, Sector('a'), false).ok());
     ASSERT_TRUE(r.RecordFlush().ok());
     ASSERT_TRUE(r.RecordWrite(1 * kSs, Sector('b'), true).ok());
@@ -280,20 +280,10 @@ class FlushEpochPoints : public ::testing::TestWithParam<bool> {
     ASSERT_TRUE(r.RecordFlush().ok());
     ASSERT_TRUE(r.RecordWrite(5 * kSs, Sector('f'), true).ok());
     ASSERT_TRUE(r.RecordAck("2").ok());
-    if (GetParam()) {
+    if (clean_end) {
       ASSERT_TRUE(r.RecordMark("dm-log-writes-end").ok());
     }
-    ASSERT_TRUE(r.Finish().ok());
-    auto file = TraceFile::Open(log_);
-    ASSERT_TRUE(file.ok());
-    file_ = *std::move(file);
-    index_ = std::make_unique<TraceIndex>(file_->trace());
   }
-
-  TempDir dir_;
-  std::string log_;
-  std::unique_ptr<TraceFile> file_;
-  std::unique_ptr<TraceIndex> index_;
 };
 
 TEST_P(FlushEpochPoints, CacheOffUsesFlushesAndOnlyTheFuaWritesNoPlainWriteFollows) {

@@ -52,6 +52,17 @@ std::string NoBarrierWorkload(int n) {
 constexpr char kLogChecker[] =
     "f=$POWERCUT_DIR/log; [ -f $f ] && sed -n 's/^rec \\([0-9]*\\)$/have \\1/p' $f; exit 0";
 
+// kLogChecker on a cut image, in place (the image is the test's own copy).
+CheckSpec LogCheckOf(const std::string& fs, const std::string& image) {
+  return {.fs = fs,
+          .image = image,
+          .copy_image = false,
+          .checker = kLogChecker,
+          .mount_options = "",
+          .timeout = std::chrono::seconds(300),
+          .keep_paths = {}};
+}
+
 std::string ODirectWorkload(int n) {
   return fmt::format(
       "f=$POWERCUT_DIR/data; dd if=/dev/zero of=$f bs=4096 count={} conv=fsync status=none; "
@@ -323,15 +334,7 @@ TEST_F(VmTest, LivePowerCutRandomKeepsEveryAckOfTheFdatasyncWorkload) {
     cuts.push_back({seed, *r, image});
   }
   std::vector<CheckSpec> checks;
-  for (const Cut& c : cuts) {
-    checks.push_back({.fs = "ext4",
-                      .image = c.image,
-                      .copy_image = false,
-                      .checker = kLogChecker,
-                      .mount_options = "",
-                      .timeout = std::chrono::seconds(300),
-                      .keep_paths = {}});
-  }
+  for (const Cut& c : cuts) checks.push_back(LogCheckOf("ext4", c.image));
   auto results = CheckImagesInVm(*env_, checks);
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_EQ(results->size(), cuts.size());
@@ -389,15 +392,7 @@ TEST_F(VmTest, XfsAndBtrfsKeepEveryAckAcrossALivePowerCut) {
     cuts.push_back({fs_name, *r, image});
   }
   std::vector<CheckSpec> checks;
-  for (const Cut& c : cuts) {
-    checks.push_back({.fs = c.fs,
-                      .image = c.image,
-                      .copy_image = false,
-                      .checker = kLogChecker,
-                      .mount_options = "",
-                      .timeout = std::chrono::seconds(300),
-                      .keep_paths = {}});
-  }
+  for (const Cut& c : cuts) checks.push_back(LogCheckOf(c.fs, c.image));
   auto results = CheckImagesInVm(*env_, checks);
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_EQ(results->size(), cuts.size());

@@ -91,9 +91,11 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     if (o.name.empty()) o.name = "run";
     bool progress = !a->quiet && ::isatty(2);
     product::Progress states_progress("powercut run: checking", 0, !a->quiet);
-    o.on_state_checked = [&states_progress](uint64_t done, uint64_t total) {
-      states_progress.UpdateStates(done, total);
-    };
+    if (states_progress.enabled()) {  // the engine counts the states up front only for this
+      o.on_state_checked = [&states_progress](uint64_t done, uint64_t total) {
+        states_progress.UpdateStates(done, total);
+      };
+    }
     product::RunOutcome outcome;
     if (!a->trace.empty()) {
       outcome = product::CheckRecording(a->trace, o);
