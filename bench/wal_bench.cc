@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/temp_dir.h"
 #include "recovery/recovery.h"
-#include "tests/common/temp_dir.h"
 #include "wal/wal.h"
 
 namespace powercut {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string_view>
 
-#include "wal/status_macros.h"
+#include "base/status_macros.h"
 
 namespace powercut::recovery {
 

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "base/status_macros.h"
 #include "recovery/repair.h"
-#include "wal/status_macros.h"
 
 namespace powercut::recovery {
 

@@ -7,8 +7,8 @@
 #include <memory>
 #include <utility>
 
+#include "base/status_macros.h"
 #include "recovery/log_directory.h"
-#include "wal/status_macros.h"
 
 namespace powercut::recovery {
 namespace {

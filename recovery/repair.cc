@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "wal/status_macros.h"
+#include "base/status_macros.h"
 
 namespace powercut::recovery {
 namespace {

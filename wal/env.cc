@@ -1,6 +1,6 @@
 #include "wal/env.h"
 
-#include "wal/status_macros.h"
+#include "base/status_macros.h"
 
 namespace powercut::wal {
 

@@ -13,7 +13,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "wal/tsan_mutex.h"
+#include "base/tsan_mutex.h"
 
 #if POWERCUT_HAVE_URING
 #include <liburing.h>

@@ -2,25 +2,20 @@
 
 #include <cstring>
 
-#include "absl/base/internal/endian.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/endian.h"
 #include "wal/crc32c.h"
 
 namespace powercut::wal {
 namespace {
-
-using absl::little_endian::Load32;
-using absl::little_endian::Load64;
-using absl::little_endian::Store32;
-using absl::little_endian::Store64;
 
 constexpr size_t kHeaderCrcOffset = 52;
 
 uint32_t RecordCrc(uint64_t salt, const uint8_t* header_from_4, size_t header_rest,
                    const uint8_t* payload, size_t payload_size) {
   uint8_t salt_bytes[8];
-  Store64(salt_bytes, salt);
+  StoreLE64(salt_bytes, salt);
   uint32_t crc = crc32c::Value(salt_bytes, sizeof(salt_bytes));
   crc = crc32c::Extend(crc, header_from_4, header_rest);
   return crc32c::Extend(crc, payload, payload_size);
@@ -32,14 +27,14 @@ std::string EncodeSegmentHeader(const SegmentHeader& header) {
   std::string block(kSegmentHeaderSize, '\0');
   auto* p = reinterpret_cast<uint8_t*>(block.data());
   std::memcpy(p, kSegmentMagic, sizeof(kSegmentMagic));
-  Store32(p + 8, kFormatVersion);
-  Store32(p + 12, kSegmentHeaderSize);
-  Store64(p + 16, header.log_id);
-  Store64(p + 24, header.segment_salt);
-  Store64(p + 32, header.first_lsn);
-  Store64(p + 40, header.segment_size);
-  Store32(p + 48, header.block_size);
-  Store32(p + kHeaderCrcOffset, crc32c::Value(p, kHeaderCrcOffset));
+  StoreLE32(p + 8, kFormatVersion);
+  StoreLE32(p + 12, kSegmentHeaderSize);
+  StoreLE64(p + 16, header.log_id);
+  StoreLE64(p + 24, header.segment_salt);
+  StoreLE64(p + 32, header.first_lsn);
+  StoreLE64(p + 40, header.segment_size);
+  StoreLE32(p + 48, header.block_size);
+  StoreLE32(p + kHeaderCrcOffset, crc32c::Value(p, kHeaderCrcOffset));
   return block;
 }
 
@@ -52,24 +47,24 @@ absl::StatusOr<SegmentHeader> DecodeSegmentHeader(absl::Span<const uint8_t> bloc
   if (std::memcmp(p, kSegmentMagic, sizeof(kSegmentMagic)) != 0) {
     return absl::DataLossError("not a powercut WAL segment (bad magic)");
   }
-  const uint32_t stored_crc = Load32(p + kHeaderCrcOffset);
+  const uint32_t stored_crc = LoadLE32(p + kHeaderCrcOffset);
   if (crc32c::Value(p, kHeaderCrcOffset) != stored_crc) {
     return absl::DataLossError("segment header checksum mismatch");
   }
-  const uint32_t version = Load32(p + 8);
+  const uint32_t version = LoadLE32(p + 8);
   if (version != kFormatVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
         "segment has WAL format version ", version, "; this build reads version ", kFormatVersion));
   }
-  if (Load32(p + 12) != kSegmentHeaderSize) {
-    return absl::DataLossError(absl::StrCat("segment header size field is ", Load32(p + 12)));
+  if (LoadLE32(p + 12) != kSegmentHeaderSize) {
+    return absl::DataLossError(absl::StrCat("segment header size field is ", LoadLE32(p + 12)));
   }
   SegmentHeader h;
-  h.log_id = Load64(p + 16);
-  h.segment_salt = Load64(p + 24);
-  h.first_lsn = Load64(p + 32);
-  h.segment_size = Load64(p + 40);
-  h.block_size = Load32(p + 48);
+  h.log_id = LoadLE64(p + 16);
+  h.segment_salt = LoadLE64(p + 24);
+  h.first_lsn = LoadLE64(p + 32);
+  h.segment_size = LoadLE64(p + 40);
+  h.block_size = LoadLE32(p + 48);
   if (h.segment_size <= kSegmentHeaderSize || h.first_lsn == 0 ||
       (h.block_size != 512 && h.block_size != 4096)) {
     return absl::DataLossError(absl::StrCat("segment header has impossible fields (size ",
@@ -103,12 +98,13 @@ void EncodeRecord(uint64_t segment_salt, const RecordHeader& header,
   const size_t start = out->size();
   out->resize(start + kRecordHeaderSize);
   auto* p = reinterpret_cast<uint8_t*>(out->data() + start);
-  Store32(p + 4, static_cast<uint32_t>(payload.size()));
-  Store64(p + 8, header.lsn);
-  Store64(p + 16, header.synced_lsn);
+  StoreLE32(p + 4, static_cast<uint32_t>(payload.size()));
+  StoreLE64(p + 8, header.lsn);
+  StoreLE64(p + 16, header.synced_lsn);
   p[24] = static_cast<uint8_t>(header.type);
   std::memset(p + 25, 0, 7);
-  Store32(p, RecordCrc(segment_salt, p + 4, kRecordHeaderSize - 4, payload.data(), payload.size()));
+  StoreLE32(p,
+            RecordCrc(segment_salt, p + 4, kRecordHeaderSize - 4, payload.data(), payload.size()));
   out->append(reinterpret_cast<const char*>(payload.data()), payload.size());
 }
 
@@ -128,9 +124,9 @@ DecodedRecord DecodeRecord(uint64_t segment_salt, absl::Span<const uint8_t> data
     r.outcome = DecodeOutcome::kZero;
     return r;
   }
-  r.header.length = Load32(p + 4);
-  r.header.lsn = Load64(p + 8);
-  r.header.synced_lsn = Load64(p + 16);
+  r.header.length = LoadLE32(p + 4);
+  r.header.lsn = LoadLE64(p + 8);
+  r.header.synced_lsn = LoadLE64(p + 16);
   const uint8_t type = p[24];
   bool reserved_zero = true;
   for (size_t i = 25; i < kRecordHeaderSize; ++i) reserved_zero &= (p[i] == 0);
@@ -150,7 +146,7 @@ DecodedRecord DecodeRecord(uint64_t segment_salt, absl::Span<const uint8_t> data
     r.outcome = DecodeOutcome::kTruncated;
     return r;
   }
-  const uint32_t want = Load32(p);
+  const uint32_t want = LoadLE32(p);
   const uint32_t got =
       RecordCrc(segment_salt, p + 4, kRecordHeaderSize - 4, p + kRecordHeaderSize, r.header.length);
   if (want != got) {

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "wal/status_macros.h"
-#include "wal/tsan_mutex.h"
+#include "base/status_macros.h"
+#include "base/tsan_mutex.h"
 
 namespace powercut::wal {
 namespace {

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/base/internal/endian.h"
-#include "wal/status_macros.h"
+#include "base/status_macros.h"
 
 namespace powercut::wal {
 namespace {

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "wal/status_macros.h"
-#include "wal/tsan_mutex.h"
+#include "base/status_macros.h"
+#include "base/tsan_mutex.h"
 
 namespace powercut::wal {
 namespace {

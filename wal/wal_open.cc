@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "wal/segment_manager.h"
 #include "wal/segment_reader.h"
-#include "wal/status_macros.h"
 #include "wal/wal.h"
 #include "wal/wal_impl.h"
 

@@ -177,7 +177,7 @@ absl::StatusOr<std::string> FindWorkloadBinary(const std::string& hint, const st
   }
   std::filesystem::path dir = std::filesystem::path(self).parent_path();
   for (const auto& candidate :
-       {dir / "powercut-workload", dir / ".." / "workloads" / "powercut-workload"}) {
+       {dir / "powercut-workload", dir / ".." / ".." / "workloads" / "powercut-workload"}) {
     if (Executable(candidate.string())) {
       return std::filesystem::weakly_canonical(candidate).string();
     }
@@ -195,7 +195,8 @@ absl::StatusOr<std::string> FindWorkloadBinary(const std::string& hint, const st
     }
   }
   return absl::NotFoundError(fmt::format(
-      "cannot find powercut-workload (looked next to {}, in ../workloads/ and on PATH): build "
+      "cannot find powercut-workload (looked next to {}, in the build tree's workloads/ and on "
+      "PATH): build "
       "the target powercut-workload, or pass --workload-binary PATH or set POWERCUT_WORKLOAD",
       self));
 }

@@ -39,7 +39,7 @@ std::string BuiltinCheckCommand(const std::string& binary, const BuiltinCell& ce
 
 // The expected verdict of every built-in (workload, setting) per cache model, keyed
 // "<workload>-<setting>" (e.g. "xlog-append-fdatasync"), from `<binary> list --json`: the catalog
-// of the binary that runs the cells (tools/workloads/catalog.h) is the one source of truth.
+// of the binary that runs the cells (workloads/catalog.h) is the one source of truth.
 absl::StatusOr<std::map<std::string, CellExpect>> LoadBuiltinExpectations(
     const std::string& binary);
 // The same from the JSON text that command prints; `source` names it in errors.
@@ -47,7 +47,7 @@ absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
     const std::string& json_text, const std::string& source);
 
 // Finds powercut-workload: `hint` if non-empty (must be executable), else $POWERCUT_WORKLOAD,
-// else next to `self` (the running powercut), else ../workloads/powercut-workload relative to
+// else next to `self` (the running powercut), else ../../workloads/powercut-workload relative to
 // it (the build tree), else on PATH. The error says how to point at it.
 absl::StatusOr<std::string> FindWorkloadBinary(const std::string& hint, const std::string& self);
 

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 
+#include "base/xml_escape.h"
 #include "fmt/format.h"
-#include "harness/xml_escape.h"
 
 namespace powercut::product {
 namespace {
 
-using harness::XmlEscape;
+using powercut::XmlEscape;
 
 constexpr const char* kCss = R"(
 body{font-family:sans-serif;margin:1.5em;color:#222}

@@ -3,15 +3,15 @@
 #include <chrono>
 #include <filesystem>
 
+#include "base/xml_escape.h"
 #include "fmt/format.h"
 #include "harness/product/builtin.h"
 #include "harness/product/progress.h"
-#include "harness/xml_escape.h"
 
 namespace powercut::product {
 namespace {
 
-using harness::XmlEscape;
+using powercut::XmlEscape;
 
 uint64_t DefaultCount(const std::string& workload) {
   return workload.rfind("xlog", 0) == 0 ? 20 : 10;

@@ -7,18 +7,18 @@
 #include <fstream>
 #include <map>
 
+#include "base/image_io.h"
+#include "base/signal_cleanup.h"
 #include "fmt/format.h"
-#include "harness/cache_model.h"
-#include "harness/crash_state.h"
-#include "harness/engine.h"
-#include "harness/image_io.h"
-#include "harness/manifest.h"
-#include "harness/materialize.h"
-#include "harness/oracle.h"
-#include "harness/product/image_check.h"
-#include "harness/report.h"
-#include "harness/signal_cleanup.h"
-#include "harness/trace_reader.h"
+#include "harness/check/engine.h"
+#include "harness/check/image_check.h"
+#include "harness/check/oracle.h"
+#include "harness/check/report.h"
+#include "harness/state/cache_model.h"
+#include "harness/state/crash_state.h"
+#include "harness/state/materialize.h"
+#include "harness/trace/manifest.h"
+#include "harness/trace/trace_reader.h"
 
 namespace powercut::product {
 namespace {
@@ -105,22 +105,23 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
   if (::mkdtemp(work.data()) == nullptr) {
     return absl::InternalError("repro: cannot create a folder in /var/tmp");
   }
-  harness::RegisterCleanupFolder(work);  // a fatal signal removes it (harness/signal_cleanup.h)
+  powercut::RegisterCleanupFolder(work);  // a fatal signal removes it (harness/signal_cleanup.h)
   struct Cleanup {
     std::string dir;
     ~Cleanup() {
       std::error_code ec;
       fs::remove_all(dir, ec);
-      harness::UnregisterCleanupFolder(dir);
+      powercut::UnregisterCleanupFolder(dir);
     }
   } cleanup{work};
   fs::create_directories(work + "/mnt");
 
-  ImageCheckOptions ic{.fs = o.fs,
-                       .checker = o.fs == "raw" ? o.checker : "unset POWERCUT_DEV; " + o.checker,
-                       .timeout_seconds = o.checker_timeout_s,
-                       .fsck = o.fsck,
-                       .mountpoint = work + "/mnt"};
+  harness::ImageCheckOptions ic{
+      .fs = o.fs,
+      .checker = o.fs == "raw" ? o.checker : "unset POWERCUT_DEV; " + o.checker,
+      .timeout_seconds = o.checker_timeout_s,
+      .fsck = o.fsck,
+      .mountpoint = work + "/mnt"};
   std::map<std::string, std::pair<bool, std::string>> cache;  // id -> (violates, description)
   auto judge =
       [&](const harness::CrashState& state) -> absl::StatusOr<std::pair<bool, std::string>> {
@@ -128,7 +129,7 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
     if (auto it = cache.find(id); it != cache.end()) return it->second;
     std::string image = work + "/crash.img";
     if (auto s = harness::MaterializeState(o.trace, o.base, id, image); !s.ok()) return s;
-    auto out = CheckImageFile(image, ic);
+    auto out = harness::CheckImageFile(image, ic);
     std::error_code ec;
     fs::remove(image, ec);
     if (!out.ok()) return out.status();
@@ -247,7 +248,7 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
     if (ec) {
       return absl::InternalError(fmt::format("repro: cannot copy {}: {}", o.trace, ec.message()));
     }
-    if (auto s = harness::CopySparse(*base, b + "/base.img"); !s.ok()) return s;
+    if (auto s = powercut::CopySparse(*base, b + "/base.img"); !s.ok()) return s;
     auto m = harness::MakeManifest(
         b + "/base.img", trace.sector_size,
         manifest ? manifest->order : harness::OrderSemantics::kCompletion, trace.entries.size());

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <filesystem>
 
+#include "base/signal_cleanup.h"
 #include "fmt/format.h"
-#include "harness/product/fsck.h"
-#include "harness/report.h"
-#include "harness/signal_cleanup.h"
+#include "harness/check/fsck.h"
+#include "harness/check/report.h"
 
 namespace powercut::product {
 namespace {
@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 std::string MakeTempDir(const char* prefix) {
   std::string tmpl = fmt::format("/var/tmp/{}-XXXXXX", prefix);
   if (::mkdtemp(tmpl.data()) == nullptr) return "";
-  harness::RegisterCleanupFolder(tmpl);
+  powercut::RegisterCleanupFolder(tmpl);
   return tmpl;
 }
 
@@ -57,7 +57,7 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   c.workload = o.name.empty() ? "run" : o.name;
   c.powercut = o.powercut;
   c.on_state_checked = o.on_state_checked;
-  if (o.fsck && o.fs != "raw") c.before_mount = FsckHook(o.fs);
+  if (o.fsck && o.fs != "raw") c.before_mount = harness::FsckHook(o.fs);
   return c;
 }
 
@@ -156,7 +156,7 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
       std::error_code ec;
       if (!active) return;
       fs::remove_all(dir, ec);
-      harness::UnregisterCleanupFolder(dir);
+      powercut::UnregisterCleanupFolder(dir);
     }
   } cleanup{dir, temporary};
   if (!temporary) out.recording_dir = dir;

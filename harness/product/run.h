@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "harness/cache_model.h"
-#include "harness/engine.h"
+#include "harness/check/engine.h"
 #include "harness/product/timeline.h"
-#include "harness/state_generator.h"
+#include "harness/state/cache_model.h"
+#include "harness/state/state_generator.h"
 #include "harness/vm/vm_run.h"
 
 namespace powercut::product {

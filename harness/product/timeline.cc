@@ -2,7 +2,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "fmt/format.h"
-#include "harness/trace_reader.h"
+#include "harness/trace/trace_reader.h"
 
 namespace powercut::product {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "harness/engine.h"
+#include "harness/check/engine.h"
 #include "nlohmann/json.hpp"
 
 namespace powercut::product {

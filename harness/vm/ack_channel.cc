@@ -9,10 +9,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/tsan_mutex.h"
 #include "fmt/format.h"
-#include "harness/ack_id.h"
+#include "harness/trace/ack_id.h"
 #include "nlohmann/json.hpp"
-#include "wal/tsan_mutex.h"
 
 namespace powercut::vm {
 

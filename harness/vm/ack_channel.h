@@ -24,7 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "harness/recorder.h"
+#include "harness/trace/recorder.h"
 
 namespace powercut::vm {
 

@@ -8,10 +8,10 @@
 #include <cstring>
 #include <vector>
 
+#include "base/process.h"
+#include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/trace_format.h"
-#include "harness/vm/process.h"
-#include "wal/status_macros.h"
+#include "harness/trace/trace_format.h"
 
 namespace powercut::vm {
 namespace {
@@ -97,11 +97,12 @@ absl::StatusOr<uint64_t> LogWritesUsedBytes(const std::string& path) {
   if (pread(fd, super, sizeof super, 0) != static_cast<ssize_t>(sizeof super)) {
     return fail("too short for a superblock");
   }
-  if (harness::GetLE64(super) != harness::kLogMagic) {
+  const harness::SuperFields fields = harness::DecodeSuper(super);
+  if (fields.magic != harness::kLogMagic) {
     return fail("no dm-log-writes superblock (was the target removed cleanly?)");
   }
-  uint64_t entries = harness::GetLE64(super + 16);
-  uint32_t sectorsize = harness::GetLE32(super + 24);
+  uint64_t entries = fields.nr_entries;
+  uint32_t sectorsize = fields.sectorsize;
   if (!harness::ValidSectorSize(sectorsize)) return fail("bad sectorsize");
   uint64_t pos = sectorsize;
   std::vector<uint8_t> header(harness::kEntryHeaderBytes);
@@ -110,11 +111,7 @@ absl::StatusOr<uint64_t> LogWritesUsedBytes(const std::string& path) {
         static_cast<ssize_t>(header.size())) {
       return fail(fmt::format("entry {} lies beyond the end of the file", i));
     }
-    harness::EntryHeader h;
-    h.sector = harness::GetLE64(header.data());
-    h.nr_sectors = harness::GetLE64(header.data() + 8);
-    h.flags = harness::GetLE64(header.data() + 16);
-    h.data_len = harness::GetLE64(header.data() + 24);
+    harness::EntryHeader h = harness::DecodeEntryHeader(header.data());
     pos += sectorsize + harness::LoggedDataBytes(h, sectorsize);
   }
   close(fd);

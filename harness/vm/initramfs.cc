@@ -9,11 +9,11 @@
 #include <set>
 #include <sstream>
 
+#include "base/hash.h"
+#include "base/process.h"
+#include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/hash.h"
 #include "harness/vm/cpio_writer.h"
-#include "harness/vm/process.h"
-#include "wal/status_macros.h"
 
 namespace powercut::vm {
 namespace {
@@ -209,7 +209,7 @@ absl::StatusOr<Initramfs> BuildInitramfs(const GuestKernel& kernel,
 
   Initramfs result;
   result.hash =
-      harness::HashBytes(
+      powercut::HashBytes(
           absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(archive.data()), archive.size()))
           .Hex();
   result.modules = order.size();

@@ -8,9 +8,9 @@
 #include <sstream>
 #include <vector>
 
+#include "base/process.h"
+#include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/vm/process.h"
-#include "wal/status_macros.h"
 
 namespace powercut::vm {
 namespace {

@@ -9,10 +9,10 @@
 #include <filesystem>
 
 #include "CLI/CLI.hpp"
+#include "base/process.h"
 #include "fmt/format.h"
 #include "harness/vm/initramfs.h"
 #include "harness/vm/kernel.h"
-#include "harness/vm/process.h"
 #include "harness/vm/qemu.h"
 #include "harness/vm/vm_run.h"
 
@@ -77,7 +77,7 @@ void PrintRun(const powercut::vm::RunResult& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  powercut::vm::InstallInterruptHandlers();
+  powercut::InstallInterruptHandlers();
   CLI::App app{"powercut-vm: the VM crash domain of powercut"};
   app.require_subcommand(1);
   auto* kernel = app.add_subcommand("kernel", "fetch the guest kernel and print its version");

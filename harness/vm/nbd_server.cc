@@ -11,9 +11,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/status_macros.h"
+#include "base/tsan_mutex.h"
 #include "fmt/format.h"
-#include "wal/status_macros.h"
-#include "wal/tsan_mutex.h"
 
 namespace powercut::vm {
 namespace {

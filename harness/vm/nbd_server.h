@@ -30,8 +30,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "harness/cache_model.h"
-#include "harness/recorder.h"
+#include "harness/state/cache_model.h"
+#include "harness/trace/recorder.h"
 
 namespace powercut::vm {
 

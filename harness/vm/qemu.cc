@@ -10,9 +10,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/status_macros.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
-#include "wal/status_macros.h"
 
 namespace powercut::vm {
 namespace {

@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "harness/vm/process.h"
+#include "base/process.h"
 
 namespace powercut::vm {
 

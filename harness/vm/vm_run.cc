@@ -11,14 +11,14 @@
 #include <sstream>
 
 #include "absl/synchronization/notification.h"
+#include "base/process.h"
+#include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/manifest.h"
-#include "harness/recorder.h"
-#include "harness/trace_reader.h"
+#include "harness/trace/manifest.h"
+#include "harness/trace/recorder.h"
+#include "harness/trace/trace_reader.h"
 #include "harness/vm/ack_channel.h"
 #include "harness/vm/disk_image.h"
-#include "harness/vm/process.h"
-#include "wal/status_macros.h"
 
 namespace powercut::vm {
 namespace {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "harness/cache_model.h"
+#include "harness/state/cache_model.h"
 #include "harness/vm/guest_job.h"
 #include "harness/vm/initramfs.h"
 #include "harness/vm/kernel.h"

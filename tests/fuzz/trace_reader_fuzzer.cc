@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "harness/trace_reader.h"
+#include "harness/trace/trace_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace powercut::harness;

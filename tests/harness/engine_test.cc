@@ -1,16 +1,16 @@
 // The whole engine on the recorder core: a raw-device log workload written through the Recorder
 // in-process, checked by a real checker command (raw_log_checker) under each cache model.
-#include "harness/engine.h"
+#include "harness/check/engine.h"
 
 #include <chrono>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/checker.h"
-#include "harness/raw_log.h"
-#include "harness/raw_log_format.h"
-#include "harness/recorder.h"
-#include "harness/report.h"
+#include "harness/check/checker.h"
+#include "harness/check/report.h"
+#include "harness/trace/raw_log.h"
+#include "harness/trace/raw_log_format.h"
+#include "harness/trace/recorder.h"
 #include "tests/harness/temp_dir.h"
 
 namespace powercut::harness {

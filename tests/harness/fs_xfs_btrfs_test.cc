@@ -17,14 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "base/image_io.h"
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/diff_trace.h"
-#include "harness/engine.h"
-#include "harness/image_io.h"
-#include "harness/loop_mount.h"
-#include "harness/report.h"
+#include "harness/check/engine.h"
+#include "harness/check/loop_mount.h"
+#include "harness/check/report.h"
+#include "harness/trace/diff_trace.h"
 #include "tests/harness/temp_dir.h"
 
 namespace powercut::harness {

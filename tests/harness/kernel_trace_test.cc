@@ -7,10 +7,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/engine.h"
-#include "harness/report.h"
-#include "harness/trace_reader.h"
-#include "harness/trace_replay.h"
+#include "harness/check/engine.h"
+#include "harness/check/report.h"
+#include "harness/trace/trace_reader.h"
+#include "harness/trace/trace_replay.h"
 #include "tests/harness/temp_dir.h"
 
 namespace powercut::harness {

@@ -1,7 +1,7 @@
 // harness/signal_cleanup.h: a fatal SIGINT detaches a real loop mount and removes a nested scratch
 // folder (in a forked child, so the signal kills only the child); RunSignalCleanup never follows
 // symlinks and ignores unregistered folders.
-#include "harness/signal_cleanup.h"
+#include "base/signal_cleanup.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -17,7 +17,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "harness/loop_mount.h"
+#include "harness/check/loop_mount.h"
 #include "tests/harness/temp_dir.h"
 
 namespace powercut::harness {

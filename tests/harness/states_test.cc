@@ -4,13 +4,13 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/cache_model.h"
-#include "harness/crash_state.h"
-#include "harness/materialize.h"
-#include "harness/recorder.h"
-#include "harness/state_generator.h"
-#include "harness/trace_reader.h"
-#include "harness/working_image.h"
+#include "harness/state/cache_model.h"
+#include "harness/state/crash_state.h"
+#include "harness/state/materialize.h"
+#include "harness/state/state_generator.h"
+#include "harness/state/working_image.h"
+#include "harness/trace/recorder.h"
+#include "harness/trace/trace_reader.h"
 #include "tests/harness/temp_dir.h"
 
 namespace powercut::harness {

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "tests/common/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace powercut::harness::testing {
 
-// The shared TempDir (tests/common/temp_dir.h), under std::filesystem::temp_directory_path()
+// The shared TempDir (base/temp_dir.h), under std::filesystem::temp_directory_path()
 // ($TMPDIR or /tmp) as these tests always were.
 class TempDir : public powercut::testing::TempDir {
  public:

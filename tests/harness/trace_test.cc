@@ -3,11 +3,11 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/manifest.h"
-#include "harness/recorder.h"
-#include "harness/trace_reader.h"
-#include "harness/trace_replay.h"
-#include "harness/trace_writer.h"
+#include "harness/trace/manifest.h"
+#include "harness/trace/recorder.h"
+#include "harness/trace/trace_reader.h"
+#include "harness/trace/trace_replay.h"
+#include "harness/trace/trace_writer.h"
 #include "tests/harness/temp_dir.h"
 
 namespace powercut::harness {

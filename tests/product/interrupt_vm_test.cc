@@ -1,5 +1,5 @@
 // Ctrl-C during `powercut run` (real VM): qemu dies and the run's folders are removed
-// (harness/signal_cleanup.h, vm::InstallInterruptHandlers). The workload acks once and then
+// (harness/signal_cleanup.h, powercut::InstallInterruptHandlers). The workload acks once and then
 // sleeps, so the signal arrives while the guest runs and the recorder writes.
 #include <signal.h>
 #include <sys/wait.h>

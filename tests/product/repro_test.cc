@@ -10,13 +10,13 @@
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/engine.h"
-#include "harness/product/fsck.h"
+#include "harness/check/engine.h"
+#include "harness/check/fsck.h"
+#include "harness/check/image_check.h"
 #include "harness/product/html_report.h"
-#include "harness/product/image_check.h"
 #include "harness/product/run.h"
-#include "harness/raw_log.h"
-#include "harness/recorder.h"
+#include "harness/trace/raw_log.h"
+#include "harness/trace/recorder.h"
 #include "tests/product/test_util.h"
 
 namespace powercut::product {
@@ -215,23 +215,23 @@ TEST(Fsck, ACleanExt4PassesAndADamagedOneIsAnFsckViolation) {
   std::string image = dir.File("fs.img");
   ASSERT_EQ(RunCommand(fmt::format("truncate -s 16M {0} && mkfs.ext4 -q -F {0}", image)).exit_code,
             0);
-  auto clean = FsckImage("ext4", image);
+  auto clean = harness::FsckImage("ext4", image);
   ASSERT_TRUE(clean.ok()) << clean.status();
   EXPECT_EQ(*clean, "");
   // Clear the root directory's inode: e2fsck -n reports it (exit 4 or 12, "still has errors").
   ASSERT_EQ(RunCommand(fmt::format("debugfs -w -R 'clri <2>' {}", image)).exit_code, 0);
-  auto damaged = FsckImage("ext4", image);
+  auto damaged = harness::FsckImage("ext4", image);
   ASSERT_TRUE(damaged.ok()) << damaged.status();
   EXPECT_THAT(*damaged, HasSubstr("fsck: e2fsck exit "));
   EXPECT_THAT(*damaged, HasSubstr("errors"));
   // The same through the image check --fsck uses: a setup error, so the state is unrecoverable.
   std::filesystem::create_directories(dir.File("mnt"));
-  auto out = CheckImageFile(
+  auto out = harness::CheckImageFile(
       image, {.fs = "ext4", .checker = "true", .fsck = true, .mountpoint = dir.File("mnt")});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_FALSE(out->recovered());
   EXPECT_THAT(out->setup_error, HasSubstr("fsck:"));
-  auto raw = FsckCommand("raw", image);
+  auto raw = harness::FsckCommand("raw", image);
   ASSERT_FALSE(raw.ok());
   EXPECT_THAT(raw.status().message(), HasSubstr("--fsck needs a file system"));
 }

@@ -11,11 +11,11 @@
 #include <sstream>
 #include <string>
 
-#include "tests/common/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace powercut::product::testing {
 
-// The shared TempDir (tests/common/temp_dir.h), always under /var/tmp (disk-backed) as these tests
+// The shared TempDir (base/temp_dir.h), always under /var/tmp (disk-backed) as these tests
 // always were: $POWERCUT_TEST_TMPDIR does not move the folders the product's VM tests hand the
 // guest.
 class TempDir : public powercut::testing::TempDir {

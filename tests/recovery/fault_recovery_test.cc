@@ -8,8 +8,8 @@
 #include "recovery/recovery.h"
 #include "recovery/repair.h"
 #include "tests/recovery/log_builder.h"
-#include "wal/fault_injection_env.h"
 #include "wal/posix_env.h"
+#include "wal/testing/fault_injection_env.h"
 
 namespace powercut::recovery {
 namespace {

@@ -1,6 +1,6 @@
 // Test helpers that build WAL segments byte by byte with the format's own encoders
 // (wal/record_format.h), so that recovery tests control every byte of the input. The temp dir these
-// tests use is powercut::testing::TempDir (tests/common/temp_dir.h).
+// tests use is powercut::testing::TempDir (base/temp_dir.h).
 #pragma once
 
 #include <cstdint>
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/temp_dir.h"
 #include "gtest/gtest.h"
-#include "tests/common/temp_dir.h"
 #include "wal/record_format.h"
 
 namespace powercut::testing {

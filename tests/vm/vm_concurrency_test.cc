@@ -21,16 +21,16 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "base/tsan_mutex.h"
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/recorder.h"
-#include "harness/trace_reader.h"
+#include "harness/trace/recorder.h"
+#include "harness/trace/trace_reader.h"
 #include "harness/vm/ack_channel.h"
 #include "harness/vm/disk_image.h"
 #include "harness/vm/nbd_server.h"
 #include "tests/vm/vm_temp_dir.h"
-#include "wal/tsan_mutex.h"
 
 namespace powercut::vm {
 namespace {

@@ -12,15 +12,15 @@
 #include <set>
 #include <string>
 
+#include "base/hash.h"
+#include "base/process.h"
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/engine.h"
-#include "harness/hash.h"
-#include "harness/manifest.h"
-#include "harness/trace_reader.h"
-#include "harness/trace_replay.h"
-#include "harness/vm/process.h"
+#include "harness/check/engine.h"
+#include "harness/trace/manifest.h"
+#include "harness/trace/trace_reader.h"
+#include "harness/trace/trace_replay.h"
 #include "harness/vm/vm_run.h"
 #include "tests/vm/vm_temp_dir.h"
 
@@ -82,7 +82,7 @@ std::string ODirectChecker(int n) {
 }
 
 std::string HashOf(const std::string& path) {
-  auto h = harness::HashFile(path);
+  auto h = powercut::HashFile(path);
   return h.ok() ? h->Hex() : std::string(h.status().message());
 }
 

@@ -1,9 +1,9 @@
-// The VM tests' temporary folder: the shared TempDir (tests/common/temp_dir.h) under /tmp, where
+// The VM tests' temporary folder: the shared TempDir (base/temp_dir.h) under /tmp, where
 // these tests always made it: unix sockets go in it (a socket path must fit sun_path's 108 bytes)
 // and only the host reads it.
 #pragma once
 
-#include "tests/common/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace powercut::vm {
 

@@ -11,17 +11,17 @@
 #include <string>
 #include <vector>
 
+#include "base/process.h"
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/recorder.h"
-#include "harness/trace_reader.h"
-#include "harness/trace_replay.h"
+#include "harness/trace/recorder.h"
+#include "harness/trace/trace_reader.h"
+#include "harness/trace/trace_replay.h"
 #include "harness/vm/ack_channel.h"
 #include "harness/vm/cpio_writer.h"
 #include "harness/vm/disk_image.h"
 #include "harness/vm/nbd_server.h"
-#include "harness/vm/process.h"
 #include "harness/vm/vm_run.h"
 #include "tests/vm/vm_temp_dir.h"
 

@@ -1,5 +1,5 @@
 // FaultInjectionEnv: which writes survive a simulated power cut, and injected faults.
-#include "wal/fault_injection_env.h"
+#include "wal/testing/fault_injection_env.h"
 
 #include <cerrno>
 #include <string>

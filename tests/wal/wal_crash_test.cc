@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "base/tsan_mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "recovery/open_and_recover.h"
 #include "recovery/recovery.h"
 #include "tests/wal/wal_test_util.h"
-#include "wal/fault_injection_env.h"
-#include "wal/tsan_mutex.h"
+#include "wal/testing/fault_injection_env.h"
 #include "wal/wal.h"
 
 namespace powercut::wal {

@@ -13,8 +13,8 @@
 #include "gtest/gtest.h"
 #include "recovery/recovery.h"
 #include "tests/wal/wal_test_util.h"
-#include "wal/fault_injection_env.h"
 #include "wal/segment_manager.h"
+#include "wal/testing/fault_injection_env.h"
 #include "wal/wal.h"
 #include "wal/wal_impl.h"
 

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "tests/wal/wal_test_util.h"
 #include "wal/crc32c.h"
-#include "wal/fault_injection_env.h"
+#include "wal/testing/fault_injection_env.h"
 
 namespace powercut::wal {
 namespace {

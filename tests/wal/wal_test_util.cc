@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "absl/status/status.h"
-#include "wal/status_macros.h"
+#include "base/status_macros.h"
 
 namespace powercut::wal::testing {
 

@@ -9,13 +9,13 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "tests/common/temp_dir.h"
+#include "base/temp_dir.h"
 #include "wal/env.h"
 #include "wal/record_format.h"
 
 namespace powercut::wal::testing {
 
-// The shared self-removing folder (tests/common/temp_dir.h), under $POWERCUT_TEST_TMPDIR or
+// The shared self-removing folder (base/temp_dir.h), under $POWERCUT_TEST_TMPDIR or
 // /var/tmp (not /tmp, which may be tmpfs, where O_DIRECT fails).
 using TempDir = powercut::testing::TempDir;
 

@@ -1,4 +1,4 @@
-#include "tools/workloads/ack_channel.h"
+#include "workloads/ack_channel.h"
 
 #include <fcntl.h>
 #include <unistd.h>

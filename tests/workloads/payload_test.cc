@@ -1,4 +1,4 @@
-#include "tools/workloads/payload.h"
+#include "workloads/payload.h"
 
 #include <string>
 

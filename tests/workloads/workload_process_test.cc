@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "base/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/common/temp_dir.h"
 #include "tests/workloads/child_process.h"
-#include "tools/workloads/ack_channel.h"
-#include "tools/workloads/catalog.h"
+#include "workloads/ack_channel.h"
+#include "workloads/catalog.h"
 
 namespace powercut::workloads {
 namespace {

@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "base/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/common/temp_dir.h"
-#include "tools/workloads/xlog_format.h"
-#include "tools/workloads/xlog_workload.h"
+#include "workloads/xlog_format.h"
+#include "workloads/xlog_workload.h"
 
 namespace powercut::workloads {
 namespace {

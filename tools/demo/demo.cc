@@ -23,7 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "recovery/recovery.h"
 #include "wal/barrier.h"
-#include "wal/fault_injection_env.h"
+#include "wal/testing/fault_injection_env.h"
 #include "wal/wal.h"
 
 namespace powercut {

@@ -21,13 +21,13 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "base/image_io.h"
 #include "fmt/format.h"
-#include "harness/diff_trace.h"
-#include "harness/engine.h"
-#include "harness/image_io.h"
-#include "harness/loop_mount.h"
-#include "harness/raw_log.h"
-#include "harness/recorder.h"
+#include "harness/check/engine.h"
+#include "harness/check/loop_mount.h"
+#include "harness/trace/diff_trace.h"
+#include "harness/trace/raw_log.h"
+#include "harness/trace/recorder.h"
 
 namespace {
 
@@ -153,7 +153,7 @@ int FsScenario(const std::string& dir, int workers, const std::string& fs) {
           : fmt::format("mkfs.{} -q -f '{}' >/dev/null", fs, base);
   if (std::system(mkfs.c_str()) != 0) return std::fprintf(stderr, "%s failed\n", mkfs.c_str()), 1;
   std::string after = fmt::format("{}/{}-after.img", dir, fs);
-  if (!CopySparse(base, after).ok()) return 1;
+  if (!powercut::CopySparse(base, after).ok()) return 1;
   std::string mnt = fmt::format("{}/{}-mnt", dir, fs);
   std::filesystem::create_directories(mnt);
   std::vector<std::string> acks;

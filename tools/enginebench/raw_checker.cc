@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "harness/raw_log_format.h"
+#include "harness/trace/raw_log_format.h"
 
 int main() {
   using namespace powercut::harness;

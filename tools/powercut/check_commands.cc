@@ -7,8 +7,8 @@
 #include <string>
 
 #include "fmt/format.h"
-#include "harness/engine.h"
-#include "harness/report.h"
+#include "harness/check/engine.h"
+#include "harness/check/report.h"
 #include "tools/powercut/commands.h"
 
 namespace powercut::cli {

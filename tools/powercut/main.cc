@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "harness/vm/process.h"
+#include "base/process.h"
 #include "tools/powercut/commands.h"
 #include "tools/powercut/product_commands.h"
 
@@ -19,7 +19,7 @@ int Fail(const std::string& message) {
 int main(int argc, char** argv) {
   // Ctrl-C (SIGINT), SIGTERM and SIGHUP kill qemu's process group, detach host loop mounts and
   // remove the run/work folders before powercut dies of the signal (harness/signal_cleanup.h).
-  powercut::vm::InstallInterruptHandlers();
+  powercut::InstallInterruptHandlers();
   CLI::App app{"powercut: which acknowledged commits survive a power cut?"};
   app.require_subcommand(1);
   int exit_code = 0;

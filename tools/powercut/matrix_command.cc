@@ -6,10 +6,10 @@
 #include <memory>
 
 #include "fmt/format.h"
+#include "harness/check/report.h"
 #include "harness/product/builtin.h"
 #include "harness/product/html_report.h"
 #include "harness/product/matrix.h"
-#include "harness/report.h"
 #include "tools/powercut/product_commands.h"
 
 namespace powercut::cli {

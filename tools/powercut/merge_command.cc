@@ -4,9 +4,9 @@
 #include <memory>
 
 #include "fmt/format.h"
+#include "harness/check/report.h"
 #include "harness/product/html_report.h"
 #include "harness/product/merge.h"
-#include "harness/report.h"
 #include "tools/powercut/product_commands.h"
 
 namespace powercut::cli {

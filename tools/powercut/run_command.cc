@@ -5,12 +5,12 @@
 #include <memory>
 
 #include "fmt/format.h"
+#include "harness/check/report.h"
 #include "harness/product/builtin.h"
 #include "harness/product/cell_result.h"
 #include "harness/product/html_report.h"
 #include "harness/product/progress.h"
 #include "harness/product/run.h"
-#include "harness/report.h"
 #include "harness/vm/vm_run.h"
 #include "tools/powercut/product_commands.h"
 

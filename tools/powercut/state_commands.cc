@@ -3,13 +3,13 @@
 #include <optional>
 #include <string>
 
-#include "harness/cache_model.h"
-#include "harness/crash_state.h"
-#include "harness/engine.h"
-#include "harness/image_io.h"
-#include "harness/materialize.h"
-#include "harness/state_generator.h"
-#include "harness/trace_reader.h"
+#include "base/image_io.h"
+#include "harness/check/engine.h"
+#include "harness/state/cache_model.h"
+#include "harness/state/crash_state.h"
+#include "harness/state/materialize.h"
+#include "harness/state/state_generator.h"
+#include "harness/trace/trace_reader.h"
 #include "tools/powercut/commands.h"
 
 namespace powercut::cli {

@@ -4,12 +4,12 @@
 #include <optional>
 #include <string>
 
+#include "base/image_io.h"
 #include "fmt/format.h"
-#include "harness/ack_id.h"
-#include "harness/image_io.h"
-#include "harness/manifest.h"
-#include "harness/trace_reader.h"
-#include "harness/trace_replay.h"
+#include "harness/trace/ack_id.h"
+#include "harness/trace/manifest.h"
+#include "harness/trace/trace_reader.h"
+#include "harness/trace/trace_replay.h"
 #include "nlohmann/json.hpp"
 #include "tools/powercut/commands.h"
 
@@ -35,7 +35,7 @@ std::string FlagsText(uint64_t flags) {
 int Show(const std::string& log, const std::string& base, bool json) {
   harness::TraceReadOptions options;
   if (!base.empty()) {
-    auto size = harness::FileSize(base);
+    auto size = powercut::FileSize(base);
     if (!size.ok()) return Fail(std::string(size.status().message()));
     options.device_bytes = *size;
   }
@@ -144,7 +144,7 @@ void AddTraceCommands(CLI::App& app, int* exit_code) {
   end_entry->excludes(end_mark);
   replay->callback([=] {
     harness::TraceReadOptions options;
-    auto size = harness::FileSize(replay_args->base);
+    auto size = powercut::FileSize(replay_args->base);
     if (!size.ok()) {
       *exit_code = Fail(std::string(size.status().message()));
       return;
@@ -185,7 +185,7 @@ void AddTraceCommands(CLI::App& app, int* exit_code) {
       *exit_code = Fail(std::string(order.status().message()));
       return;
     }
-    auto size = harness::FileSize(manifest_args->base);
+    auto size = powercut::FileSize(manifest_args->base);
     if (!size.ok()) {
       *exit_code = Fail(std::string(size.status().message()));
       return;

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "base/status_macros.h"
 #include "tools/walbench/raw_barrier.h"
-#include "wal/status_macros.h"
 
 namespace powercut::walbench {
 namespace {

@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "tools/walbench/latency.h"
 #include "tools/walbench/raw_barrier.h"
-#include "wal/status_macros.h"
 
 namespace powercut::walbench {
 namespace {

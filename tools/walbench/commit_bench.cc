@@ -13,7 +13,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "wal/status_macros.h"
+#include "base/status_macros.h"
 
 namespace powercut::walbench {
 namespace {

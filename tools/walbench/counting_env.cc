@@ -1,6 +1,6 @@
 #include "tools/walbench/counting_env.h"
 
-#include "wal/status_macros.h"
+#include "base/status_macros.h"
 
 namespace powercut::walbench {
 namespace {

@@ -13,9 +13,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "base/status_macros.h"
 #include "tools/walbench/commit_engine.h"
 #include "tools/walbench/raw_barrier.h"
-#include "wal/status_macros.h"
 
 namespace powercut::walbench {
 namespace {

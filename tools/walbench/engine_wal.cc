@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
+#include "base/status_macros.h"
 #include "tools/walbench/commit_engine.h"
 #include "tools/walbench/counting_env.h"
-#include "wal/status_macros.h"
 #include "wal/wal.h"
 
 namespace powercut::walbench {

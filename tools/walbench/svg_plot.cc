@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "harness/xml_escape.h"
+#include "base/xml_escape.h"
 
 namespace powercut::walbench {
 namespace {
@@ -48,7 +48,7 @@ std::string RenderPanel(const PlotPanel& panel, double x0) {
   std::string out;
   out +=
       fmt::format("<text x=\"{:.1f}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
-                  x0 + kLeft, harness::XmlEscape(panel.title));
+                  x0 + kLeft, powercut::XmlEscape(panel.title));
   out += fmt::format(
       "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"none\" "
       "stroke=\"#444\"/>\n",
@@ -77,11 +77,11 @@ std::string RenderPanel(const PlotPanel& panel, double x0) {
   }
   out += fmt::format(
       "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\">{}</text>\n",
-      x0 + kLeft + plot_w / 2, kPanelHeight - 12, harness::XmlEscape(panel.x_label));
+      x0 + kLeft + plot_w / 2, kPanelHeight - 12, powercut::XmlEscape(panel.x_label));
   out += fmt::format(
       "<text x=\"{0:.1f}\" y=\"{1:.1f}\" font-size=\"12\" text-anchor=\"middle\" "
       "transform=\"rotate(-90 {0:.1f} {1:.1f})\">{2}</text>\n",
-      x0 + 18, kTop + plot_h / 2, harness::XmlEscape(panel.y_label));
+      x0 + 18, kTop + plot_h / 2, powercut::XmlEscape(panel.y_label));
   // Series and legend.
   int index = 0;
   for (const PlotSeries& s : panel.series) {
@@ -99,7 +99,7 @@ std::string RenderPanel(const PlotPanel& panel, double x0) {
     out += fmt::format(
         "<line x1=\"{0:.1f}\" x2=\"{1:.1f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"{3}\" "
         "stroke-width=\"2\"/><text x=\"{4:.1f}\" y=\"{5:.1f}\" font-size=\"11\">{6}</text>\n",
-        lx, lx + 18, ly, color, lx + 22, ly + 4, harness::XmlEscape(s.name));
+        lx, lx + 18, ly, color, lx + 22, ly + 4, powercut::XmlEscape(s.name));
     ++index;
   }
   return out;

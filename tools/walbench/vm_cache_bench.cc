@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/status_macros.h"
 #include "harness/vm/vm_run.h"
 #include "tools/walbench/bench_dir.h"
-#include "wal/status_macros.h"
 
 namespace powercut::walbench {
 namespace {

@@ -21,10 +21,10 @@
 #include <sstream>
 #include <string>
 
+#include "base/process.h"
 #include "fmt/format.h"
-#include "harness/ack_id.h"
+#include "harness/trace/ack_id.h"
 #include "harness/vm/guest_job.h"
-#include "harness/vm/process.h"
 
 namespace {
 
@@ -130,7 +130,7 @@ class Agent {
   }
 
   bool Cmd(const std::string& step, const std::vector<std::string>& argv) {
-    auto out = powercut::vm::RunCommandOrError(step, argv);
+    auto out = powercut::RunCommandOrError(step, argv);
     if (!out.ok()) return Fail(step, std::string(out.status().message()));
     return true;
   }

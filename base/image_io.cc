@@ -1,0 +1,170 @@
+#include "base/image_io.h"
+
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "base/status_macros.h"
+#include "fmt/format.h"
+
+namespace powercut {
+namespace {
+
+absl::Status Errno(const std::string& what, const std::string& path) {
+  int err = errno;
+  return absl::Status(absl::ErrnoToStatusCode(err),
+                      fmt::format("{}({}): {}", what, path, std::strerror(err)));
+}
+
+}  // namespace
+
+absl::Status PwriteFull(int fd, const uint8_t* data, size_t size, uint64_t offset,
+                        const std::string& path) {
+  while (size > 0) {
+    ssize_t n = ::pwrite(fd, data, size, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno("pwrite", path);
+    }
+    if (n == 0) return absl::DataLossError(fmt::format("pwrite({}): no progress", path));
+    data += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PreadFull(int fd, uint8_t* data, size_t size, uint64_t offset,
+                       const std::string& path) {
+  while (size > 0) {
+    ssize_t n = ::pread(fd, data, size, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno("pread", path);
+    }
+    if (n == 0) {
+      return absl::OutOfRangeError(
+          fmt::format("pread({}): end of file at byte {} ({} bytes short)", path, offset, size));
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ZeroRange(int fd, uint64_t offset, uint64_t length, const std::string& path) {
+  if (length == 0) return absl::OkStatus();
+  if (::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                  static_cast<off_t>(length)) == 0) {
+    return absl::OkStatus();
+  }
+  std::vector<uint8_t> zeros(std::min<uint64_t>(length, 1 << 20), 0);
+  while (length > 0) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(length, zeros.size()));
+    RETURN_IF_ERROR(PwriteFull(fd, zeros.data(), n, offset, path));
+    offset += n;
+    length -= n;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CopyOnto(int src_fd, int dst_fd, uint64_t size, const std::string& src,
+                      const std::string& dst) {
+  uint64_t pos = 0;
+  while (pos < size) {
+    off_t data = ::lseek(src_fd, static_cast<off_t>(pos), SEEK_DATA);
+    if (data < 0) {
+      if (errno == ENXIO) {  // only a hole remains
+        RETURN_IF_ERROR(ZeroRange(dst_fd, pos, size - pos, dst));
+        break;
+      }
+      return Errno("lseek SEEK_DATA", src);
+    }
+    RETURN_IF_ERROR(ZeroRange(dst_fd, pos, static_cast<uint64_t>(data) - pos, dst));
+    off_t hole = ::lseek(src_fd, data, SEEK_HOLE);
+    if (hole < 0) return Errno("lseek SEEK_HOLE", src);
+    loff_t in = data;
+    loff_t out = data;
+    uint64_t remaining = static_cast<uint64_t>(hole - data);
+    while (remaining > 0) {
+      ssize_t n = ::copy_file_range(src_fd, &in, dst_fd, &out, remaining, 0);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Errno(fmt::format("copy_file_range to {} from", dst), src);
+      }
+      if (n == 0) break;
+      remaining -= static_cast<uint64_t>(n);
+    }
+    pos = static_cast<uint64_t>(hole);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CopySparse(const std::string& src, const std::string& dst) {
+  int in = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return Errno("open", src);
+  struct stat st;
+  if (::fstat(in, &st) != 0) {
+    absl::Status s = Errno("fstat", src);
+    ::close(in);
+    return s;
+  }
+  int out = ::open(dst.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) {
+    absl::Status s = Errno("open", dst);
+    ::close(in);
+    return s;
+  }
+  absl::Status s;
+  if (::ftruncate(out, st.st_size) != 0) {
+    s = Errno("ftruncate", dst);
+  } else {
+    s = CopyOnto(in, out, static_cast<uint64_t>(st.st_size), src, dst);
+  }
+  ::close(in);
+  if (::close(out) != 0 && s.ok()) s = Errno("close", dst);
+  return s;
+}
+
+absl::StatusOr<uint64_t> FileSize(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Errno("stat", path);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+absl::StatusOr<std::unique_ptr<ReadOnlyMap>> ReadOnlyMap::Open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Errno("open", path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    absl::Status s = Errno("fstat", path);
+    ::close(fd);
+    return s;
+  }
+  const uint8_t* data = nullptr;
+  if (st.st_size > 0) {
+    void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+      absl::Status s = Errno("mmap", path);
+      ::close(fd);
+      return s;
+    }
+    data = static_cast<const uint8_t*>(m);
+  }
+  ::close(fd);
+  return std::unique_ptr<ReadOnlyMap>(new ReadOnlyMap(data, static_cast<uint64_t>(st.st_size)));
+}
+
+ReadOnlyMap::~ReadOnlyMap() {
+  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+}  // namespace powercut

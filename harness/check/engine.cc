@@ -1,0 +1,469 @@
+#include "harness/check/engine.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "base/image_io.h"
+#include "base/signal_cleanup.h"
+#include "base/status_macros.h"
+#include "base/tsan_mutex.h"
+#include "fmt/format.h"
+#include "harness/check/checker.h"
+#include "harness/check/loop_mount.h"
+#include "harness/state/working_image.h"
+#include "harness/trace/trace_reader.h"
+
+namespace powercut::harness {
+namespace {
+
+struct HashKey {
+  uint64_t high, low;
+  bool operator==(const HashKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const HashKey& k) {
+    return H::combine(std::move(h), k.high, k.low);
+  }
+};
+
+// Hands out states in increasing point order, a few points at a time.
+class StateSource {
+ public:
+  StateSource(const TraceIndex& index, const CacheModel& model, const StateOptions& options,
+              uint64_t seed, std::vector<uint64_t> points)
+      : index_(index), model_(model), options_(options), seed_(seed), points_(std::move(points)) {}
+
+  struct Item {
+    uint64_t seq;
+    CrashState state;
+  };
+  // Empty when done.
+  std::vector<Item> Next() {
+    powercut::MutexLock lock(&mu_);
+    std::vector<Item> batch;
+    std::vector<CrashState> states;
+    while (next_point_ < points_.size() && states.size() < 16) {
+      PointView view = index_.View(points_[next_point_++], model_);
+      StatesAtPoint(index_, view, model_, options_, seed_, &states);
+    }
+    for (const CrashState& s : states) batch.push_back({seq_++, s});
+    return batch;
+  }
+  uint64_t generated() const {
+    powercut::MutexLock lock(&mu_);
+    return seq_;
+  }
+
+ private:
+  const TraceIndex& index_;
+  const CacheModel model_;
+  const StateOptions options_;
+  const uint64_t seed_;
+  const std::vector<uint64_t> points_;
+  mutable absl::Mutex mu_;
+  size_t next_point_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+struct Worker {
+  std::unique_ptr<WorkingImage> image;
+  std::string scratch;  // fs only
+  int scratch_fd = -1;
+  std::string mountpoint;
+};
+
+struct Shared {
+  absl::Mutex mu;
+  absl::flat_hash_map<HashKey, CompactOutput> outputs ABSL_GUARDED_BY(mu);
+  ModelResult* result ABSL_GUARDED_BY(mu) = nullptr;
+  std::vector<std::pair<uint64_t, Verdict>> violations ABSL_GUARDED_BY(mu);  // by seq, bounded
+  absl::Status error ABSL_GUARDED_BY(mu);
+  uint64_t states_done ABSL_GUARDED_BY(mu) = 0;   // for CheckOptions::on_state_checked
+  uint64_t states_total ABSL_GUARDED_BY(mu) = 0;  // likewise
+};
+
+std::string RebuildCommand(const CheckOptions& o, const std::string& base, const std::string& id) {
+  return fmt::format("{} state materialize --trace {} --base {} --state {} --out crash.img",
+                     o.powercut, o.trace_path, base, id);
+}
+
+// Since Linux 6.7 ("btrfs: support cloned-device mount capability") btrfs mounts a second
+// single-device file system with an fsid that is already mounted under a temporary in-memory
+// fsid; the kernel advertises it as /sys/fs/btrfs/features/temp_fsid. Without it a second copy
+// of the same image cannot be mounted while the first one is.
+bool BtrfsMountsClones() {
+  std::error_code ec;
+  return std::filesystem::exists("/sys/fs/btrfs/features/temp_fsid", ec);
+}
+
+CheckerOutput SetupFailure(std::string why) {
+  CheckerOutput out;
+  out.exit_code = -1;
+  out.setup_error = std::move(why);
+  return out;
+}
+
+// Where mounting is not permitted: replay the ext4 journal with e2fsck (journal only, like a
+// mount; no repairs), extract the files with debugfs, run the checker on the extracted tree.
+absl::StatusOr<CheckerOutput> CheckExt4WithoutMount(const CheckOptions& o, Worker& w) {
+  auto fsck =
+      RunChecker(fmt::format("e2fsck -E journal_only -y '{}'", w.scratch), {}, o.checker_timeout_s);
+  if (!fsck.ok()) return fsck.status();
+  if (fsck->timed_out || fsck->exit_code < 0 || fsck->exit_code >= 4) {
+    return SetupFailure(fmt::format("e2fsck -E journal_only failed (exit {}): {}", fsck->exit_code,
+                                    fsck->stderr_tail));
+  }
+  std::string tree = w.scratch + ".files";
+  std::error_code ec;
+  std::filesystem::remove_all(tree, ec);
+  std::filesystem::create_directories(tree, ec);
+  auto dump = RunChecker(fmt::format("debugfs -R 'rdump / {}' '{}'", tree, w.scratch), {},
+                         o.checker_timeout_s);
+  absl::StatusOr<CheckerOutput> out = SetupFailure("debugfs rdump did not run");
+  if (!dump.ok()) {
+    out = dump.status();
+  } else if (!dump->recovered()) {
+    out = SetupFailure(
+        fmt::format("debugfs rdump failed (exit {}): {}", dump->exit_code, dump->stderr_tail));
+  } else {
+    out = RunChecker(o.checker, {{"POWERCUT_DIR", tree}}, o.checker_timeout_s);
+  }
+  std::filesystem::remove_all(tree, ec);
+  return out;
+}
+
+absl::StatusOr<CheckerOutput> CheckImage(const CheckOptions& o, Worker& w) {
+  if (o.fs == "raw") {
+    struct stat before;
+    struct stat after;
+    ::fstat(w.image->fd(), &before);
+    ASSIGN_OR_RETURN(CheckerOutput out, RunChecker(o.checker, {{"POWERCUT_DEV", w.image->path()}},
+                                                   o.checker_timeout_s));
+    ::fstat(w.image->fd(), &after);
+    if (after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+        after.st_mtim.tv_nsec != before.st_mtim.tv_nsec || after.st_size != before.st_size) {
+      // The raw protocol is read-only; rebuild so that later states stay exact.
+      RETURN_IF_ERROR(w.image->Reset());
+      return absl::FailedPreconditionError(fmt::format(
+          "checker '{}' wrote to the raw image {} (POWERCUT_DEV is read-only for checkers: copy "
+          "it first if recovery must write)",
+          o.checker, w.image->path()));
+    }
+    return out;
+  }
+  RETURN_IF_ERROR(
+      CopyOnto(w.image->fd(), w.scratch_fd, w.image->size(), w.image->path(), w.scratch));
+  if (o.before_mount) {
+    if (std::string problem = o.before_mount(w.scratch); !problem.empty()) {
+      CheckerOutput out;
+      out.setup_error = std::move(problem);
+      return out;  // judged as not recoverable
+    }
+  }
+  if (o.fs == "ext4-debugfs") return CheckExt4WithoutMount(o, w);
+  auto mount = LoopMount::Mount(w.scratch, o.fs, w.mountpoint);
+  if (!mount.ok()) {
+    if (o.fs == "ext4" && absl::IsPermissionDenied(mount.status())) {
+      return CheckExt4WithoutMount(o, w);  // mounting is not permitted here
+    }
+    return SetupFailure(std::string(mount.status().message()));  // not recoverable
+  }
+  auto out =
+      // The protocol gives a checker POWERCUT_DIR or POWERCUT_DEV, never both (docs/protocol.md).
+      RunChecker(o.checker, {{"POWERCUT_DIR", w.mountpoint}}, o.checker_timeout_s);
+  absl::Status unmounted = (*mount)->Unmount();
+  if (!out.ok()) return out.status();
+  if (!unmounted.ok()) return unmounted;
+  return out;
+}
+
+void RunWorker(const CheckOptions& o, const std::string& base, const std::string& trace_hash8,
+               const TraceIndex& index, const Oracle& oracle, StateSource& source, Worker& w,
+               Shared& shared) {
+  while (true) {
+    std::vector<StateSource::Item> batch = source.Next();
+    if (batch.empty()) return;
+    for (auto& item : batch) {
+      {
+        powercut::MutexLock lock(&shared.mu);
+        if (!shared.error.ok()) return;
+      }
+      const CrashState& state = item.state;
+      PointView view = index.View(state.point, state.model);
+      absl::Status s = w.image->Materialize(state, view);
+      if (!s.ok()) {
+        powercut::MutexLock lock(&shared.mu);
+        shared.error = s;
+        return;
+      }
+      Hash128 h = w.image->content_hash();
+      HashKey key{h.high, h.low};
+      std::optional<CompactOutput> cached;
+      {
+        powercut::MutexLock lock(&shared.mu);
+        auto it = shared.outputs.find(key);
+        if (it != shared.outputs.end()) cached = it->second;
+      }
+      bool dedup = cached.has_value();
+      Verdict v;
+      v.state_id = EncodeStateId(trace_hash8, state);
+      v.cache = state.model.Code();
+      if (!dedup) {
+        auto out = CheckImage(o, w);
+        if (!out.ok()) {
+          if (absl::IsFailedPrecondition(out.status())) {
+            cached = oracle.Compact(SetupFailure(std::string(out.status().message())));
+          } else {
+            powercut::MutexLock lock(&shared.mu);
+            shared.error = out.status();
+            return;
+          }
+        } else {
+          cached = oracle.Compact(*out);
+        }
+        powercut::MutexLock lock(&shared.mu);
+        shared.outputs.try_emplace(key, *cached);
+      }
+      oracle.Judge(state.point, *cached, &v);
+      v.dropped = w.image->dropped();
+      if (state.torn_entry) {
+        v.torn_entry = state.torn_entry;
+        v.torn_units = state.torn_units.Encode();
+        v.dropped.erase(std::remove(v.dropped.begin(), v.dropped.end(), *state.torn_entry),
+                        v.dropped.end());
+      }
+      v.rebuild = RebuildCommand(o, base, v.state_id);
+      powercut::MutexLock lock(&shared.mu);
+      ModelResult& r = *shared.result;
+      ++r.states;
+      if (o.on_state_checked) o.on_state_checked(++shared.states_done, shared.states_total);
+      if (dedup) {
+        ++r.deduplicated;
+      } else {
+        ++r.checked;
+      }
+      r.lost_acks_max = std::max<uint64_t>(r.lost_acks_max, v.lost.size());
+      ++r.lost_acks_distribution[v.lost.size()];
+      if (v.violation()) {
+        ++r.violations;
+        shared.violations.emplace_back(item.seq, std::move(v));
+        std::sort(shared.violations.begin(), shared.violations.end(),
+                  [](const auto& a, const auto& b) { return a.first < b.first; });
+        if (shared.violations.size() > std::max<size_t>(o.max_examples, 1)) {
+          shared.violations.resize(std::max<size_t>(o.max_examples, 1));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ResolveBase(const std::string& trace_path, const std::string& base,
+                                        std::optional<TraceManifest>* manifest) {
+  std::string manifest_path = ManifestPathFor(trace_path);
+  std::error_code ec;
+  if (std::filesystem::exists(manifest_path, ec)) {
+    ASSIGN_OR_RETURN(TraceManifest m, ReadManifest(manifest_path));
+    *manifest = m;
+    return base.empty() ? ResolveBaseImage(manifest_path, m) : base;
+  }
+  if (base.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "trace {}: no manifest {} beside it, so the base image is unknown: pass --base IMG",
+        trace_path, manifest_path));
+  }
+  return base;
+}
+
+absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  CheckOptions o = options;
+  if (o.checker.empty()) return absl::InvalidArgumentError("check: --checker is required");
+  if (o.fs != "raw" && o.fs != "ext4" && o.fs != "xfs" && o.fs != "btrfs" &&
+      o.fs != "ext4-debugfs") {
+    return absl::InvalidArgumentError(
+        fmt::format("check: --fs {}: expected raw, ext4, xfs, btrfs or ext4-debugfs", o.fs));
+  }
+  std::optional<TraceManifest> manifest;
+  ASSIGN_OR_RETURN(std::string base, ResolveBase(o.trace_path, o.base_image, &manifest));
+  ASSIGN_OR_RETURN(uint64_t base_bytes, FileSize(base));
+  TraceReadOptions read_options;
+  read_options.device_bytes = base_bytes;
+  ASSIGN_OR_RETURN(auto trace_file, TraceFile::Open(o.trace_path, read_options));
+  const Trace& trace = trace_file->trace();
+  if (manifest) {
+    RETURN_IF_ERROR(
+        ValidateManifest(*manifest, ManifestPathFor(o.trace_path), trace.sector_size, base));
+  }
+  OrderSemantics order =
+      o.order ? *o.order : (manifest ? manifest->order : OrderSemantics::kCompletion);
+  uint32_t unit = o.atomic_unit ? o.atomic_unit : trace.sector_size;
+  if (unit != 512 && unit != 4096) {
+    return absl::InvalidArgumentError(
+        fmt::format("check: atomic unit {}: expected 512 or 4096", unit));
+  }
+  if (o.models.empty()) {
+    for (const char* name : {"off", "on", "lying"}) o.models.push_back(*ParseCacheModel(name));
+  }
+  int workers = o.workers > 0 ? o.workers
+                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  std::vector<std::string> notes;
+  if (o.fs == "btrfs" && workers > 1 && !BtrfsMountsClones()) {
+    workers = 1;  // two mounted copies of one btrfs share an fsid, which kernels before 6.7 refuse
+    notes.emplace_back(
+        "btrfs: one worker (copies of one file system share its fsid, and this kernel has no "
+        "btrfs temp_fsid support to mount clones side by side)");
+  }
+  if (o.workload.empty()) o.workload = std::filesystem::path(o.trace_path).filename().string();
+
+  // Work folder.
+  bool own_dir = o.work_dir.empty();
+  std::string dir = o.work_dir;
+  if (own_dir) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "powercut-check-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      return absl::InternalError(fmt::format("check: mkdtemp({}) failed", tmpl));
+    }
+    dir = tmpl;
+    RegisterCleanupFolder(dir);  // a fatal signal removes it (harness/signal_cleanup.h)
+  } else {
+    std::filesystem::create_directories(dir);
+  }
+  struct Cleanup {
+    std::string dir;
+    bool own;
+    std::vector<Worker>* workers;
+    ~Cleanup() {
+      for (Worker& w : *workers) {
+        if (w.scratch_fd >= 0) ::close(w.scratch_fd);
+        w.image.reset();
+      }
+      std::error_code ec;
+      if (own) {
+        std::filesystem::remove_all(dir, ec);
+        UnregisterCleanupFolder(dir);
+      } else {
+        for (Worker& w : *workers) {
+          if (!w.scratch.empty()) std::filesystem::remove(w.scratch, ec);
+          if (!w.mountpoint.empty()) std::filesystem::remove(w.mountpoint, ec);
+        }
+      }
+    }
+  };
+  std::vector<Worker> pool(static_cast<size_t>(workers));
+  Cleanup cleanup{dir, own_dir, &pool};
+  const uint32_t granule = std::min<uint32_t>(trace.sector_size, unit);
+  for (int i = 0; i < workers; ++i) {
+    Worker& w = pool[static_cast<size_t>(i)];
+    ASSIGN_OR_RETURN(w.image, WorkingImage::Create(fmt::format("{}/worker{}.img", dir, i), base,
+                                                   trace_file.get(), granule));
+    if (o.fs != "raw") {
+      w.scratch = fmt::format("{}/worker{}.scratch.img", dir, i);
+      w.mountpoint = fmt::format("{}/worker{}.mnt", dir, i);
+      std::filesystem::create_directories(w.mountpoint);
+      w.scratch_fd = ::open(w.scratch.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (w.scratch_fd < 0 || ::ftruncate(w.scratch_fd, static_cast<off_t>(base_bytes)) != 0) {
+        return absl::InternalError(fmt::format("check: cannot create {}", w.scratch));
+      }
+    }
+  }
+
+  TraceIndex index(trace);
+  Oracle oracle(index, o.ordered);
+  CheckReport report;
+  report.trace_path = o.trace_path;
+  report.trace_hash = trace.hash.Hex();
+  report.base_image = base;
+  report.checker = o.checker;
+  report.fs = o.fs;
+  report.order = OrderSemanticsName(order);
+  report.trace_entries = trace.entries.size();
+  report.trace_acks = index.acks().size();
+  report.sector_size = trace.sector_size;
+  report.atomic_unit = unit;
+  report.seed = o.seed;
+  report.ordered = o.ordered;
+  report.workers = workers;
+  report.states = o.states;
+  report.trace_notes = trace.notes;
+  {
+    std::vector<std::string> p;
+    if (o.points.every_entry) p.emplace_back("entry");
+    if (o.points.acks) p.emplace_back("ack");
+    if (o.points.flushes) p.emplace_back("flush");
+    if (o.points.sample) p.push_back(fmt::format("sample:{}", o.points.sample));
+    for (size_t i = 0; i < p.size(); ++i) report.points += (i ? "," : "") + p[i];
+  }
+
+  Shared shared;
+  if (o.on_state_checked) {
+    // Counting the states up front costs one more generation pass (no image, no checker run).
+    uint64_t total = 0;
+    for (CacheModel model : o.models) {
+      model.atomic_unit = unit;
+      bool flush_only = order == OrderSemantics::kFlushEpoch && model.mode == CacheMode::kOff;
+      for (uint64_t point : SelectPoints(index, o.points, o.seed, flush_only)) {
+        std::vector<CrashState> states;
+        StatesAtPoint(index, index.View(point, model), model, o.states, o.seed, &states);
+        total += states.size();
+      }
+    }
+    powercut::MutexLock lock(&shared.mu);
+    shared.states_total = total;
+  }
+  for (CacheModel model : o.models) {
+    auto model_start = std::chrono::steady_clock::now();
+    model.atomic_unit = unit;
+    ModelResult result;
+    result.workload = o.workload;
+    result.model = model;
+    result.notes = notes;
+    bool flush_only = order == OrderSemantics::kFlushEpoch && model.mode == CacheMode::kOff;
+    ExactPointCounts exact;
+    std::vector<uint64_t> points = SelectPoints(index, o.points, o.seed, flush_only, &exact);
+    if (flush_only) {
+      result.notes.push_back(fmt::format(
+          "flush-epoch trace: cache off is evaluated only where the log places a crash exactly: "
+          "{} points right after a FLUSH and {} right after a FUA write with no plain write "
+          "logged between it and the next FLUSH; skipped {} FUA points (a plain write logged "
+          "after them may have completed before them) and {} other points (between flushes the "
+          "log does not record completion order, so a loss there could not be proven)",
+          exact.after_flush, exact.after_fua, exact.fua_skipped, exact.other_skipped));
+    }
+    result.points = points.size();
+    StateSource source(index, model, o.states, o.seed, std::move(points));
+    {
+      powercut::MutexLock lock(&shared.mu);
+      shared.result = &result;
+      shared.violations.clear();
+    }
+    std::vector<std::thread> threads;
+    for (Worker& w : pool) {
+      threads.emplace_back([&, wp = &w] {
+        RunWorker(o, base, trace.ShortHash(), index, oracle, source, *wp, shared);
+      });
+    }
+    for (auto& t : threads) t.join();
+    powercut::MutexLock lock(&shared.mu);
+    RETURN_IF_ERROR(shared.error);
+    for (auto& [seq, v] : shared.violations) result.examples.push_back(v);
+    if (!result.examples.empty()) result.first_violation = result.examples.front();
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - model_start).count();
+    report.results.push_back(std::move(result));
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace powercut::harness

@@ -1,0 +1,105 @@
+// The crash-state engine: given one trace, its base image and a checker command, rebuilds every
+// selected crash state under each cache model, runs the checker on it (raw image, or a loop
+// mount of the file system) and judges it with the oracle. The library entry point for
+// `powercut check`, the VM crash domain and `powercut run`.
+//
+// States are generated lazily in increasing point order and handed to workers in batches; each
+// worker owns a WorkingImage (and, for file systems, a scratch copy and a mount point), so memory
+// grows with the trace, not the states. Identical images (equal content hashes) run the checker
+// once: the cached output is judged against each state's own acks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "harness/check/oracle.h"
+#include "harness/state/cache_model.h"
+#include "harness/state/state_generator.h"
+#include "harness/trace/manifest.h"
+
+namespace powercut::harness {
+
+struct CheckOptions {
+  std::string trace_path;
+  std::string base_image;          // empty: the manifest's (<trace>.manifest.json)
+  std::string checker;             // shell command (run with /bin/sh -c)
+  std::string fs = "raw";          // raw | ext4 | xfs | btrfs
+  std::vector<CacheModel> models;  // empty: off, on, lying
+  uint32_t atomic_unit = 0;        // 0: the trace's sector size
+  PointSelection points;
+  StateOptions states;
+  uint64_t seed = 1;
+  bool ordered = false;
+  int workers = 0;  // 0: one per core
+  double checker_timeout_s = 60;
+  std::string work_dir;                 // empty: a fresh folder under $TMPDIR, removed afterwards
+  std::string workload;                 // report name; empty: the trace file's name
+  std::optional<OrderSemantics> order;  // overrides the manifest (default: completion)
+  size_t max_examples = 5;
+  std::string powercut = "powercut";  // how rebuild commands name the binary
+  // Optional (file systems only, e.g. `powercut run --fsck`): runs on each state's scratch copy
+  // before it is mounted; a non-empty result marks the state not recoverable with that text.
+  std::function<std::string(const std::string& image)> before_mount;
+  // Optional progress: called after each crash state is judged, with the states judged so far
+  // and the total this check will judge (all cache models). Called from the worker threads, one
+  // call at a time (under the engine's lock): keep it short.
+  std::function<void(uint64_t done, uint64_t total)> on_state_checked;
+};
+
+struct ModelResult {
+  std::string workload;
+  CacheModel model;
+  uint64_t points = 0;
+  uint64_t states = 0;
+  uint64_t checked = 0;       // checker runs
+  uint64_t deduplicated = 0;  // states whose image equalled an already-checked one
+  uint64_t violations = 0;
+  uint64_t lost_acks_max = 0;
+  std::map<uint64_t, uint64_t> lost_acks_distribution;  // lost acks -> states
+  std::optional<Verdict> first_violation;
+  std::vector<Verdict> examples;  // the first violations, in generation order
+  double seconds = 0;
+  std::vector<std::string> notes;
+};
+
+struct CheckReport {
+  std::string trace_path;
+  std::string trace_hash;
+  std::string base_image;
+  std::string checker;
+  std::string fs;
+  std::string order;
+  uint64_t trace_entries = 0;
+  uint64_t trace_acks = 0;
+  uint32_t sector_size = 0;
+  uint32_t atomic_unit = 0;
+  uint64_t seed = 0;
+  bool ordered = false;
+  int workers = 0;
+  std::string points;
+  StateOptions states;
+  std::vector<std::string> trace_notes;
+  std::vector<ModelResult> results;
+  double seconds = 0;
+
+  bool passed() const {
+    for (const auto& r : results) {
+      if (r.violations > 0) return false;
+    }
+    return true;
+  }
+};
+
+absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options);
+
+// Loads a trace with its manifest (when present) and resolves the base image: `base` if given,
+// else the manifest's. Validates the manifest against log and image.
+absl::StatusOr<std::string> ResolveBase(const std::string& trace_path, const std::string& base,
+                                        std::optional<TraceManifest>* manifest);
+
+}  // namespace powercut::harness

@@ -1,0 +1,94 @@
+#include "harness/check/fsck.h"
+
+#include <unistd.h>
+
+#include "fmt/format.h"
+#include "harness/check/checker.h"
+
+namespace powercut::harness {
+namespace {
+
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+bool OnPath(const std::string& tool) {
+  for (const char* dir : {"/usr/sbin", "/sbin", "/usr/bin", "/bin"}) {
+    if (::access(fmt::format("{}/{}", dir, tool).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+std::string LastLines(const std::string& text, size_t lines) {
+  size_t end = text.size();
+  while (end > 0 && text[end - 1] == '\n') --end;
+  size_t pos = end;
+  for (size_t n = 0; pos > 0 && n < lines;) {
+    --pos;
+    if (text[pos] == '\n') ++n;
+  }
+  std::string tail = text.substr(pos == 0 ? 0 : pos + 1, end - (pos == 0 ? 0 : pos + 1));
+  for (char& c : tail) {
+    if (c == '\n') c = '|';
+  }
+  return tail;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> FsckCommand(const std::string& fs, const std::string& image) {
+  if (fs == "ext4") return fmt::format("e2fsck -fn {}", Quote(image));
+  if (fs == "xfs") return fmt::format("xfs_repair -n {}", Quote(image));
+  if (fs == "btrfs") return fmt::format("btrfs check --readonly {}", Quote(image));
+  return absl::InvalidArgumentError(
+      fmt::format("--fsck needs a file system (ext4, xfs or btrfs), not '{}'", fs));
+}
+
+absl::StatusOr<std::string> FsckImage(const std::string& fs, const std::string& image,
+                                      double timeout_seconds) {
+  auto command = FsckCommand(fs, image);
+  if (!command.ok()) return command.status();
+  const char* tool = fs == "ext4" ? "e2fsck" : fs == "xfs" ? "xfs_repair" : "btrfs";
+  const char* package = fs == "ext4" ? "e2fsprogs" : fs == "xfs" ? "xfsprogs" : "btrfs-progs";
+  if (!OnPath(tool)) {
+    return absl::NotFoundError(
+        fmt::format("--fsck: {} not found: apt-get install {}", tool, package));
+  }
+  if (fs == "ext4") {
+    // Replay the journal first: e2fsck -n skips it and would call every crash image with a
+    // committed-but-unreplayed transaction inconsistent. Exit 0/1 = replayed or nothing to do.
+    auto replay = harness::RunChecker(fmt::format("e2fsck -E journal_only -y {} >&2", Quote(image)),
+                                      {}, timeout_seconds);
+    if (!replay.ok()) return replay.status();
+    if (replay->timed_out || (replay->exit_code != 0 && replay->exit_code != 1)) {
+      return fmt::format("fsck: e2fsck journal replay exit {}: {}", replay->exit_code,
+                         LastLines(replay->stderr_tail, 3));
+    }
+  }
+  auto out = harness::RunChecker(*command + " >&2", {}, timeout_seconds);
+  if (!out.ok()) return out.status();
+  if (out->timed_out) return fmt::format("fsck: {} timed out after {} s", tool, timeout_seconds);
+  if (out->exit_code == 0) return std::string();
+  if (fs == "xfs" && out->stderr_tail.find("metadata changes in a log") != std::string::npos) {
+    return std::string();  // a dirty log: only a mount can replay it, so fsck cannot judge it
+  }
+  return fmt::format("fsck: {} exit {}: {}", tool, out->exit_code, LastLines(out->stderr_tail, 4));
+}
+
+std::function<std::string(const std::string&)> FsckHook(const std::string& fs) {
+  return [fs](const std::string& image) -> std::string {
+    auto problem = FsckImage(fs, image);
+    if (!problem.ok()) return "fsck: " + std::string(problem.status().message());
+    return *problem;
+  };
+}
+
+}  // namespace powercut::harness

@@ -1,0 +1,97 @@
+#include "harness/check/oracle.h"
+
+#include <algorithm>
+
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+
+namespace powercut::harness {
+
+Oracle::Oracle(const TraceIndex& index, bool ordered) : index_(index), ordered_(ordered) {
+  const auto& acks = index_.acks();
+  for (size_t i = 0; i < acks.size(); ++i) {
+    auto [it, inserted] = unique_.try_emplace(acks[i].second, first_position_.size());
+    if (inserted) first_position_.push_back(i);
+    ack_unique_.push_back(it->second);
+  }
+}
+
+CompactOutput Oracle::Compact(const CheckerOutput& output) const {
+  CompactOutput c;
+  c.have.assign(first_position_.size(), false);
+  for (const std::string& id : output.have) {
+    auto it = unique_.find(id);
+    if (it != unique_.end()) c.have[it->second] = true;
+  }
+  c.corrupt.assign(output.corrupt.begin(), output.corrupt.end());
+  std::sort(c.corrupt.begin(), c.corrupt.end());
+  c.exit_code = output.exit_code;
+  c.signal = output.signal;
+  c.timed_out = output.timed_out;
+  c.setup_error = output.setup_error;
+  if (!c.recovered()) c.stderr_tail = output.stderr_tail;
+  return c;
+}
+
+void Oracle::Judge(uint64_t point, const CompactOutput& output, Verdict* v) const {
+  const auto& acks = index_.acks();
+  const size_t before = index_.AcksBefore(point);
+  v->point = point;
+  v->acked_before = before;
+  v->lost.clear();
+  v->gaps.clear();
+  std::vector<bool> reported(first_position_.size(), false);
+  for (size_t i = 0; i < before; ++i) {
+    size_t u = ack_unique_[i];
+    if (!output.have[u] && !reported[u]) {
+      v->lost.push_back(acks[i].second);
+      reported[u] = true;
+    }
+  }
+  if (ordered_) {
+    size_t last = 0;
+    for (size_t u = 0; u < output.have.size(); ++u) {
+      if (output.have[u]) last = std::max(last, first_position_[u]);
+    }
+    for (size_t i = 0; i < last; ++i) {
+      size_t u = ack_unique_[i];
+      if (!output.have[u] && !reported[u]) {
+        v->gaps.push_back(acks[i].second);
+        reported[u] = true;
+      }
+    }
+  }
+  v->corrupt = output.corrupt;
+  v->exit_code = output.signal != 0 ? -output.signal : output.exit_code;
+  v->timed_out = output.timed_out;
+  v->mount_error = output.setup_error;
+  v->recovered = output.recovered();
+  v->stderr_tail = output.stderr_tail;
+}
+
+std::string Verdict::Describe() const {
+  std::vector<std::string> what;
+  if (!lost.empty()) {
+    what.push_back(fmt::format("lost {} of {} acked commits [{}]", lost.size(), acked_before,
+                               fmt::join(lost, " ")));
+  }
+  if (!gaps.empty()) what.push_back(fmt::format("gaps in commit order [{}]", fmt::join(gaps, " ")));
+  if (!corrupt.empty()) what.push_back(fmt::format("corrupt [{}]", fmt::join(corrupt, " ")));
+  if (!mount_error.empty()) {
+    what.push_back("not recoverable: " + mount_error);
+  } else if (timed_out) {
+    what.emplace_back("not recoverable: checker timed out");
+  } else if (exit_code != 0) {
+    what.push_back(fmt::format("not recoverable: checker exit {}", exit_code));
+  }
+  if (what.empty()) what.emplace_back("ok");
+  std::string torn =
+      torn_entry ? fmt::format("; torn entry {} units {}", *torn_entry, torn_units) : std::string();
+  return fmt::format(
+      "state {}: {} (crash after entry {}, cache {}; dropped entries [{}]{}); "
+      "rebuild: {}",
+      state_id, fmt::join(what, "; "), static_cast<int64_t>(point) - 1, cache,
+      fmt::join(dropped, " "), torn, rebuild);
+}
+
+}  // namespace powercut::harness

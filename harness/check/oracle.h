@@ -1,0 +1,77 @@
+// The acknowledged-commit oracle (design brief "The workload protocol"): judges one crash state
+// from the acks recorded before its point and what the checker reported.
+//
+//   durability      every id acked before the crash point is in `have`
+//   order           with `ordered`: the acked ids in `have` form a prefix of the ack order
+//   recoverability  the image mounted and the checker exited 0 in time
+//   integrity       no `corrupt <id>` lines
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "harness/check/checker.h"
+#include "harness/state/cache_model.h"
+
+namespace powercut::harness {
+
+struct Verdict {
+  std::string state_id;
+  uint64_t point = 0;
+  std::string cache;  // model code
+  uint64_t acked_before = 0;
+  std::vector<std::string> lost;  // acked before the point, not in have
+  std::vector<std::string> gaps;  // --ordered: missing ids before the last id present
+  std::vector<std::string> corrupt;
+  bool recovered = true;  // mounted, checker exit 0, no timeout
+  int exit_code = 0;
+  bool timed_out = false;
+  std::string mount_error;  // non-empty when the image could not be mounted/checked
+  std::string stderr_tail;
+  std::vector<uint64_t> dropped;  // volatile entries not on the media
+  std::optional<uint64_t> torn_entry;
+  std::string torn_units;
+  std::string rebuild;  // the command that rebuilds this image
+
+  bool violation() const {
+    return !lost.empty() || !gaps.empty() || !corrupt.empty() || !recovered;
+  }
+  // One paragraph: what was violated, where, and how to rebuild it.
+  std::string Describe() const;
+};
+
+// What the oracle needs from one checker run, compact enough to cache per distinct image:
+// `have` is a bit per distinct acked id of the trace (ids the trace never acked are irrelevant).
+struct CompactOutput {
+  std::vector<bool> have;
+  std::vector<std::string> corrupt;
+  int exit_code = 0;
+  int signal = 0;
+  bool timed_out = false;
+  std::string setup_error;
+  std::string stderr_tail;  // kept only when the checker failed
+  bool recovered() const { return setup_error.empty() && exit_code == 0 && !timed_out; }
+};
+
+class Oracle {
+ public:
+  Oracle(const TraceIndex& index, bool ordered);
+  CompactOutput Compact(const CheckerOutput& output) const;
+  // Fills the judgement fields of `verdict` (lost, gaps, corrupt, recovered...).
+  void Judge(uint64_t point, const CompactOutput& output, Verdict* verdict) const;
+  void Judge(uint64_t point, const CheckerOutput& output, Verdict* verdict) const {
+    Judge(point, Compact(output), verdict);
+  }
+
+ private:
+  const TraceIndex& index_;
+  const bool ordered_;
+  absl::flat_hash_map<std::string, size_t> unique_;  // acked id -> distinct-id number
+  std::vector<size_t> ack_unique_;                   // ack position -> distinct-id number
+  std::vector<size_t> first_position_;               // distinct-id number -> first ack position
+};
+
+}  // namespace powercut::harness

@@ -1,0 +1,153 @@
+#include "harness/trace/manifest.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/hash.h"
+#include "base/status_macros.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+
+namespace powercut::harness {
+
+const char* OrderSemanticsName(OrderSemantics order) {
+  return order == OrderSemantics::kCompletion ? "completion" : "flush-epoch";
+}
+
+absl::StatusOr<OrderSemantics> ParseOrderSemantics(const std::string& name) {
+  if (name == "completion") return OrderSemantics::kCompletion;
+  if (name == "flush-epoch") return OrderSemantics::kFlushEpoch;
+  return absl::InvalidArgumentError(
+      fmt::format("order semantics \"{}\": expected \"completion\" or \"flush-epoch\"", name));
+}
+
+std::string ManifestPathFor(const std::string& log_path) { return log_path + ".manifest.json"; }
+
+absl::StatusOr<TraceManifest> ReadManifest(const std::string& manifest_path) {
+  std::ifstream in(manifest_path);
+  if (!in) {
+    return absl::NotFoundError(fmt::format(
+        "manifest {}: cannot open it (write one with `powercut trace manifest`, or pass --base)",
+        manifest_path));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError(fmt::format("manifest {}: not a JSON object", manifest_path));
+  }
+  TraceManifest m;
+  auto need = [&](const char* key, auto check) -> absl::Status {
+    if (!j.contains(key) || !check(j[key])) {
+      return absl::InvalidArgumentError(fmt::format(
+          "manifest {}: field \"{}\" is missing or has the wrong type", manifest_path, key));
+    }
+    return absl::OkStatus();
+  };
+  auto is_string = [](const nlohmann::json& v) { return v.is_string(); };
+  auto is_uint = [](const nlohmann::json& v) { return v.is_number_unsigned(); };
+  RETURN_IF_ERROR(need("base_image", is_string));
+  RETURN_IF_ERROR(need("base_image_bytes", is_uint));
+  RETURN_IF_ERROR(need("base_image_hash", is_string));
+  RETURN_IF_ERROR(need("block_size", is_uint));
+  RETURN_IF_ERROR(need("order", is_string));
+  m.base_image = j["base_image"].get<std::string>();
+  m.base_image_bytes = j["base_image_bytes"].get<uint64_t>();
+  m.base_image_hash = j["base_image_hash"].get<std::string>();
+  uint64_t block = j["block_size"].get<uint64_t>();
+  if (block < 512 || block > 65536 || (block & (block - 1)) != 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "manifest {}: block_size {} is not a power of two in [512, 65536]", manifest_path, block));
+  }
+  m.block_size = static_cast<uint32_t>(block);
+  auto order = ParseOrderSemantics(j["order"].get<std::string>());
+  if (!order.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("manifest {}: {}", manifest_path, std::string(order.status().message())));
+  }
+  m.order = *order;
+  if (j.contains("log_entries") && j["log_entries"].is_number_unsigned()) {
+    m.log_entries = j["log_entries"].get<uint64_t>();
+  }
+  return m;
+}
+
+absl::Status WriteManifest(const std::string& manifest_path, const TraceManifest& m) {
+  nlohmann::json j = {{"format", "dm-log-writes-v1"},
+                      {"base_image", m.base_image},
+                      {"base_image_bytes", m.base_image_bytes},
+                      {"base_image_hash", m.base_image_hash},
+                      {"block_size", m.block_size},
+                      {"order", OrderSemanticsName(m.order)},
+                      {"log_entries", m.log_entries}};
+  std::string tmp = manifest_path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump(2) << "\n";
+    if (!out) return absl::InternalError(fmt::format("manifest {}: write failed", tmp));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, manifest_path, ec);
+  if (ec) {
+    return absl::InternalError(
+        fmt::format("manifest {}: rename from {}: {}", manifest_path, tmp, ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TraceManifest> MakeManifest(const std::string& base_image, uint32_t block_size,
+                                           OrderSemantics order, uint64_t log_entries) {
+  struct stat st;
+  if (::stat(base_image.c_str(), &st) != 0) {
+    return absl::NotFoundError(fmt::format("base image {}: cannot stat it", base_image));
+  }
+  ASSIGN_OR_RETURN(Hash128 hash, HashFile(base_image));
+  TraceManifest m;
+  m.base_image = base_image;
+  m.base_image_bytes = static_cast<uint64_t>(st.st_size);
+  m.base_image_hash = "xxh3-128:" + hash.Hex();
+  m.block_size = block_size;
+  m.order = order;
+  m.log_entries = log_entries;
+  return m;
+}
+
+std::string ResolveBaseImage(const std::string& manifest_path, const TraceManifest& m) {
+  std::filesystem::path p(m.base_image);
+  if (p.is_absolute()) return m.base_image;
+  return (std::filesystem::path(manifest_path).parent_path() / p).string();
+}
+
+absl::Status ValidateManifest(const TraceManifest& m, const std::string& manifest_path,
+                              uint32_t log_sector_size, const std::string& image_path) {
+  if (m.block_size != log_sector_size) {
+    return absl::InvalidArgumentError(fmt::format(
+        "manifest {} says block size {}, but the log's superblock says sectorsize {}: the "
+        "manifest belongs to another log",
+        manifest_path, m.block_size, log_sector_size));
+  }
+  struct stat st;
+  if (::stat(image_path.c_str(), &st) != 0) {
+    return absl::NotFoundError(
+        fmt::format("base image {} (from manifest {}): cannot stat it", image_path, manifest_path));
+  }
+  if (static_cast<uint64_t>(st.st_size) != m.base_image_bytes) {
+    return absl::InvalidArgumentError(
+        fmt::format("base image {} is {} bytes, manifest {} says {}: wrong or modified image",
+                    image_path, st.st_size, manifest_path, m.base_image_bytes));
+  }
+  ASSIGN_OR_RETURN(Hash128 hash, HashFile(image_path));
+  std::string got = "xxh3-128:" + hash.Hex();
+  if (got != m.base_image_hash) {
+    return absl::InvalidArgumentError(fmt::format(
+        "base image {} hashes to {}, manifest {} says {}: the image was modified since recording "
+        "(use the original base image)",
+        image_path, got, manifest_path, m.base_image_hash));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace powercut::harness

@@ -1,0 +1,216 @@
+#include "harness/trace/trace_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "fmt/format.h"
+
+namespace powercut::harness {
+namespace {
+
+bool AllZero(const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] != 0) return false;
+  }
+  return true;
+}
+
+// Why a block is not a well-formed entry, or "" if it is.
+std::string EntryProblem(const uint8_t* block, uint32_t ss, const EntryHeader& h) {
+  if (h.flags & ~kKnownFlags) {
+    return fmt::format("unknown flags 0x{:x} (known: FLUSH=1 FUA=2 DISCARD=4 MARK=8 METADATA=16)",
+                       h.flags);
+  }
+  if (h.flags & kFlagMark) {
+    if (h.data_len > MaxMarkBytes(ss)) {
+      return fmt::format("mark of {} bytes is longer than the {} a {}-byte entry block holds",
+                         h.data_len, MaxMarkBytes(ss), ss);
+    }
+    if (h.nr_sectors != 0) return fmt::format("mark with {} data sectors", h.nr_sectors);
+    const uint8_t* text = block + kEntryHeaderBytes;
+    if (std::memchr(text, 0, h.data_len) != nullptr) return "mark text contains a NUL byte";
+    if (!AllZero(text + h.data_len, ss - kEntryHeaderBytes - h.data_len)) {
+      return "non-zero bytes after the mark text";
+    }
+    return "";
+  }
+  if (h.flags == 0 && h.nr_sectors == 0) return "all-zero entry (no flags, no sectors)";
+  if (h.data_len != 0) return fmt::format("data_len {} on a non-mark entry", h.data_len);
+  if (!AllZero(block + kEntryHeaderBytes, ss - kEntryHeaderBytes)) {
+    return "non-zero padding after the entry header";
+  }
+  if ((h.flags & kFlagFlush) == 0 && h.nr_sectors == 0) {
+    return "write or discard of zero sectors";
+  }
+  if (h.nr_sectors > (uint64_t{1} << 40) / ss) {
+    return fmt::format("{} sectors is not a plausible request size", h.nr_sectors);
+  }
+  return "";
+}
+
+}  // namespace
+
+absl::StatusOr<Trace> ParseTrace(absl::Span<const uint8_t> log, const TraceReadOptions& options) {
+  const std::string& name = options.name;
+  if (log.size() < kSuperBytes) {
+    return absl::InvalidArgumentError(
+        fmt::format("trace {}: {} bytes is too short for the {}-byte superblock at byte 0: not a "
+                    "dm-log-writes log",
+                    name, log.size(), kSuperBytes));
+  }
+  const uint8_t* p = log.data();
+  const SuperFields super = DecodeSuper(p);
+  uint64_t magic = super.magic;
+  if (magic != kLogMagic) {
+    return absl::InvalidArgumentError(fmt::format(
+        "trace {}: superblock at byte 0 has magic 0x{:x}, expected 0x{:x}: not a dm-log-writes log",
+        name, magic, kLogMagic));
+  }
+  uint64_t version = super.version;
+  if (version != kLogVersion) {
+    return absl::InvalidArgumentError(
+        fmt::format("trace {}: superblock at byte 0 has version {}, only version 1 is supported",
+                    name, version));
+  }
+  Trace t;
+  t.super_nr_entries = super.nr_entries;
+  uint32_t ss = super.sectorsize;
+  if (!ValidSectorSize(ss)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "trace {}: superblock at byte 0 has sectorsize {}, expected a power of two in [512, 65536]",
+        name, ss));
+  }
+  t.sector_size = ss;
+  const uint64_t size = log.size();
+  const uint64_t device_sectors = options.device_bytes / ss;
+
+  Hasher hasher;
+  hasher.UpdateU64(ss);
+  uint64_t offset = ss;
+  if (size < ss) {
+    t.notes.push_back(
+        fmt::format("log is {} bytes, cut inside the {}-byte superblock block; no "
+                    "entries",
+                    size, ss));
+  }
+  for (uint64_t index = 0; offset < size; ++index) {
+    const bool claimed = index < t.super_nr_entries;
+    if (size - offset < ss) {
+      t.notes.push_back(fmt::format(
+          "log cut inside the block of entry {} at byte {} ({} of {} bytes present): read the {} "
+          "whole entries before it",
+          index, offset, size - offset, ss, index));
+      break;
+    }
+    const uint8_t* block = p + offset;
+    EntryHeader h = DecodeEntryHeader(block);
+    std::string problem = EntryProblem(block, ss, h);
+    if (!problem.empty()) {
+      if (claimed) {
+        return absl::DataLossError(fmt::format(
+            "trace {}: entry {} at byte {}: {} (the superblock says {} entries): the log is "
+            "corrupt",
+            name, index, offset, problem, t.super_nr_entries));
+      }
+      // Past what the superblock promises, a malformed block is the end of the log (e.g. the
+      // zeroed rest of a log device).
+      if (!AllZero(block, ss)) {
+        t.notes.push_back(
+            fmt::format("stopped at byte {}: the block after the last entry is not an entry ({})",
+                        offset, problem));
+      }
+      break;
+    }
+    if (device_sectors != 0 && !(h.flags & kFlagMark) &&
+        (h.sector > device_sectors || h.nr_sectors > device_sectors - h.sector)) {
+      return absl::OutOfRangeError(
+          fmt::format("trace {}: entry {} at byte {}: sectors [{}, {}) lie beyond the device's {} "
+                      "sectors of {} "
+                      "bytes: wrong base image or block size",
+                      name, index, offset, h.sector, h.sector + h.nr_sectors, device_sectors, ss));
+    }
+    const uint64_t data_bytes = LoggedDataBytes(h, ss);
+    if (data_bytes > size - offset - ss) {
+      t.notes.push_back(fmt::format(
+          "log cut inside the data of entry {} at byte {} ({} of {} data bytes present): read the "
+          "{} whole entries before it",
+          index, offset, size - offset - ss, data_bytes, index));
+      break;
+    }
+    TraceEntry e;
+    e.index = index;
+    e.log_offset = offset;
+    e.header = h;
+    e.data_offset = offset + ss;
+    if (h.flags & kFlagMark) {
+      e.mark.assign(reinterpret_cast<const char*>(block + kEntryHeaderBytes), h.data_len);
+    }
+    hasher.Update(block, ss + data_bytes);
+    t.entries.push_back(std::move(e));
+    offset += ss + data_bytes;
+  }
+  t.parsed_bytes = std::max<uint64_t>(offset, std::min<uint64_t>(size, ss));
+  if (t.entries.size() > t.super_nr_entries) {
+    t.notes.push_back(fmt::format(
+        "superblock says {} entries but {} whole entries follow (the kernel rewrites the "
+        "superblock only after FUA and MARK entries): read all {}",
+        t.super_nr_entries, t.entries.size(), t.entries.size()));
+  } else if (t.entries.size() < t.super_nr_entries) {
+    t.notes.push_back(fmt::format("superblock says {} entries but only {} are present",
+                                  t.super_nr_entries, t.entries.size()));
+  }
+  t.hash = hasher.Digest();
+  return t;
+}
+
+absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& path,
+                                                           TraceReadOptions options) {
+  if (options.name == "log") options.name = path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::Status(absl::ErrnoToStatusCode(errno),
+                        fmt::format("trace {}: cannot open it: {}", path, std::strerror(errno)));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return absl::Status(absl::ErrnoToStatusCode(err),
+                        fmt::format("trace {}: fstat: {}", path, std::strerror(err)));
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  const uint8_t* map = nullptr;
+  if (size > 0) {
+    void* m = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      return absl::Status(absl::ErrnoToStatusCode(err),
+                          fmt::format("trace {}: mmap: {}", path, std::strerror(err)));
+    }
+    map = static_cast<const uint8_t*>(m);
+  }
+  ::close(fd);
+  auto trace = ParseTrace(absl::MakeConstSpan(map, size), options);
+  if (!trace.ok()) {
+    if (map != nullptr) ::munmap(const_cast<uint8_t*>(map), size);
+    return trace.status();
+  }
+  return std::unique_ptr<TraceFile>(new TraceFile(path, map, size, *std::move(trace)));
+}
+
+TraceFile::~TraceFile() {
+  if (map_ != nullptr) ::munmap(const_cast<uint8_t*>(map_), size_);
+}
+
+absl::Span<const uint8_t> TraceFile::data(const TraceEntry& entry) const {
+  return absl::MakeConstSpan(map_ + entry.data_offset,
+                             LoggedDataBytes(entry.header, trace_.sector_size));
+}
+
+}  // namespace powercut::harness

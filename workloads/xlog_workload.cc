@@ -1,0 +1,436 @@
+#include "workloads/xlog_workload.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status_macros.h"
+#include "workloads/xlog_format.h"
+
+#if POWERCUT_HAVE_URING
+#include <liburing.h>
+#endif
+
+namespace powercut::workloads {
+namespace {
+
+using wal::Barrier;
+
+absl::Status ErrnoError(std::string_view call, const std::string& path, int err) {
+  std::string message = fmt::format("{}({}): {}", call, path, std::strerror(err));
+  if (err == EIO || err == ENOSPC || err == EDQUOT) return absl::DataLossError(message);
+  return absl::InternalError(message);
+}
+
+// Closes the fd when it goes out of scope.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  // Closes now, reporting the error (close can report a deferred write error).
+  absl::Status Close(const std::string& path) {
+    int fd = fd_;
+    fd_ = -1;
+    if (fd >= 0 && ::close(fd) != 0) return ErrnoError("close", path, errno);
+    return absl::OkStatus();
+  }
+
+ private:
+  int fd_;
+};
+
+// A kXlogBlockSize buffer aligned for O_DIRECT.
+struct AlignedFree {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using AlignedBlock = std::unique_ptr<uint8_t, AlignedFree>;
+AlignedBlock NewAlignedBlock() {
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kXlogBlockSize, kXlogBlockSize));
+  std::memset(p, 0, kXlogBlockSize);
+  return AlignedBlock(p);
+}
+
+absl::Status PwriteAll(int fd, const uint8_t* data, size_t size, uint64_t offset,
+                       const std::string& path) {
+  while (size > 0) {
+    ssize_t n = ::pwrite(fd, data, size, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("pwrite", path, errno);
+    }
+    if (n == 0) return ErrnoError("pwrite", path, ENOSPC);
+    data += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Fsync(int fd, const std::string& path) {
+  if (::fsync(fd) != 0) return ErrnoError("fsync", path, errno);
+  return absl::OkStatus();
+}
+
+absl::Status FsyncDir(const std::string& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoError("open", dir, errno);
+  RETURN_IF_ERROR(Fsync(fd.get(), dir));
+  return fd.Close(dir);
+}
+
+#if POWERCUT_HAVE_URING
+// One write linked (IOSQE_IO_LINK) to an fdatasync, submitted together.
+class UringWriter {
+ public:
+  absl::Status Init() {
+    int rc = io_uring_queue_init(4, &ring_, 0);
+    if (rc < 0) return ErrnoError("io_uring_queue_init", "io_uring", -rc);
+    initialized_ = true;
+    return absl::OkStatus();
+  }
+  ~UringWriter() {
+    if (initialized_) io_uring_queue_exit(&ring_);
+  }
+  absl::Status WriteAndFdatasync(int fd, const uint8_t* data, uint64_t offset,
+                                 const std::string& path) {
+    io_uring_sqe* write = io_uring_get_sqe(&ring_);
+    io_uring_sqe* sync = write == nullptr ? nullptr : io_uring_get_sqe(&ring_);
+    if (sync == nullptr) {
+      return absl::InternalError(fmt::format("io_uring({}): submission queue full", path));
+    }
+    io_uring_prep_write(write, fd, data, kXlogBlockSize, offset);
+    write->flags |= IOSQE_IO_LINK;
+    io_uring_prep_fsync(sync, fd, IORING_FSYNC_DATASYNC);
+    int rc = io_uring_submit_and_wait(&ring_, 2);
+    if (rc < 0) return ErrnoError("io_uring_submit_and_wait", path, -rc);
+    absl::Status status;
+    for (int i = 0; i < 2; ++i) {
+      io_uring_cqe* cqe = nullptr;
+      rc = io_uring_wait_cqe(&ring_, &cqe);
+      if (rc < 0) return ErrnoError("io_uring_wait_cqe", path, -rc);
+      const int res = cqe->res;
+      const bool is_write = i == 0;
+      io_uring_cqe_seen(&ring_, cqe);
+      if (!status.ok()) continue;
+      if (res < 0) {
+        status = ErrnoError(is_write ? "io_uring write" : "io_uring fdatasync", path, -res);
+      } else if (is_write && res != static_cast<int>(kXlogBlockSize)) {
+        status = absl::DataLossError(
+            fmt::format("io_uring write({}): short write of {} bytes", path, res));
+      }
+    }
+    return status;
+  }
+
+ private:
+  io_uring ring_{};
+  bool initialized_ = false;
+};
+#endif
+
+// Writes one data block and applies the barrier; returns once the barrier has returned.
+class BarrierWriter {
+ public:
+  BarrierWriter(Barrier barrier, std::string path) : barrier_(barrier), path_(std::move(path)) {}
+
+  absl::Status Open() {
+    int flags = O_WRONLY | O_CLOEXEC;
+    if (barrier_ == Barrier::kOdsync || barrier_ == Barrier::kDirectDsync) flags |= O_DSYNC;
+    if (wal::UsesDirectIo(barrier_)) flags |= O_DIRECT;
+    fd_ = std::make_unique<Fd>(::open(path_.c_str(), flags));
+    if (fd_->get() < 0) {
+      const int err = errno;
+      if (err == EINVAL && (flags & O_DIRECT) != 0) {
+        return absl::InvalidArgumentError(
+            fmt::format("open({}, O_DIRECT): {}: the file system does not support O_DIRECT; "
+                        "use a disk file system or another --barrier",
+                        path_, std::strerror(err)));
+      }
+      return ErrnoError("open", path_, err);
+    }
+#if POWERCUT_HAVE_URING
+    if (barrier_ == Barrier::kIoUring) RETURN_IF_ERROR(uring_.Init());
+#endif
+    return absl::OkStatus();
+  }
+
+  absl::Status Write(const uint8_t* block, uint64_t offset) {
+    const int fd = fd_->get();
+    switch (barrier_) {
+      case Barrier::kNone:
+      case Barrier::kOdsync:
+      case Barrier::kDirectDsync:
+      case Barrier::kDirect:
+        return PwriteAll(fd, block, kXlogBlockSize, offset, path_);
+      case Barrier::kFdatasync:
+        RETURN_IF_ERROR(PwriteAll(fd, block, kXlogBlockSize, offset, path_));
+        if (::fdatasync(fd) != 0) return ErrnoError("fdatasync", path_, errno);
+        return absl::OkStatus();
+      case Barrier::kFsync:
+        RETURN_IF_ERROR(PwriteAll(fd, block, kXlogBlockSize, offset, path_));
+        return Fsync(fd, path_);
+      case Barrier::kRwfDsync: {
+        iovec iov{const_cast<uint8_t*>(block), kXlogBlockSize};
+        ssize_t n;
+        do {
+          n = ::pwritev2(fd, &iov, 1, static_cast<off_t>(offset), RWF_DSYNC);
+        } while (n < 0 && errno == EINTR);
+        if (n < 0) return ErrnoError("pwritev2(RWF_DSYNC)", path_, errno);
+        if (static_cast<size_t>(n) != kXlogBlockSize) {
+          return absl::DataLossError(
+              fmt::format("pwritev2(RWF_DSYNC)({}): short write of {} bytes", path_, n));
+        }
+        return absl::OkStatus();
+      }
+      case Barrier::kSyncFileRange:
+        RETURN_IF_ERROR(PwriteAll(fd, block, kXlogBlockSize, offset, path_));
+        if (::sync_file_range(fd, static_cast<off_t>(offset), kXlogBlockSize,
+                              SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                  SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+          return ErrnoError("sync_file_range", path_, errno);
+        }
+        return absl::OkStatus();
+      case Barrier::kIoUring:
+#if POWERCUT_HAVE_URING
+        return uring_.WriteAndFdatasync(fd, block, offset, path_);
+#else
+        return absl::InvalidArgumentError("io_uring: this build has no liburing");
+#endif
+    }
+    return absl::InvalidArgumentError("unknown barrier");
+  }
+
+  absl::Status Close() { return fd_->Close(path_); }
+
+ private:
+  const Barrier barrier_;
+  const std::string path_;
+  std::unique_ptr<Fd> fd_;
+#if POWERCUT_HAVE_URING
+  UringWriter uring_;
+#endif
+};
+
+// Number of data blocks set up (and zeroed) before the run: the overwrite block, or on a raw
+// device every block the append variant will write, so that stale bytes never look like data.
+uint64_t BlocksToZero(const Target& target, const XlogOptions& options) {
+  if (!options.append) return 1;
+  return target.dev.empty() ? 0 : options.count;
+}
+
+absl::Status WriteZeros(int fd, uint64_t first_block, uint64_t blocks, const std::string& path) {
+  std::vector<uint8_t> zeros(256 * kXlogBlockSize, 0);
+  const uint64_t per_write = zeros.size() / kXlogBlockSize;
+  for (uint64_t b = 0; b < blocks; b += per_write) {
+    const uint64_t n = std::min(per_write, blocks - b);
+    RETURN_IF_ERROR(
+        PwriteAll(fd, zeros.data(), n * kXlogBlockSize, (first_block + b) * kXlogBlockSize, path));
+  }
+  return absl::OkStatus();
+}
+
+// Creates the store durably: afterwards the header is on stable storage (for every barrier mode:
+// setup is not a commit) and no data block looks written.
+absl::StatusOr<std::string> SetUp(const Target& target, const XlogOptions& options) {
+  AlignedBlock header = NewAlignedBlock();
+  EncodeXlogHeader({options.append ? XlogVariant::kAppend : XlogVariant::kOverwrite,
+                    XlogNonce(options.seed), options.count},
+                   header.get());
+  const uint64_t zero_blocks = BlocksToZero(target, options);
+  if (!target.dev.empty()) {
+    Fd fd(::open(target.dev.c_str(), O_WRONLY | O_CLOEXEC));
+    if (fd.get() < 0) return ErrnoError("open", target.dev, errno);
+    const off_t device_bytes = ::lseek(fd.get(), 0, SEEK_END);
+    if (device_bytes < 0) return ErrnoError("lseek", target.dev, errno);
+    const uint64_t needed_blocks = 1 + (options.append ? options.count : 1);
+    if (static_cast<uint64_t>(device_bytes) < needed_blocks * kXlogBlockSize) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{} holds {} bytes; --count {} needs {} bytes: use a smaller --count or a larger device",
+          target.dev, device_bytes, options.count, needed_blocks * kXlogBlockSize));
+    }
+    // Zeros first and durable, so that a crash during setup never pairs a new header with stale
+    // blocks of an earlier run.
+    RETURN_IF_ERROR(WriteZeros(fd.get(), 1, zero_blocks, target.dev));
+    RETURN_IF_ERROR(Fsync(fd.get(), target.dev));
+    RETURN_IF_ERROR(PwriteAll(fd.get(), header.get(), kXlogBlockSize, 0, target.dev));
+    RETURN_IF_ERROR(Fsync(fd.get(), target.dev));
+    RETURN_IF_ERROR(fd.Close(target.dev));
+    return target.dev;
+  }
+  const std::string path = fmt::format("{}/{}", target.dir, kXlogFileName);
+  const std::string tmp = path + ".tmp";
+  if (::access(path.c_str(), F_OK) == 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} already exists: the xlog workload needs a fresh POWERCUT_DIR (remove the file)", path));
+  }
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return ErrnoError("open", tmp, errno);
+  RETURN_IF_ERROR(PwriteAll(fd.get(), header.get(), kXlogBlockSize, 0, tmp));
+  RETURN_IF_ERROR(WriteZeros(fd.get(), 1, zero_blocks, tmp));
+  RETURN_IF_ERROR(Fsync(fd.get(), tmp));
+  RETURN_IF_ERROR(fd.Close(tmp));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError("rename", tmp, errno);
+  RETURN_IF_ERROR(FsyncDir(target.dir));
+  return path;
+}
+
+// Reads kXlogBlockSize bytes of block `index`; bytes past the end read as zeros.
+absl::Status ReadBlock(int fd, uint64_t index, uint8_t* out, const std::string& path) {
+  std::memset(out, 0, kXlogBlockSize);
+  size_t done = 0;
+  while (done < kXlogBlockSize) {
+    ssize_t n = ::pread(fd, out + done, kXlogBlockSize - done,
+                        static_cast<off_t>(index * kXlogBlockSize + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("pread", path, errno);
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+void CheckOverwrite(const XlogBlockScan& scan, CheckResult& result) {
+  switch (scan.state) {
+    case XlogBlockState::kZero:
+      result.notes.emplace_back("data block is zero: no write reached the disk");
+      return;
+    case XlogBlockState::kIntact:
+      for (uint64_t s = 1; s <= scan.seq; ++s) result.have.push_back(std::to_string(s));
+      return;
+    case XlogBlockState::kTorn:
+      // Every valid sector holds a version >= oldest_seq; if all sectors are valid, every commit
+      // up to oldest_seq is still reflected in every sector, but the block itself is damaged.
+      if (scan.valid_sectors == kXlogSectorsPerBlock) {
+        for (uint64_t s = 1; s <= scan.oldest_seq; ++s) result.have.push_back(std::to_string(s));
+      }
+      result.corrupt.push_back(std::to_string(scan.seq));
+      result.notes.push_back(fmt::format("data block {}", scan.Describe()));
+      return;
+    case XlogBlockState::kGarbage:
+      return;  // Reported by the caller as unrecoverable.
+  }
+}
+
+}  // namespace
+
+absl::Status RunXlog(const Target& target, const XlogOptions& options, AckChannel& acks) {
+  if (options.count == 0) return absl::InvalidArgumentError("--count must be at least 1");
+  ASSIGN_OR_RETURN(const std::string path, SetUp(target, options));
+  BarrierWriter writer(options.barrier, path);
+  RETURN_IF_ERROR(writer.Open());
+  AlignedBlock block = NewAlignedBlock();
+  const uint64_t nonce = XlogNonce(options.seed);
+  for (uint64_t seq = 1; seq <= options.count; ++seq) {
+    EncodeXlogBlock(nonce, seq, block.get());
+    const uint64_t index = options.append ? seq : 1;
+    absl::Status status = writer.Write(block.get(), index * kXlogBlockSize);
+    if (!status.ok()) {
+      return absl::Status(
+          status.code(),
+          fmt::format("xlog seq {} ({}): {}; stopped, no further acks", seq,
+                      wal::BarrierName(options.barrier), std::string(status.message())));
+    }
+    RETURN_IF_ERROR(acks.Ack(seq));
+  }
+  return writer.Close();
+}
+
+absl::StatusOr<CheckResult> CheckXlog(const Target& target) {
+  CheckResult result;
+  const bool raw = !target.dev.empty();
+  const std::string path = raw ? target.dev : fmt::format("{}/{}", target.dir, kXlogFileName);
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT && !raw) {
+      result.notes.push_back(fmt::format("{} does not exist: nothing was committed", path));
+      return result;
+    }
+    return ErrnoError("open", path, errno);
+  }
+  AlignedBlock block = NewAlignedBlock();
+  RETURN_IF_ERROR(ReadBlock(fd.get(), 0, block.get(), path));
+  std::optional<XlogHeader> header = DecodeXlogHeader(block.get());
+  if (!header.has_value()) {
+    if (raw) {
+      // On a raw device the header is the last step of setup: without it nothing was committed.
+      result.notes.push_back(fmt::format("{}: no xlog header: nothing was set up", path));
+      return result;
+    }
+    return absl::DataLossError(fmt::format(
+        "{}: the header block is damaged, but the file is only renamed into place after its "
+        "header was fsynced: the store cannot be opened",
+        path));
+  }
+  const uint64_t nonce = header->nonce;
+  if (header->variant == XlogVariant::kOverwrite) {
+    RETURN_IF_ERROR(ReadBlock(fd.get(), 1, block.get(), path));
+    XlogBlockScan scan = ScanXlogBlock(block.get(), nonce);
+    if (scan.state == XlogBlockState::kGarbage) {
+      return absl::DataLossError(fmt::format(
+          "{}: data block 1 holds no valid sector of this run: the store cannot be read", path));
+    }
+    CheckOverwrite(scan, result);
+    return result;
+  }
+
+  // Append: scan the blocks the run planned (and, for a file, that the file size covers).
+  uint64_t blocks = header->count;
+  if (!raw) {
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return ErrnoError("fstat", path, errno);
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    const uint64_t in_file = size <= kXlogBlockSize ? 0 : (size - 1) / kXlogBlockSize;
+    blocks = std::min(blocks, in_file);
+  }
+  std::vector<XlogBlockScan> scans;
+  scans.reserve(blocks);
+  uint64_t last_intact = 0;
+  for (uint64_t i = 1; i <= blocks; ++i) {
+    RETURN_IF_ERROR(ReadBlock(fd.get(), i, block.get(), path));
+    XlogBlockScan scan = ScanXlogBlock(block.get(), nonce);
+    // An intact block in the wrong place is not the commit its position claims.
+    if (scan.state == XlogBlockState::kIntact && scan.seq != i) scan.state = XlogBlockState::kTorn;
+    if (scan.state == XlogBlockState::kIntact) last_intact = i;
+    scans.push_back(scan);
+  }
+  uint64_t tail_damaged = 0;
+  for (uint64_t i = 1; i <= blocks; ++i) {
+    const XlogBlockScan& scan = scans[i - 1];
+    if (scan.state == XlogBlockState::kIntact) {
+      result.have.push_back(std::to_string(i));
+    } else if (i < last_intact) {
+      // A later block is intact, so this one was written before it: damage inside the log.
+      result.corrupt.push_back(std::to_string(i));
+      result.notes.push_back(
+          fmt::format("block {} (before intact block {}): {}", i, last_intact, scan.Describe()));
+    } else if (scan.state != XlogBlockState::kZero) {
+      ++tail_damaged;
+    }
+  }
+  if (tail_damaged > 0) {
+    result.notes.push_back(fmt::format(
+        "{} damaged block(s) after the last intact block {}: a torn tail (writes in flight at the "
+        "cut), not a violation",
+        tail_damaged, last_intact));
+  }
+  return result;
+}
+
+}  // namespace powercut::workloads
