@@ -72,6 +72,24 @@ absl::StatusOr<TraceManifest> ReadManifest(const std::string& manifest_path) {
   if (j.contains("log_entries") && j["log_entries"].is_number_unsigned()) {
     m.log_entries = j["log_entries"].get<uint64_t>();
   }
+  for (auto [key, field] : {std::pair{"logical_sector", &m.logical_sector},
+                            std::pair{"physical_sector", &m.physical_sector},
+                            std::pair{"fs_block_size", &m.fs_block_size}}) {
+    if (!j.contains(key)) continue;
+    uint64_t v = j[key].is_number_unsigned() ? j[key].get<uint64_t>() : 1;
+    if (v < 512 || v > 65536 || (v & (v - 1)) != 0) {
+      return absl::InvalidArgumentError(
+          fmt::format("manifest {}: {} is not a power of two in [512, 65536]", manifest_path, key));
+    }
+    *field = static_cast<uint32_t>(v);
+  }
+  if (m.physical_sector != 0 && m.logical_sector > m.physical_sector) {
+    return absl::InvalidArgumentError(
+        fmt::format("manifest {}: logical_sector {} is larger than physical_sector {}",
+                    manifest_path, m.logical_sector, m.physical_sector));
+  }
+  if (j.contains("fs") && j["fs"].is_string()) m.fs = j["fs"].get<std::string>();
+  if (j.contains("mkfs") && j["mkfs"].is_string()) m.mkfs_command = j["mkfs"].get<std::string>();
   return m;
 }
 
@@ -83,6 +101,11 @@ absl::Status WriteManifest(const std::string& manifest_path, const TraceManifest
                       {"block_size", m.block_size},
                       {"order", OrderSemanticsName(m.order)},
                       {"log_entries", m.log_entries}};
+  if (m.logical_sector != 0) j["logical_sector"] = m.logical_sector;
+  if (m.physical_sector != 0) j["physical_sector"] = m.physical_sector;
+  if (!m.fs.empty()) j["fs"] = m.fs;
+  if (!m.mkfs_command.empty()) j["mkfs"] = m.mkfs_command;
+  if (m.fs_block_size != 0) j["fs_block_size"] = m.fs_block_size;
   std::string tmp = manifest_path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);

@@ -1,5 +1,6 @@
 // The JSON manifest beside a trace (docs/trace.md): which base image the log applies to (path,
-// size, XXH3-128 hash), the device block size, and the order semantics of the log's entries.
+// size, XXH3-128 hash), the device block size, the disk's logical and physical sector sizes, how
+// its file system was made, and the order semantics of the log's entries.
 //
 // Validate() rejects a manifest that does not match its log (block size) or its image (size,
 // hash), with an error naming both files and what to do.
@@ -32,6 +33,14 @@ struct TraceManifest {
   uint32_t block_size = 512;    // = the log's sectorsize
   OrderSemantics order = OrderSemantics::kCompletion;
   uint64_t log_entries = 0;  // informational: entries when the manifest was written
+  // The recorded disk as the guest saw it. 0 = not recorded (manifests written before the
+  // geometry was): readers then take the log's sectorsize for both.
+  uint32_t logical_sector = 0;
+  uint32_t physical_sector = 0;
+  // How the file system was made ("" = raw disk or unknown): the report shows it.
+  std::string fs;
+  std::string mkfs_command;
+  uint32_t fs_block_size = 0;  // 0 = unknown
 };
 
 // "<log>.manifest.json".
