@@ -76,7 +76,9 @@ absl::StatusOr<CheckerOutput> RunChecker(
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view kv(*e);
-    bool replaced = false;
+    // The protocol gives a checker POWERCUT_DIR or POWERCUT_DEV, never both: inherited values
+    // of either (from the caller's environment) are dropped, only `env` sets them.
+    bool replaced = kv.starts_with("POWERCUT_DIR=") || kv.starts_with("POWERCUT_DEV=");
     for (const auto& [k, v] : env) {
       if (kv.size() > k.size() && kv.substr(0, k.size()) == k && kv[k.size()] == '=') {
         replaced = true;

@@ -2,7 +2,8 @@
 //
 // The command runs as `/bin/sh -c CMD` (or, when CMD is only plain words without quotes,
 // variables, globs or operators, directly with the same meaning) in its own process group with the
-// given extra environment variables, stdin from /dev/null, and a timeout after which the whole
+// given extra environment variables (inherited POWERCUT_DIR and POWERCUT_DEV are dropped: only
+// `env` sets them), stdin from /dev/null, and a timeout after which the whole
 // group is killed (SIGKILL). After it exits the group is killed too, so that nothing it started
 // outlives the check. stdout lines `have <id>` and `corrupt <id>` are collected; other lines are
 // ignored.

@@ -19,7 +19,7 @@
 #include "base/tsan_mutex.h"
 #include "fmt/format.h"
 #include "harness/check/checker.h"
-#include "harness/check/loop_mount.h"
+#include "harness/check/image_check.h"
 #include "harness/state/working_image.h"
 #include "harness/trace/trace_reader.h"
 
@@ -89,6 +89,7 @@ struct Shared {
   absl::Status error ABSL_GUARDED_BY(mu);
   uint64_t states_done ABSL_GUARDED_BY(mu) = 0;   // for CheckOptions::on_state_checked
   uint64_t states_total ABSL_GUARDED_BY(mu) = 0;  // likewise
+  std::string method ABSL_GUARDED_BY(mu);         // how file-system states were read
 };
 
 std::string RebuildCommand(const CheckOptions& o, const std::string& base, const std::string& id) {
@@ -112,78 +113,22 @@ CheckerOutput SetupFailure(std::string why) {
   return out;
 }
 
-// Where mounting is not permitted: replay the ext4 journal with e2fsck (journal only, like a
-// mount; no repairs), extract the files with debugfs, run the checker on the extracted tree.
-absl::StatusOr<CheckerOutput> CheckExt4WithoutMount(const CheckOptions& o, Worker& w) {
-  auto fsck =
-      RunChecker(fmt::format("e2fsck -E journal_only -y '{}'", w.scratch), {}, o.checker_timeout_s);
-  if (!fsck.ok()) return fsck.status();
-  if (fsck->timed_out || fsck->exit_code < 0 || fsck->exit_code >= 4) {
-    return SetupFailure(fmt::format("e2fsck -E journal_only failed (exit {}): {}", fsck->exit_code,
-                                    fsck->stderr_tail));
-  }
-  std::string tree = w.scratch + ".files";
-  std::error_code ec;
-  std::filesystem::remove_all(tree, ec);
-  std::filesystem::create_directories(tree, ec);
-  auto dump = RunChecker(fmt::format("debugfs -R 'rdump / {}' '{}'", tree, w.scratch), {},
-                         o.checker_timeout_s);
-  absl::StatusOr<CheckerOutput> out = SetupFailure("debugfs rdump did not run");
-  if (!dump.ok()) {
-    out = dump.status();
-  } else if (!dump->recovered()) {
-    out = SetupFailure(
-        fmt::format("debugfs rdump failed (exit {}): {}", dump->exit_code, dump->stderr_tail));
-  } else {
-    out = RunChecker(o.checker, {{"POWERCUT_DIR", tree}}, o.checker_timeout_s);
-  }
-  std::filesystem::remove_all(tree, ec);
-  return out;
-}
-
-absl::StatusOr<CheckerOutput> CheckImage(const CheckOptions& o, Worker& w) {
-  if (o.fs == "raw") {
-    struct stat before;
-    struct stat after;
-    ::fstat(w.image->fd(), &before);
-    ASSIGN_OR_RETURN(CheckerOutput out, RunChecker(o.checker, {{"POWERCUT_DEV", w.image->path()}},
-                                                   o.checker_timeout_s));
-    ::fstat(w.image->fd(), &after);
-    if (after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
-        after.st_mtim.tv_nsec != before.st_mtim.tv_nsec || after.st_size != before.st_size) {
-      // The raw protocol is read-only; rebuild so that later states stay exact.
-      RETURN_IF_ERROR(w.image->Reset());
-      return absl::FailedPreconditionError(fmt::format(
-          "checker '{}' wrote to the raw image {} (POWERCUT_DEV is read-only for checkers: copy "
-          "it first if recovery must write)",
-          o.checker, w.image->path()));
-    }
+absl::StatusOr<ImageCheckResult> CheckImage(const CheckOptions& o, Worker& w) {
+  ImageCheckOptions ic{.fs = o.fs,
+                       .checker = o.checker,
+                       .timeout_seconds = o.checker_timeout_s,
+                       .mountpoint = w.mountpoint,
+                       .without_mount = o.without_mount,
+                       .before_mount = o.before_mount};
+  if (o.fs == FsKind::kRaw) {
+    auto out = CheckImageFile(w.image->path(), ic);
+    // The raw protocol is read-only; rebuild so that later states stay exact.
+    if (absl::IsFailedPrecondition(out.status())) RETURN_IF_ERROR(w.image->Reset());
     return out;
   }
   RETURN_IF_ERROR(
       CopyOnto(w.image->fd(), w.scratch_fd, w.image->size(), w.image->path(), w.scratch));
-  if (o.before_mount) {
-    if (std::string problem = o.before_mount(w.scratch); !problem.empty()) {
-      CheckerOutput out;
-      out.setup_error = std::move(problem);
-      return out;  // judged as not recoverable
-    }
-  }
-  if (o.fs == "ext4-debugfs") return CheckExt4WithoutMount(o, w);
-  auto mount = LoopMount::Mount(w.scratch, o.fs, w.mountpoint);
-  if (!mount.ok()) {
-    if (o.fs == "ext4" && absl::IsPermissionDenied(mount.status())) {
-      return CheckExt4WithoutMount(o, w);  // mounting is not permitted here
-    }
-    return SetupFailure(std::string(mount.status().message()));  // not recoverable
-  }
-  auto out =
-      // The protocol gives a checker POWERCUT_DIR or POWERCUT_DEV, never both (docs/protocol.md).
-      RunChecker(o.checker, {{"POWERCUT_DIR", w.mountpoint}}, o.checker_timeout_s);
-  absl::Status unmounted = (*mount)->Unmount();
-  if (!out.ok()) return out.status();
-  if (!unmounted.ok()) return unmounted;
-  return out;
+  return CheckImageFile(w.scratch, ic);
 }
 
 void RunWorker(const CheckOptions& o, const std::string& base, const std::string& trace_hash8,
@@ -228,7 +173,14 @@ void RunWorker(const CheckOptions& o, const std::string& base, const std::string
             return;
           }
         } else {
-          cached = oracle.Compact(*out);
+          cached = oracle.Compact(out->checker);
+          cached->fs_unrecoverable = out->fs.unrecoverable;
+          cached->fs_repaired = out->fs.repaired;
+          cached->fs_steps = out->fs.Describe();
+          if (o.fs != FsKind::kRaw) {
+            powercut::MutexLock lock(&shared.mu);
+            shared.method = out->method;
+          }
         }
         powercut::MutexLock lock(&shared.mu);
         shared.outputs.try_emplace(key, *cached);
@@ -253,6 +205,15 @@ void RunWorker(const CheckOptions& o, const std::string& base, const std::string
       }
       r.lost_acks_max = std::max<uint64_t>(r.lost_acks_max, v.lost.size());
       ++r.lost_acks_distribution[v.lost.size()];
+      if (!v.torn_unacked.empty()) ++r.torn_unacked;
+      if (v.fs_repaired) {
+        ++r.fs_repaired;
+        if (!r.first_fs_repaired) r.first_fs_repaired = v;
+      }
+      if (v.fs_unrecoverable) {
+        ++r.fs_unrecoverable;
+        if (!r.first_fs_unrecoverable) r.first_fs_unrecoverable = v;
+      }
       if (v.violation()) {
         ++r.violations;
         shared.violations.emplace_back(item.seq, std::move(v));
@@ -289,10 +250,9 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
   auto start = std::chrono::steady_clock::now();
   CheckOptions o = options;
   if (o.checker.empty()) return absl::InvalidArgumentError("check: --checker is required");
-  if (o.fs != "raw" && o.fs != "ext4" && o.fs != "xfs" && o.fs != "btrfs" &&
-      o.fs != "ext4-debugfs") {
-    return absl::InvalidArgumentError(
-        fmt::format("check: --fs {}: expected raw, ext4, xfs, btrfs or ext4-debugfs", o.fs));
+  if (o.without_mount && o.fs != FsKind::kExt4) {
+    return absl::InvalidArgumentError(fmt::format(
+        "check: reading without a mount (debugfs) works for ext4 only, not {}", FsName(o.fs)));
   }
   std::optional<TraceManifest> manifest;
   ASSIGN_OR_RETURN(std::string base, ResolveBase(o.trace_path, o.base_image, &manifest));
@@ -307,10 +267,17 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
   }
   OrderSemantics order =
       o.order ? *o.order : (manifest ? manifest->order : OrderSemantics::kCompletion);
-  uint32_t unit = o.atomic_unit ? o.atomic_unit : trace.sector_size;
+  // The drive writes its physical sector atomically: that is the default torn-write unit.
+  const uint32_t physical = manifest && manifest->physical_sector ? manifest->physical_sector : 0;
+  uint32_t unit = o.atomic_unit ? o.atomic_unit : physical != 0 ? physical : trace.sector_size;
   if (unit != 512 && unit != 4096) {
     return absl::InvalidArgumentError(
         fmt::format("check: atomic unit {}: expected 512 or 4096", unit));
+  }
+  if (unit < trace.sector_size) {
+    return absl::InvalidArgumentError(
+        fmt::format("check: atomic unit {} is smaller than the disk's {}-byte logical sector", unit,
+                    trace.sector_size));
   }
   if (o.models.empty()) {
     for (const char* name : {"off", "on", "lying"}) o.models.push_back(*ParseCacheModel(name));
@@ -318,7 +285,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
   int workers = o.workers > 0 ? o.workers
                               : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   std::vector<std::string> notes;
-  if (o.fs == "btrfs" && workers > 1 && !BtrfsMountsClones()) {
+  if (FileSystemOf(o.fs).clones_need_temp_fsid && workers > 1 && !BtrfsMountsClones()) {
     workers = 1;  // two mounted copies of one btrfs share an fsid, which kernels before 6.7 refuse
     notes.emplace_back(
         "btrfs: one worker (copies of one file system share its fsid, and this kernel has no "
@@ -367,7 +334,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
     Worker& w = pool[static_cast<size_t>(i)];
     ASSIGN_OR_RETURN(w.image, WorkingImage::Create(fmt::format("{}/worker{}.img", dir, i), base,
                                                    trace_file.get(), granule));
-    if (o.fs != "raw") {
+    if (o.fs != FsKind::kRaw) {
       w.scratch = fmt::format("{}/worker{}.scratch.img", dir, i);
       w.mountpoint = fmt::format("{}/worker{}.mnt", dir, i);
       std::filesystem::create_directories(w.mountpoint);
@@ -379,20 +346,26 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
   }
 
   TraceIndex index(trace);
-  Oracle oracle(index, o.ordered);
+  Oracle oracle(index, o.ordered, o.fs_failures_are_violations);
   CheckReport report;
   report.trace_path = o.trace_path;
   report.trace_hash = trace.hash.Hex();
   report.base_image = base;
   report.checker = o.checker;
-  report.fs = o.fs;
+  report.fs = FsName(o.fs);
   report.order = OrderSemanticsName(order);
   report.trace_entries = trace.entries.size();
   report.trace_acks = index.acks().size();
   report.sector_size = trace.sector_size;
+  report.physical_sector = physical;
+  if (manifest) {
+    report.mkfs_command = manifest->mkfs_command;
+    report.fs_block_size = manifest->fs_block_size;
+  }
   report.atomic_unit = unit;
   report.seed = o.seed;
   report.ordered = o.ordered;
+  report.fs_failures_are_violations = o.fs_failures_are_violations;
   report.workers = workers;
   report.states = o.states;
   report.trace_notes = trace.notes;
@@ -457,6 +430,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
     powercut::MutexLock lock(&shared.mu);
     RETURN_IF_ERROR(shared.error);
     for (auto& [seq, v] : shared.violations) result.examples.push_back(v);
+    if (report.check_method.empty()) report.check_method = shared.method;
     if (!result.examples.empty()) result.first_violation = result.examples.front();
     result.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - model_start).count();

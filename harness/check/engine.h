@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "harness/check/file_system.h"
 #include "harness/check/oracle.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/state_generator.h"
@@ -26,16 +27,18 @@ namespace powercut::harness {
 
 struct CheckOptions {
   std::string trace_path;
-  std::string base_image;          // empty: the manifest's (<trace>.manifest.json)
-  std::string checker;             // shell command (run with /bin/sh -c)
-  std::string fs = "raw";          // raw | ext4 | xfs | btrfs
+  std::string base_image;  // empty: the manifest's (<trace>.manifest.json)
+  std::string checker;     // shell command (run with /bin/sh -c)
+  FsKind fs = FsKind::kRaw;
+  bool without_mount = false;      // ext4: e2fsck + debugfs instead of a loop mount
   std::vector<CacheModel> models;  // empty: off, on, lying
-  uint32_t atomic_unit = 0;        // 0: the trace's sector size
+  uint32_t atomic_unit = 0;  // 0: the disk's physical sector (manifest), else the log's sectorsize
   PointSelection points;
   StateOptions states;
   uint64_t seed = 1;
   bool ordered = false;
-  int workers = 0;  // 0: one per core
+  bool fs_failures_are_violations = false;  // count fs_unrecoverable states as violations
+  int workers = 0;                          // 0: one per core
   double checker_timeout_s = 60;
   std::string work_dir;                 // empty: a fresh folder under $TMPDIR, removed afterwards
   std::string workload;                 // report name; empty: the trace file's name
@@ -56,12 +59,17 @@ struct ModelResult {
   CacheModel model;
   uint64_t points = 0;
   uint64_t states = 0;
-  uint64_t checked = 0;       // checker runs
-  uint64_t deduplicated = 0;  // states whose image equalled an already-checked one
-  uint64_t violations = 0;
+  uint64_t checked = 0;           // checker runs
+  uint64_t deduplicated = 0;      // states whose image equalled an already-checked one
+  uint64_t violations = 0;        // the program's: see Verdict::violation()
+  uint64_t fs_unrecoverable = 0;  // states the file system's own tools could not bring back
+  uint64_t fs_repaired = 0;       // states it came back from only by repairs
+  uint64_t torn_unacked = 0;      // states with a torn, never-acked record (not violations)
   uint64_t lost_acks_max = 0;
   std::map<uint64_t, uint64_t> lost_acks_distribution;  // lost acks -> states
   std::optional<Verdict> first_violation;
+  std::optional<Verdict> first_fs_unrecoverable;
+  std::optional<Verdict> first_fs_repaired;
   std::vector<Verdict> examples;  // the first violations, in generation order
   double seconds = 0;
   std::vector<std::string> notes;
@@ -73,13 +81,18 @@ struct CheckReport {
   std::string base_image;
   std::string checker;
   std::string fs;
+  std::string check_method;  // how file-system states were read: "loop mount", "debugfs", ...
   std::string order;
   uint64_t trace_entries = 0;
   uint64_t trace_acks = 0;
-  uint32_t sector_size = 0;
+  uint32_t sector_size = 0;      // the log's sectorsize (= the disk's logical sector)
+  uint32_t physical_sector = 0;  // from the manifest; 0 = unknown
+  std::string mkfs_command;      // from the manifest
+  uint32_t fs_block_size = 0;    // from the manifest; 0 = unknown
   uint32_t atomic_unit = 0;
   uint64_t seed = 0;
   bool ordered = false;
+  bool fs_failures_are_violations = false;
   int workers = 0;
   std::string points;
   StateOptions states;

@@ -8,18 +8,6 @@
 namespace powercut::harness {
 namespace {
 
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 bool OnPath(const std::string& tool) {
   for (const char* dir : {"/usr/sbin", "/sbin", "/usr/bin", "/bin"}) {
     if (::access(fmt::format("{}/{}", dir, tool).c_str(), X_OK) == 0) return true;
@@ -44,29 +32,29 @@ std::string LastLines(const std::string& text, size_t lines) {
 
 }  // namespace
 
-absl::StatusOr<std::string> FsckCommand(const std::string& fs, const std::string& image) {
-  if (fs == "ext4") return fmt::format("e2fsck -fn {}", Quote(image));
-  if (fs == "xfs") return fmt::format("xfs_repair -n {}", Quote(image));
-  if (fs == "btrfs") return fmt::format("btrfs check --readonly {}", Quote(image));
-  return absl::InvalidArgumentError(
-      fmt::format("--fsck needs a file system (ext4, xfs or btrfs), not '{}'", fs));
+absl::StatusOr<std::string> FsckCommand(FsKind fs, const std::string& image) {
+  std::vector<std::string> argv = FileSystemOf(fs).ReadOnlyCheckArgv();
+  if (argv.empty()) {
+    return absl::InvalidArgumentError(
+        fmt::format("--fsck needs a file system (ext4, xfs or btrfs), not '{}'", FsName(fs)));
+  }
+  return ShellJoin(WithImage(argv, image));
 }
 
-absl::StatusOr<std::string> FsckImage(const std::string& fs, const std::string& image,
-                                      double timeout_seconds) {
+absl::StatusOr<std::string> FsckImage(FsKind fs, const std::string& image, double timeout_seconds) {
   auto command = FsckCommand(fs, image);
   if (!command.ok()) return command.status();
-  const char* tool = fs == "ext4" ? "e2fsck" : fs == "xfs" ? "xfs_repair" : "btrfs";
-  const char* package = fs == "ext4" ? "e2fsprogs" : fs == "xfs" ? "xfsprogs" : "btrfs-progs";
+  const std::string tool = FileSystemOf(fs).ReadOnlyCheckArgv().front();
+  const char* package = FileSystemOf(fs).package;
   if (!OnPath(tool)) {
     return absl::NotFoundError(
         fmt::format("--fsck: {} not found: apt-get install {}", tool, package));
   }
-  if (fs == "ext4") {
+  if (fs == FsKind::kExt4) {
     // Replay the journal first: e2fsck -n skips it and would call every crash image with a
     // committed-but-unreplayed transaction inconsistent. Exit 0/1 = replayed or nothing to do.
-    auto replay = harness::RunChecker(fmt::format("e2fsck -E journal_only -y {} >&2", Quote(image)),
-                                      {}, timeout_seconds);
+    auto replay = harness::RunChecker(
+        ShellJoin({"e2fsck", "-E", "journal_only", "-y", image}) + " >&2", {}, timeout_seconds);
     if (!replay.ok()) return replay.status();
     if (replay->timed_out || (replay->exit_code != 0 && replay->exit_code != 1)) {
       return fmt::format("fsck: e2fsck journal replay exit {}: {}", replay->exit_code,
@@ -77,13 +65,14 @@ absl::StatusOr<std::string> FsckImage(const std::string& fs, const std::string& 
   if (!out.ok()) return out.status();
   if (out->timed_out) return fmt::format("fsck: {} timed out after {} s", tool, timeout_seconds);
   if (out->exit_code == 0) return std::string();
-  if (fs == "xfs" && out->stderr_tail.find("metadata changes in a log") != std::string::npos) {
+  if (fs == FsKind::kXfs &&
+      out->stderr_tail.find("metadata changes in a log") != std::string::npos) {
     return std::string();  // a dirty log: only a mount can replay it, so fsck cannot judge it
   }
   return fmt::format("fsck: {} exit {}: {}", tool, out->exit_code, LastLines(out->stderr_tail, 4));
 }
 
-std::function<std::string(const std::string&)> FsckHook(const std::string& fs) {
+std::function<std::string(const std::string&)> FsckHook(FsKind fs) {
   return [fs](const std::string& image) -> std::string {
     auto problem = FsckImage(fs, image);
     if (!problem.ok()) return "fsck: " + std::string(problem.status().message());

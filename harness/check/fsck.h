@@ -14,20 +14,21 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "harness/check/file_system.h"
 
 namespace powercut::harness {
 
 // The read-only check command for `fs` on `image` (the ext4 journal replay excluded).
-absl::StatusOr<std::string> FsckCommand(const std::string& fs, const std::string& image);
+absl::StatusOr<std::string> FsckCommand(FsKind fs, const std::string& image);
 
 // Checks `image` (a scratch copy: the ext4 journal replay writes to it). Returns "" when the file
 // system is consistent, else "fsck: <tool> exit <n>: <its last output lines>". Fails only when
 // the tool cannot run (not installed: the error names the Debian package).
-absl::StatusOr<std::string> FsckImage(const std::string& fs, const std::string& image,
+absl::StatusOr<std::string> FsckImage(FsKind fs, const std::string& image,
                                       double timeout_seconds = 120);
 
 // The engine hook (harness::CheckOptions::before_mount) running FsckImage; a tool that cannot run
 // is reported as the problem text, so it shows up in every verdict instead of passing silently.
-std::function<std::string(const std::string&)> FsckHook(const std::string& fs);
+std::function<std::string(const std::string&)> FsckHook(FsKind fs);
 
 }  // namespace powercut::harness

@@ -1,34 +1,99 @@
 #include "harness/check/image_check.h"
 
-#include "harness/check/fsck.h"
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "base/status_macros.h"
+#include "fmt/format.h"
 #include "harness/check/loop_mount.h"
 
 namespace powercut::harness {
+namespace {
 
-absl::StatusOr<CheckerOutput> CheckImageFile(const std::string& image, const ImageCheckOptions& o) {
-  if (o.fs == "raw") {
-    return harness::RunChecker(o.checker, {{"POWERCUT_DEV", image}}, o.timeout_seconds);
+absl::StatusOr<ImageCheckResult> CheckRaw(const std::string& image, const ImageCheckOptions& o) {
+  struct stat before {};
+  struct stat after {};
+  ::stat(image.c_str(), &before);
+  ImageCheckResult r;
+  r.method = "raw device";
+  ASSIGN_OR_RETURN(r.checker, RunChecker(o.checker, {{"POWERCUT_DEV", image}}, o.timeout_seconds));
+  ::stat(image.c_str(), &after);
+  if (after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+      after.st_mtim.tv_nsec != before.st_mtim.tv_nsec || after.st_size != before.st_size) {
+    return absl::FailedPreconditionError(fmt::format(
+        "checker '{}' wrote to the raw image {} (POWERCUT_DEV is read-only for checkers: copy "
+        "it first if recovery must write)",
+        o.checker, image));
   }
-  if (o.fsck) {
-    auto problem = FsckImage(o.fs, image);
-    if (!problem.ok()) return problem.status();
-    if (!problem->empty()) {
-      CheckerOutput out;
-      out.setup_error = *problem;
-      return out;
+  return r;
+}
+
+// debugfs stands in for the mount: it extracts the (journal-replayed) tree into `tree`.
+absl::Status ExtractWithDebugfs(const std::string& image, const std::string& tree,
+                                double timeout_seconds) {
+  std::error_code ec;
+  std::filesystem::remove_all(tree, ec);
+  std::filesystem::create_directories(tree, ec);
+  ASSIGN_OR_RETURN(CheckerOutput dump,
+                   RunChecker(ShellJoin({"debugfs", "-R", "rdump / " + tree, image}) + " 1>&2", {},
+                              timeout_seconds));
+  if (!dump.recovered()) {
+    return absl::DataLossError(
+        fmt::format("debugfs rdump failed (exit {}): {}", dump.exit_code, dump.stderr_tail));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ImageCheckResult> CheckImageFile(const std::string& image,
+                                                const ImageCheckOptions& o) {
+  if (o.fs == FsKind::kRaw) return CheckRaw(image, o);
+  const FileSystem& fs = FileSystemOf(o.fs);
+  ImageCheckResult r;
+  if (o.before_mount) {
+    if (std::string problem = o.before_mount(image); !problem.empty()) {
+      r.checker.exit_code = -1;
+      r.checker.setup_error = std::move(problem);
+      return r;  // judged as not recoverable
     }
   }
-  auto mount = harness::LoopMount::Mount(image, o.fs, o.mountpoint);
-  if (!mount.ok()) {
-    CheckerOutput out;
-    out.setup_error = std::string(mount.status().message());
-    return out;
+  std::unique_ptr<LoopMount> mount;
+  bool use_debugfs = o.without_mount && o.fs == FsKind::kExt4;
+  const std::string tree = image + ".files";
+  auto mount_it = [&]() -> absl::Status {
+    if (use_debugfs) return ExtractWithDebugfs(image, tree, o.timeout_seconds);
+    auto m = LoopMount::Mount(image, fs.name, o.mountpoint, fs.mount_options);
+    if (m.ok()) {
+      mount = std::move(*m);
+      return absl::OkStatus();
+    }
+    if (o.fs == FsKind::kExt4 && absl::IsPermissionDenied(m.status())) {
+      use_debugfs = true;  // mounting is not permitted here: read it with debugfs instead
+      return ExtractWithDebugfs(image, tree, o.timeout_seconds);
+    }
+    return m.status();
+  };
+  ASSIGN_OR_RETURN(r.fs, RecoverFileSystem(fs, image, mount_it, o.timeout_seconds));
+  r.method = use_debugfs ? "e2fsck + debugfs rdump (no mount)" : "loop mount";
+  if (r.fs.unrecoverable) {
+    r.checker.exit_code = -1;
+    r.checker.setup_error = "file system unrecoverable: " + r.fs.Describe();
+    return r;
   }
-  auto out = harness::RunChecker(o.checker, {{"POWERCUT_DIR", o.mountpoint}}, o.timeout_seconds);
-  absl::Status unmounted = (*mount)->Unmount();
+  const std::string dir = use_debugfs ? tree : o.mountpoint;
+  auto out = RunChecker(o.checker, {{"POWERCUT_DIR", dir}}, o.timeout_seconds);
+  absl::Status unmounted = mount ? mount->Unmount() : absl::OkStatus();
+  if (use_debugfs) {
+    std::error_code ec;
+    std::filesystem::remove_all(tree, ec);
+  }
   if (!out.ok()) return out.status();
   if (!unmounted.ok()) return unmounted;
-  return out;
+  r.checker = std::move(*out);
+  return r;
 }
 
 }  // namespace powercut::harness

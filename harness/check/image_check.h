@@ -1,27 +1,50 @@
-// Checks one crash image outside the engine (for `powercut repro`): raw images are handed to the
-// checker as POWERCUT_DEV; file-system images are (optionally fsck'd, then) loop-mounted
-// read-write, so the kernel replays the journal, and the checker gets POWERCUT_DIR. The image is
-// modified by the mount: pass a scratch image.
+// Checking one crash image: the one place that does it, for the engine (every state) and for
+// `powercut repro` (one image).
+//
+//   raw          the checker gets POWERCUT_DEV=image; it must not write to it (the raw protocol
+//                is read-only): a checker that does is an error (FailedPrecondition).
+//   file system  the boot path first (harness/check/boot_recovery.h: boot check, mount with
+//                journal replay, the file system's recovery tools where the mount fails), then
+//                the checker gets POWERCUT_DIR=the mount point. Where mounting is not permitted
+//                (no CAP_SYS_ADMIN) an ext4 image is opened with debugfs instead: the boot check
+//                replays the journal, `debugfs rdump` extracts the tree, the checker reads that.
+//
+// The image is modified by recovery and the mount: pass a scratch copy.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "harness/check/boot_recovery.h"
 #include "harness/check/checker.h"
+#include "harness/check/file_system.h"
 
 namespace powercut::harness {
 
 struct ImageCheckOptions {
-  std::string fs = "raw";
-  std::string checker;
+  FsKind fs = FsKind::kRaw;
+  std::string checker;  // shell command
   double timeout_seconds = 60;
-  bool fsck = false;
   std::string mountpoint;  // an empty folder (file systems only)
+  // ext4 only: read the image with e2fsck + debugfs instead of a mount (what happens anyway
+  // where mounting is not permitted).
+  bool without_mount = false;
+  // Optional (`--fsck`): runs on the image before the boot path; a non-empty result marks the
+  // state not recoverable with that text.
+  std::function<std::string(const std::string& image)> before_mount;
 };
 
-// A mount or fsck failure is reported in CheckerOutput::setup_error (the state is not
-// recoverable), not as an error; errors mean the checker could not be started.
-absl::StatusOr<CheckerOutput> CheckImageFile(const std::string& image,
-                                             const ImageCheckOptions& options);
+struct ImageCheckResult {
+  CheckerOutput checker;  // setup_error set when the checker could not run (fsck finding, ...)
+  FsRecovery fs;          // the boot path's steps (file systems only)
+  // How the tree was read: "loop mount", "debugfs (no mount permission)", "raw device".
+  std::string method;
+};
+
+// Errors: the checker or a recovery tool could not be started, or (raw) the checker wrote to
+// the image (FailedPrecondition).
+absl::StatusOr<ImageCheckResult> CheckImageFile(const std::string& image,
+                                                const ImageCheckOptions& options);
 
 }  // namespace powercut::harness

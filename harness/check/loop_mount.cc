@@ -58,9 +58,7 @@ absl::StatusOr<std::unique_ptr<LoopMount>> LoopMount::Mount(const std::string& i
                         fmt::format("loop mount of {}: no loop device could be configured: {}",
                                     image, std::strerror(err)));
   }
-  // XFS refuses a second mount of the same UUID; every worker's image is a copy of one base.
-  std::string options = fs_type == "xfs" ? "nouuid" : "";
-  if (!extra_options.empty()) options += (options.empty() ? "" : ",") + extra_options;
+  const std::string& options = extra_options;
   if (::mount(device.c_str(), mountpoint.c_str(), fs_type.c_str(), 0, options.c_str()) != 0) {
     err = errno;
     ::close(loop_fd);

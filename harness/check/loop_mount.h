@@ -18,8 +18,8 @@ class LoopMount {
  public:
   // `fs_type`: ext4, xfs or btrfs. The error names the image, the device and the mount(2) errno
   // (EPERM/EACCES mean "not permitted": callers may fall back to e2fsck + debugfs).
-  // `extra_options` (mount(2) data, comma-separated) is added to the defaults: xfs always gets
-  // `nouuid`, because every crash image is a copy of one file system and shares its UUID.
+  // `extra_options` is the mount(2) data, comma-separated (the file-system table's
+  // mount_options: xfs needs `nouuid`, because every crash image is a copy of one file system).
   static absl::StatusOr<std::unique_ptr<LoopMount>> Mount(const std::string& image,
                                                           const std::string& fs_type,
                                                           const std::string& mountpoint,

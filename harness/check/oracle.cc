@@ -7,7 +7,8 @@
 
 namespace powercut::harness {
 
-Oracle::Oracle(const TraceIndex& index, bool ordered) : index_(index), ordered_(ordered) {
+Oracle::Oracle(const TraceIndex& index, bool ordered, bool fs_failures_are_violations)
+    : index_(index), ordered_(ordered), fs_failures_are_violations_(fs_failures_are_violations) {
   const auto& acks = index_.acks();
   for (size_t i = 0; i < acks.size(); ++i) {
     auto [it, inserted] = unique_.try_emplace(acks[i].second, first_position_.size());
@@ -61,7 +62,22 @@ void Oracle::Judge(uint64_t point, const CompactOutput& output, Verdict* v) cons
       }
     }
   }
-  v->corrupt = output.corrupt;
+  v->corrupt.clear();
+  v->torn_unacked.clear();
+  for (const std::string& id : output.corrupt) {
+    auto it = unique_.find(id);
+    bool acked_before = it != unique_.end() && first_position_[it->second] < before;
+    (acked_before ? v->corrupt : v->torn_unacked).push_back(id);
+  }
+  v->fs_unrecoverable = output.fs_unrecoverable;
+  v->fs_repaired = output.fs_repaired;
+  v->fs_steps = output.fs_steps;
+  v->fs_failure_is_violation = fs_failures_are_violations_;
+  if (output.fs_unrecoverable && !fs_failures_are_violations_) {
+    // The checker never saw the program's data: what it lost is unknown, not lost.
+    v->lost.clear();
+    v->gaps.clear();
+  }
   v->exit_code = output.signal != 0 ? -output.signal : output.exit_code;
   v->timed_out = output.timed_out;
   v->mount_error = output.setup_error;
@@ -77,7 +93,13 @@ std::string Verdict::Describe() const {
   }
   if (!gaps.empty()) what.push_back(fmt::format("gaps in commit order [{}]", fmt::join(gaps, " ")));
   if (!corrupt.empty()) what.push_back(fmt::format("corrupt [{}]", fmt::join(corrupt, " ")));
-  if (!mount_error.empty()) {
+  if (fs_unrecoverable) {
+    what.push_back(fmt::format("file system unrecoverable ({}): {}",
+                               fs_failure_is_violation ? "counted as a violation"
+                                                       : "the file system's outcome, not the "
+                                                         "program's",
+                               fs_steps));
+  } else if (!mount_error.empty()) {
     what.push_back("not recoverable: " + mount_error);
   } else if (timed_out) {
     what.emplace_back("not recoverable: checker timed out");
@@ -85,6 +107,10 @@ std::string Verdict::Describe() const {
     what.push_back(fmt::format("not recoverable: checker exit {}", exit_code));
   }
   if (what.empty()) what.emplace_back("ok");
+  if (fs_repaired) what.push_back("file system repaired: " + fs_steps);
+  if (!torn_unacked.empty()) {
+    what.push_back(fmt::format("torn tail (never acked) [{}]", fmt::join(torn_unacked, " ")));
+  }
   std::string torn =
       torn_entry ? fmt::format("; torn entry {} units {}", *torn_entry, torn_units) : std::string();
   return fmt::format(

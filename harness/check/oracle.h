@@ -4,7 +4,11 @@
 //   durability      every id acked before the crash point is in `have`
 //   order           with `ordered`: the acked ids in `have` form a prefix of the ack order
 //   recoverability  the image mounted and the checker exited 0 in time
-//   integrity       no `corrupt <id>` lines
+//   integrity       no `corrupt <id>` line for an id acked before the crash point; `corrupt` for
+//                   an id not acked before it is the torn tail any log may have: counted
+//                   (torn_unacked), never a violation
+// A file system that not even its own recovery tools brought back (fs_unrecoverable) is the file
+// system's outcome, not the program's: not a violation unless `fs_failures_are_violations`.
 #pragma once
 
 #include <cstdint>
@@ -23,10 +27,15 @@ struct Verdict {
   uint64_t point = 0;
   std::string cache;  // model code
   uint64_t acked_before = 0;
-  std::vector<std::string> lost;  // acked before the point, not in have
-  std::vector<std::string> gaps;  // --ordered: missing ids before the last id present
-  std::vector<std::string> corrupt;
-  bool recovered = true;  // mounted, checker exit 0, no timeout
+  std::vector<std::string> lost;          // acked before the point, not in have
+  std::vector<std::string> gaps;          // --ordered: missing ids before the last id present
+  std::vector<std::string> corrupt;       // acked before the point, reported corrupt
+  std::vector<std::string> torn_unacked;  // reported corrupt, not acked before the point
+  bool recovered = true;                  // mounted, checker exit 0, no timeout
+  bool fs_unrecoverable = false;          // the file system's own tools could not bring it back
+  bool fs_repaired = false;               // they brought it back, but only by repairing it
+  bool fs_failure_is_violation = false;   // --fs-failures-are-violations
+  std::string fs_steps;                   // the boot path as it ran ("e2fsck -p exit 0; mount ok")
   int exit_code = 0;
   bool timed_out = false;
   std::string mount_error;  // non-empty when the image could not be mounted/checked
@@ -36,7 +45,10 @@ struct Verdict {
   std::string torn_units;
   std::string rebuild;  // the command that rebuilds this image
 
+  // The program's violation: the file system came back and an acknowledged commit is missing
+  // or corrupt, or the checker failed.
   bool violation() const {
+    if (fs_unrecoverable) return fs_failure_is_violation;
     return !lost.empty() || !gaps.empty() || !corrupt.empty() || !recovered;
   }
   // One paragraph: what was violated, where, and how to rebuild it.
@@ -53,12 +65,15 @@ struct CompactOutput {
   bool timed_out = false;
   std::string setup_error;
   std::string stderr_tail;  // kept only when the checker failed
+  bool fs_unrecoverable = false;
+  bool fs_repaired = false;
+  std::string fs_steps;
   bool recovered() const { return setup_error.empty() && exit_code == 0 && !timed_out; }
 };
 
 class Oracle {
  public:
-  Oracle(const TraceIndex& index, bool ordered);
+  Oracle(const TraceIndex& index, bool ordered, bool fs_failures_are_violations = false);
   CompactOutput Compact(const CheckerOutput& output) const;
   // Fills the judgement fields of `verdict` (lost, gaps, corrupt, recovered...).
   void Judge(uint64_t point, const CompactOutput& output, Verdict* verdict) const;
@@ -69,6 +84,7 @@ class Oracle {
  private:
   const TraceIndex& index_;
   const bool ordered_;
+  const bool fs_failures_are_violations_;
   absl::flat_hash_map<std::string, size_t> unique_;  // acked id -> distinct-id number
   std::vector<size_t> ack_unique_;                   // ack position -> distinct-id number
   std::vector<size_t> first_position_;               // distinct-id number -> first ack position

@@ -25,6 +25,10 @@ nlohmann::json VerdictJson(const Verdict& v) {
                       {"rebuild", v.rebuild},
                       {"summary", v.Describe()}};
   if (!v.mount_error.empty()) j["mount_error"] = v.mount_error;
+  j["fs_unrecoverable"] = v.fs_unrecoverable;
+  j["fs_repaired"] = v.fs_repaired;
+  if (!v.fs_steps.empty()) j["fs_steps"] = v.fs_steps;
+  if (!v.torn_unacked.empty()) j["torn_unacked"] = v.torn_unacked;
   if (v.torn_entry) j["torn"] = {{"entry", *v.torn_entry}, {"units", v.torn_units}};
   if (!v.stderr_tail.empty()) j["checker_stderr_tail"] = v.stderr_tail;
   return j;
@@ -39,23 +43,31 @@ nlohmann::json ReportToJson(const CheckReport& r) {
     for (const auto& [lost, count] : m.lost_acks_distribution) dist[std::to_string(lost)] = count;
     nlohmann::json examples = nlohmann::json::array();
     for (const Verdict& v : m.examples) examples.push_back(VerdictJson(v));
-    nlohmann::json j = {{"workload", m.workload},
-                        {"cache", m.model.Name()},
-                        {"cache_code", m.model.Code()},
-                        {"points", m.points},
-                        {"states", m.states},
-                        {"checked", m.checked},
-                        {"deduplicated", m.deduplicated},
-                        {"violations", m.violations},
-                        {"passed", m.violations == 0},
-                        {"lost_acks_max", m.lost_acks_max},
-                        {"lost_acks_distribution", dist},
-                        {"first_violation", m.first_violation ? VerdictJson(*m.first_violation)
-                                                              : nlohmann::json(nullptr)},
-                        {"examples", examples},
-                        {"seconds", m.seconds},
-                        {"states_per_second", m.seconds > 0 ? m.states / m.seconds : 0.0},
-                        {"notes", m.notes}};
+    nlohmann::json j = {
+        {"workload", m.workload},
+        {"cache", m.model.Name()},
+        {"cache_code", m.model.Code()},
+        {"points", m.points},
+        {"states", m.states},
+        {"checked", m.checked},
+        {"deduplicated", m.deduplicated},
+        {"violations", m.violations},
+        {"fs_unrecoverable", m.fs_unrecoverable},
+        {"fs_repaired", m.fs_repaired},
+        {"torn_unacked", m.torn_unacked},
+        {"passed", m.violations == 0},
+        {"lost_acks_max", m.lost_acks_max},
+        {"lost_acks_distribution", dist},
+        {"first_violation",
+         m.first_violation ? VerdictJson(*m.first_violation) : nlohmann::json(nullptr)},
+        {"first_fs_unrecoverable", m.first_fs_unrecoverable ? VerdictJson(*m.first_fs_unrecoverable)
+                                                            : nlohmann::json(nullptr)},
+        {"first_fs_repaired",
+         m.first_fs_repaired ? VerdictJson(*m.first_fs_repaired) : nlohmann::json(nullptr)},
+        {"examples", examples},
+        {"seconds", m.seconds},
+        {"states_per_second", m.seconds > 0 ? m.states / m.seconds : 0.0},
+        {"notes", m.notes}};
     if (m.model.mode == CacheMode::kLying) {
       j["lying_window"] = {{"value", m.model.window},
                            {"unit", m.model.window_in_bytes ? "bytes" : "entries"}};
@@ -69,12 +81,17 @@ nlohmann::json ReportToJson(const CheckReport& r) {
             {"entries", r.trace_entries},
             {"acks", r.trace_acks},
             {"sector_size", r.sector_size},
+            {"physical_sector", r.physical_sector},
             {"order", r.order},
             {"notes", r.trace_notes}}},
           {"parameters",
            {{"base_image", r.base_image},
             {"checker", r.checker},
             {"fs", r.fs},
+            {"mkfs", r.mkfs_command},
+            {"fs_block_size", r.fs_block_size},
+            {"check_method", r.check_method},
+            {"fs_failures_are_violations", r.fs_failures_are_violations},
             {"atomic_unit", r.atomic_unit},
             {"points", r.points},
             {"max_exhaustive", r.states.max_exhaustive},
@@ -92,12 +109,29 @@ std::string ReportToJunit(const CheckReport& r) {
   size_t failures = 0;
   for (const auto& m : r.results) failures += m.violations > 0;
   std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  size_t skipped = 0;
+  for (const auto& m : r.results) skipped += m.fs_unrecoverable > 0;
   xml += fmt::format("<testsuites tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
-                     r.results.size(), failures, r.seconds);
-  xml +=
-      fmt::format("  <testsuite name=\"powercut\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
-                  r.results.size(), failures, r.seconds);
+                     r.results.size() + skipped, failures, r.seconds);
+  xml += fmt::format(
+      "  <testsuite name=\"powercut\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" "
+      "time=\"{:.3f}\">\n",
+      r.results.size() + skipped, failures, skipped, r.seconds);
   for (const ModelResult& m : r.results) {
+    if (m.fs_unrecoverable > 0) {
+      // The file system's outcome, kept apart from the program's: its own test case, skipped
+      // (a finding about the file system, not a failure of the program) unless asked otherwise.
+      const Verdict& f = *m.first_fs_unrecoverable;
+      xml += fmt::format(
+          "    <testcase classname=\"powercut.{}\" name=\"cache={} file-system\" time=\"0\">\n"
+          "      <skipped message=\"{}\"/>\n    </testcase>\n",
+          XmlEscape(m.workload), XmlEscape(m.model.Code()),
+          XmlEscape(fmt::format(
+              "file system unrecoverable in {} of {} crash states ({}): {}", m.fs_unrecoverable,
+              m.states,
+              r.fs_failures_are_violations ? "counted as violations" : "not the program's verdict",
+              f.Describe())));
+    }
     xml += fmt::format("    <testcase classname=\"powercut.{}\" name=\"cache={}\" time=\"{:.3f}\"",
                        XmlEscape(m.workload), XmlEscape(m.model.Code()), m.seconds);
     if (m.violations == 0) {
@@ -124,18 +158,40 @@ std::string ReportSummaryTable(const CheckReport& r) {
   std::string out =
       fmt::format("trace {} ({} entries, {} acks, order {}), fs {}, checker '{}'\n", r.trace_path,
                   r.trace_entries, r.trace_acks, r.order, r.fs, r.checker);
+  out += fmt::format("disk: {}-byte logical / {} physical sectors, atomic unit {} B", r.sector_size,
+                     r.physical_sector ? fmt::format("{}-byte", r.physical_sector) : "unknown",
+                     r.atomic_unit);
+  if (!r.mkfs_command.empty()) {
+    out += fmt::format("; made with `{}`{}", r.mkfs_command,
+                       r.fs_block_size ? fmt::format(" ({}-byte blocks)", r.fs_block_size) : "");
+  }
+  if (!r.check_method.empty()) out += "; states read by " + r.check_method;
+  out += "\n";
   for (const auto& n : r.trace_notes) out += "note: " + n + "\n";
-  out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9}  {}\n", "workload",
-                     "cache", "points", "states", "checked", "dedup", "violating", "lost max",
-                     "first violation");
+  out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9} {:>9} {:>9}  {}\n",
+                     "workload", "cache", "points", "states", "checked", "dedup", "violating",
+                     "lost max", "fs unrec", "fs fixed", "first violation");
   for (const ModelResult& m : r.results) {
-    out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9}  {}\n", m.workload,
-                       m.model.Code(), m.points, m.states, m.checked, m.deduplicated, m.violations,
-                       m.lost_acks_max, m.first_violation ? m.first_violation->state_id : "-");
+    out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9} {:>9} {:>9}  {}\n",
+                       m.workload, m.model.Code(), m.points, m.states, m.checked, m.deduplicated,
+                       m.violations, m.lost_acks_max, m.fs_unrecoverable, m.fs_repaired,
+                       m.first_violation ? m.first_violation->state_id : "-");
   }
   for (const ModelResult& m : r.results) {
     for (const auto& n : m.notes) out += fmt::format("note ({}): {}\n", m.model.Code(), n);
     if (m.first_violation) out += fmt::format("{}\n", m.first_violation->Describe());
+    if (m.first_fs_unrecoverable && !r.fs_failures_are_violations) {
+      out += fmt::format(
+          "file system ({}): {} of {} states could not be brought back by the file system's own "
+          "tools (a finding about the file system, not the program); first: {}\n",
+          m.model.Code(), m.fs_unrecoverable, m.states, m.first_fs_unrecoverable->Describe());
+    }
+    if (m.first_fs_repaired) {
+      out += fmt::format(
+          "file system ({}): {} of {} states needed repairs by the file system's tools before "
+          "the program's data was judged; first: {}\n",
+          m.model.Code(), m.fs_repaired, m.states, m.first_fs_repaired->fs_steps);
+    }
   }
   out += fmt::format("{} in {:.2f} s\n", r.passed() ? "PASS" : "FAIL", r.seconds);
   return out;

@@ -11,6 +11,7 @@
 #include "base/signal_cleanup.h"
 #include "fmt/format.h"
 #include "harness/check/engine.h"
+#include "harness/check/fsck.h"
 #include "harness/check/image_check.h"
 #include "harness/check/oracle.h"
 #include "harness/check/report.h"
@@ -116,12 +117,11 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
   } cleanup{work};
   fs::create_directories(work + "/mnt");
 
-  harness::ImageCheckOptions ic{
-      .fs = o.fs,
-      .checker = o.fs == "raw" ? o.checker : "unset POWERCUT_DEV; " + o.checker,
-      .timeout_seconds = o.checker_timeout_s,
-      .fsck = o.fsck,
-      .mountpoint = work + "/mnt"};
+  harness::ImageCheckOptions ic{.fs = o.fs,
+                                .checker = o.checker,
+                                .timeout_seconds = o.checker_timeout_s,
+                                .mountpoint = work + "/mnt"};
+  if (o.fsck && o.fs != harness::FsKind::kRaw) ic.before_mount = harness::FsckHook(o.fs);
   std::map<std::string, std::pair<bool, std::string>> cache;  // id -> (violates, description)
   auto judge =
       [&](const harness::CrashState& state) -> absl::StatusOr<std::pair<bool, std::string>> {
@@ -136,7 +136,11 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
     harness::Verdict v;
     v.state_id = id;
     v.cache = state.model.Code();
-    oracle.Judge(state.point, *out, &v);
+    harness::CompactOutput compact = oracle.Compact(out->checker);
+    compact.fs_unrecoverable = out->fs.unrecoverable;
+    compact.fs_repaired = out->fs.repaired;
+    compact.fs_steps = out->fs.Describe();
+    oracle.Judge(state.point, compact, &v);
     for (size_t i = 0; i < nvol; ++i) {
       if (!state.kept.Contains(i, nvol) && view.volatile_entries[i] != state.torn_entry) {
         v.dropped.push_back(view.volatile_entries[i]);
@@ -257,9 +261,9 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
     if (auto s = harness::WriteManifest(b + "/trace.log.manifest.json", *m); !s.ok()) return s;
     std::ofstream(b + "/state.txt") << r.state_id << "\n" << r.minimal_state_id << "\n";
     std::ofstream(b + "/repro.json") << ReproToJson(r).dump(2) << "\n";
-    std::string recheck =
-        fmt::format("{} repro {} --trace trace.log --checker {} --fs {}{} --recheck", o.powercut,
-                    r.minimal_state_id, Quote(o.checker), o.fs, o.ordered ? " --ordered" : "");
+    std::string recheck = fmt::format(
+        "{} repro {} --trace trace.log --checker {} --fs {}{} --recheck", o.powercut,
+        r.minimal_state_id, Quote(o.checker), harness::FsName(o.fs), o.ordered ? " --ordered" : "");
     std::ofstream readme(b + "/README.md");
     readme << fmt::format(
         "# powercut reproducer\n\n"
@@ -274,7 +278,8 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
         "candidate checked while shrinking).\n",
         r.state_id, r.verdict, r.minimal_state_id, r.minimal_dropped.size(),
         r.minimal_torn ? fmt::format(", entry {} torn", *r.minimal_torn) : std::string(),
-        r.minimal_verdict, o.fs == "raw" ? "" : "; as root: the image is loop-mounted", recheck,
+        r.minimal_verdict,
+        o.fs == harness::FsKind::kRaw ? "" : "; as root: the image is loop-mounted", recheck,
         o.powercut, r.minimal_state_id);
   }
   return r;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "harness/check/file_system.h"
 #include "nlohmann/json.hpp"
 
 namespace powercut::product {
@@ -29,7 +30,7 @@ struct ReproOptions {
   std::string base;    // "" = the trace's manifest
   std::string bundle;  // output folder ("" with recheck only)
   std::string checker;
-  std::string fs = "raw";
+  harness::FsKind fs = harness::FsKind::kRaw;
   bool ordered = false;
   bool fsck = false;
   bool shrink = true;

@@ -42,10 +42,8 @@ std::string Tail(const std::string& path, size_t bytes) {
 harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& o) {
   harness::CheckOptions c;
   c.trace_path = trace;
-  // The workload protocol gives a checker on a file system POWERCUT_DIR only (checkers refuse
-  // to guess when both are set).
-  c.checker = o.fs == "raw" ? o.checker : "unset POWERCUT_DEV; " + o.checker;
-  c.fs = o.fs;
+  c.checker = o.checker;
+  c.fs = harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw);  // validated by the callers
   c.models = o.models;
   c.atomic_unit = o.atomic_unit;
   c.points = o.points;
@@ -57,7 +55,7 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   c.workload = o.name.empty() ? "run" : o.name;
   c.powercut = o.powercut;
   c.on_state_checked = o.on_state_checked;
-  if (o.fsck && o.fs != "raw") c.before_mount = harness::FsckHook(o.fs);
+  if (o.fsck && o.fs != "raw") c.before_mount = harness::FsckHook(c.fs);
   return c;
 }
 

@@ -188,9 +188,12 @@ TEST_F(RawLogEngine, MissingBaseAndBadCheckerOptionsAreClearErrors) {
   o.trace_path = log;
   o.checker = "true";
   EXPECT_THAT(std::string(RunCheck(o).status().message()), HasSubstr("pass --base"));
+  EXPECT_THAT(std::string(ParseFsKind("ntfs").status().message()),
+              HasSubstr("--fs ntfs: expected ext4, xfs, btrfs or raw"));
   o.base_image = base;
-  o.fs = "ntfs";
-  EXPECT_THAT(std::string(RunCheck(o).status().message()), HasSubstr("expected raw, ext4"));
+  o.fs = FsKind::kXfs;
+  o.without_mount = true;
+  EXPECT_THAT(std::string(RunCheck(o).status().message()), HasSubstr("ext4 only"));
 }
 
 TEST(Checker, ParsesHaveAndCorruptAndPassesTheEnvironment) {

@@ -60,7 +60,8 @@ class Ext4Check : public ::testing::Test {
     CheckOptions o;
     o.trace_path = log;
     o.checker = kChecker;
-    o.fs = fs;
+    o.fs = FsKind::kExt4;
+    o.without_mount = fs == "ext4-debugfs";
     o.models = {*ParseCacheModel("off"), *ParseCacheModel("on")};
     o.states.samples = 8;
     o.states.max_all_but_one = 8;

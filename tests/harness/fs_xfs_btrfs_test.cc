@@ -137,7 +137,7 @@ class XfsBtrfsCheck : public ::testing::TestWithParam<std::string> {
     CheckOptions o;
     o.trace_path = log;
     o.checker = checker_;
-    o.fs = fs_;
+    o.fs = *ParseFsKind(fs_);
     o.workers = 2;
     o.max_examples = 1000;
     o.work_dir = dir_.File("work-" + std::filesystem::path(log).stem().string());

@@ -171,7 +171,7 @@ TEST(Repro, ShrinksToOneDroppedWriteAndTheBundleRechecksOnItsOwn) {
                  .trace = log,
                  .bundle = dir.File("bundle"),
                  .checker = RAW_LOG_CHECKER,
-                 .fs = "raw",
+                 .fs = harness::FsKind::kRaw,
                  .powercut = POWERCUT_BIN};
   auto r = Repro(o);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -215,23 +215,26 @@ TEST(Fsck, ACleanExt4PassesAndADamagedOneIsAnFsckViolation) {
   std::string image = dir.File("fs.img");
   ASSERT_EQ(RunCommand(fmt::format("truncate -s 16M {0} && mkfs.ext4 -q -F {0}", image)).exit_code,
             0);
-  auto clean = harness::FsckImage("ext4", image);
+  auto clean = harness::FsckImage(harness::FsKind::kExt4, image);
   ASSERT_TRUE(clean.ok()) << clean.status();
   EXPECT_EQ(*clean, "");
   // Clear the root directory's inode: e2fsck -n reports it (exit 4 or 12, "still has errors").
   ASSERT_EQ(RunCommand(fmt::format("debugfs -w -R 'clri <2>' {}", image)).exit_code, 0);
-  auto damaged = harness::FsckImage("ext4", image);
+  auto damaged = harness::FsckImage(harness::FsKind::kExt4, image);
   ASSERT_TRUE(damaged.ok()) << damaged.status();
   EXPECT_THAT(*damaged, HasSubstr("fsck: e2fsck exit "));
   EXPECT_THAT(*damaged, HasSubstr("errors"));
   // The same through the image check --fsck uses: a setup error, so the state is unrecoverable.
   std::filesystem::create_directories(dir.File("mnt"));
-  auto out = harness::CheckImageFile(
-      image, {.fs = "ext4", .checker = "true", .fsck = true, .mountpoint = dir.File("mnt")});
+  auto out =
+      harness::CheckImageFile(image, {.fs = harness::FsKind::kExt4,
+                                      .checker = "true",
+                                      .mountpoint = dir.File("mnt"),
+                                      .before_mount = harness::FsckHook(harness::FsKind::kExt4)});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_FALSE(out->recovered());
-  EXPECT_THAT(out->setup_error, HasSubstr("fsck:"));
-  auto raw = harness::FsckCommand("raw", image);
+  EXPECT_FALSE(out->checker.recovered());
+  EXPECT_THAT(out->checker.setup_error, HasSubstr("fsck:"));
+  auto raw = harness::FsckCommand(harness::FsKind::kRaw, image);
   ASSERT_FALSE(raw.ok());
   EXPECT_THAT(raw.status().message(), HasSubstr("--fsck needs a file system"));
 }

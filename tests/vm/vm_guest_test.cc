@@ -127,7 +127,7 @@ class VmTest : public ::testing::Test {
     harness::CheckOptions o;
     o.trace_path = trace;
     o.checker = checker;
-    o.fs = "ext4";
+    o.fs = harness::FsKind::kExt4;
     o.models = {harness::CacheModel{.mode = mode}};
     o.states.max_exhaustive = 4;
     o.states.samples = 8;

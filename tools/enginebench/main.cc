@@ -185,7 +185,7 @@ int FsScenario(const std::string& dir, int workers, const std::string& fs) {
   o.checker =
       "for f in \"$POWERCUT_DIR\"/commit-*; do [ -s \"$f\" ] && echo \"have ${f##*commit-}\"; "
       "done; true";
-  o.fs = fs;
+  o.fs = *ParseFsKind(fs);
   o.workers = workers;
   o.points.every_entry = true;
   o.models = {*ParseCacheModel("off")};

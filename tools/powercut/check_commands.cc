@@ -38,14 +38,19 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
       ->add_option("--checker", a->o.checker,
                    "command run with /bin/sh -c on each image; prints `have <id>` lines")
       ->required();
-  check->add_option("--fs", a->o.fs,
-                    "raw (POWERCUT_DEV=image), ext4|xfs|btrfs (loop mount, POWERCUT_DIR) or "
-                    "ext4-debugfs (e2fsck + debugfs, no mount)");
+  AddFsOption(check, &a->o.fs,
+              "raw (POWERCUT_DEV=image) or ext4|xfs|btrfs (boot recovery, loop mount, "
+              "POWERCUT_DIR)");
+  check->add_flag("--without-mount", a->o.without_mount,
+                  "ext4: read each image with e2fsck + debugfs instead of a loop mount");
+  check->add_flag("--fs-failures-are-violations", a->o.fs_failures_are_violations,
+                  "count states the file system's own tools cannot bring back as violations");
   check->add_option("--cache", a->cache, "cache models, comma-separated: off,on,lying");
   check->add_option("--window", a->window, "lying window: entries (16, 16e) or bytes (64KiB)");
   check->add_option("--atomic", a->o.atomic_unit,
                     "atomic unit for torn writes: 512 or 4096 "
-                    "(default: the log's sector size)");
+                    "(default: the disk's physical sector from the manifest, else the log's "
+                    "sector size)");
   check->add_option("--points", a->points, "crash points: entry,ack,flush,sample:N");
   check->add_option("--states", a->o.states.max_exhaustive,
                     "all subsets of the volatile writes up to this many (K, default 10)");

@@ -14,6 +14,19 @@ int Fail(const std::string& message) {
   return 1;
 }
 
+CLI::Option* AddFsOption(CLI::App* app, harness::FsKind* fs, const std::string& help) {
+  return app
+      ->add_option_function<std::string>(
+          "--fs",
+          [fs](const std::string& name) {
+            auto kind = harness::ParseFsKind(name);
+            if (!kind.ok()) throw CLI::ValidationError(std::string(kind.status().message()));
+            *fs = *kind;
+          },
+          help)
+      ->default_str(harness::FsName(*fs));
+}
+
 }  // namespace powercut::cli
 
 int main(int argc, char** argv) {

@@ -1,0 +1,117 @@
+#include "harness/check/boot_recovery.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "base/status_macros.h"
+#include "fmt/format.h"
+#include "harness/check/checker.h"
+
+namespace powercut::harness {
+namespace {
+
+bool Installed(const std::string& tool) {
+  for (const char* dir : {"/usr/sbin", "/sbin", "/usr/bin", "/bin"}) {
+    if (::access(fmt::format("{}/{}", dir, tool).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+// The last `lines` lines of `text`, joined with " | ".
+std::string Tail(const std::string& text, size_t lines) {
+  std::vector<std::string> all;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty()) all.push_back(std::move(line));
+    start = end + 1;
+  }
+  std::string out;
+  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) {
+    out += (out.empty() ? "" : " | ") + all[i];
+  }
+  return out;
+}
+
+absl::StatusOr<FsStepResult> RunStep(const FileSystem& fs, const FsStep& step,
+                                     const std::string& image, double timeout_seconds) {
+  if (!Installed(step.argv.front())) {
+    return absl::FailedPreconditionError(
+        fmt::format("{} is not installed, so {} images cannot be recovered as a booting machine "
+                    "would: apt-get install {}",
+                    step.argv.front(), fs.name, fs.package));
+  }
+  // All of the tool's output goes to stderr, whose tail the checker runner keeps.
+  ASSIGN_OR_RETURN(CheckerOutput out, RunChecker(ShellJoin(WithImage(step.argv, image)) + " 1>&2",
+                                                 {}, timeout_seconds));
+  FsStepResult r;
+  r.name = step.name;
+  r.exit_code = out.timed_out ? -1 : out.exit_code;
+  bool ok = !out.timed_out && std::find(step.ok_exits.begin(), step.ok_exits.end(), r.exit_code) !=
+                                  step.ok_exits.end();
+  r.changed = ok && std::find(step.repaired_exits.begin(), step.repaired_exits.end(),
+                              r.exit_code) != step.repaired_exits.end();
+  r.detail = out.timed_out ? fmt::format("timed out after {} s", timeout_seconds)
+                           : Tail(out.stderr_tail, 3);
+  return r;
+}
+
+bool StepOk(const FsStep& step, const FsStepResult& r) {
+  return std::find(step.ok_exits.begin(), step.ok_exits.end(), r.exit_code) != step.ok_exits.end();
+}
+
+}  // namespace
+
+std::string FsRecovery::Describe() const {
+  std::string out;
+  for (const FsStepResult& s : steps) {
+    if (!out.empty()) out += "; ";
+    if (s.name == "mount") {
+      out += s.exit_code == 0 ? "mount ok" : "mount failed: " + s.detail;
+    } else {
+      out += fmt::format("{} exit {}{}", s.name, s.exit_code, s.changed ? " (repaired)" : "");
+      if (s.exit_code != 0 && !s.detail.empty()) out += ": " + s.detail;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<FsRecovery> RecoverFileSystem(const FileSystem& fs, const std::string& image,
+                                             const std::function<absl::Status()>& mount,
+                                             double timeout_seconds) {
+  FsRecovery rec;
+  auto try_mount = [&]() {
+    absl::Status s = mount();
+    rec.steps.push_back({.name = "mount",
+                         .exit_code = s.ok() ? 0 : 1,
+                         .detail = s.ok() ? "" : std::string(s.message())});
+    return s.ok();
+  };
+  bool boot_ok = true;
+  for (const FsStep& step : fs.BootSteps()) {
+    auto r = RunStep(fs, step, image, timeout_seconds);
+    if (!r.ok()) return r.status();
+    rec.repaired = rec.repaired || r->changed;
+    boot_ok = boot_ok && StepOk(step, *r);
+    rec.steps.push_back(*r);
+  }
+  // A boot check that gave up would stop the boot for an administrator, who runs the recovery.
+  if (boot_ok && try_mount()) return rec;
+  for (const FsStep& step : fs.RecoverySteps()) {
+    auto r = RunStep(fs, step, image, timeout_seconds);
+    if (!r.ok()) return r.status();
+    rec.steps.push_back(*r);
+    if (!StepOk(step, *r)) continue;
+    if (try_mount()) {
+      rec.repaired = true;
+      return rec;
+    }
+  }
+  rec.unrecoverable = true;
+  return rec;
+}
+
+}  // namespace powercut::harness

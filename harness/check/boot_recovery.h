@@ -1,0 +1,49 @@
+// What a booting machine does to a file system after a power cut, before any program reads it
+// (docs/boot-recovery.md): the file system's boot-time check, the mount (which replays the
+// journal), and where the mount still fails, the file system's documented recovery tools, each
+// followed by another mount attempt. The steps come from the file-system table
+// (harness/check/file_system.h).
+//
+// Outcomes, kept apart from the program's verdict everywhere (docs/report.md):
+//   recovered    the boot path brought it back without repairs (journal replay is not a repair)
+//   repaired     it came back, but only after a tool changed it beyond a journal replay (a boot
+//                check that fixed errors, or a recovery tool after a failed mount)
+//   unrecoverable  not even the file system's own tools brought it back: the finding belongs to
+//                the file system, not to the program
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "harness/check/file_system.h"
+
+namespace powercut::harness {
+
+struct FsStepResult {
+  std::string name;  // "e2fsck -p", "mount", ...
+  int exit_code = 0;
+  bool changed = false;  // the step repaired the file system
+  std::string detail;    // the tool's last output lines, or the mount error
+};
+
+struct FsRecovery {
+  std::vector<FsStepResult> steps;
+  bool repaired = false;
+  bool unrecoverable = false;
+
+  // "e2fsck -p exit 0; mount ok" — one line for reports.
+  std::string Describe() const;
+};
+
+// Runs `fs`'s boot steps on `image` (a scratch copy: they write to it), then `mount`; where the
+// mount fails, each recovery step and another `mount`. `mount` returns OK once the file system
+// is usable (for the caller to keep). Fails only when a tool cannot be started at all (not
+// installed: the error names the Debian package).
+absl::StatusOr<FsRecovery> RecoverFileSystem(const FileSystem& fs, const std::string& image,
+                                             const std::function<absl::Status()>& mount,
+                                             double timeout_seconds);
+
+}  // namespace powercut::harness

@@ -1,0 +1,187 @@
+// The boot path on real ext4 images (harness/check/boot_recovery.h, image_check.h): a clean
+// image is recovered without repairs, a torn primary superblock is repaired from a backup, and an
+// image whose only superblock is gone is the file system's outcome, not the program's. And the
+// oracle's side: a torn never-acked record and an unrecoverable file system are not violations.
+#include "harness/check/boot_recovery.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "base/process.h"
+#include "fmt/format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "harness/check/image_check.h"
+#include "harness/check/oracle.h"
+#include "harness/trace/recorder.h"
+#include "harness/trace/trace_reader.h"
+#include "tests/harness/temp_dir.h"
+
+namespace powercut::harness {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+constexpr char kChecker[] = "test \"$(cat \"$POWERCUT_DIR/commit\")\" = one && echo 'have 1'";
+
+class Ext4BootPath : public ::testing::Test {
+ protected:
+  // An ext4 image of `bytes` (mkfs's own profile for that size) holding /commit = "one".
+  std::string MakeExt4(uint64_t bytes) {
+    std::string image = dir_.File("fs.img");
+    std::string data = dir_.File("commit");
+    auto mk = RunCommand({"sh", "-c",
+                          fmt::format("truncate -s {0} {1} && mkfs.ext4 -q -F {1} && printf one > "
+                                      "{2} && debugfs -w -R 'write {2} commit' {1}",
+                                      bytes, image, data)});
+    EXPECT_TRUE(mk.ok() && mk->exit_code == 0) << (mk.ok() ? mk->output : "");
+    return image;
+  }
+
+  // Overwrites the first 512 bytes of the primary superblock (byte 1024): a 512-byte torn write.
+  void TearPrimarySuperblock(const std::string& image) {
+    int fd = ::open(image.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    std::string junk(512, '\x5a');
+    ASSERT_EQ(::pwrite(fd, junk.data(), junk.size(), 1024), 512);
+    ::close(fd);
+  }
+
+  absl::StatusOr<ImageCheckResult> Check(const std::string& image) {
+    std::string mnt = dir_.File("mnt");
+    std::filesystem::create_directories(mnt);
+    return CheckImageFile(image, {.fs = FsKind::kExt4, .checker = kChecker, .mountpoint = mnt});
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(Ext4BootPath, ACleanImageComesBackWithoutRepairs) {
+  auto r = Check(MakeExt4(512ull << 20));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->fs.repaired);
+  EXPECT_FALSE(r->fs.unrecoverable);
+  EXPECT_EQ(r->fs.Describe(), "e2fsck -p exit 0; mount ok");
+  EXPECT_TRUE(r->checker.recovered());
+  EXPECT_TRUE(r->checker.have.contains("1"));
+}
+
+TEST_F(Ext4BootPath, ATornPrimarySuperblockIsRepairedFromItsBackup) {
+  std::string image = MakeExt4(512ull << 20);  // four block groups: backups in groups 1 and 3
+  TearPrimarySuperblock(image);
+  auto r = Check(image);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->fs.repaired) << r->fs.Describe();
+  EXPECT_FALSE(r->fs.unrecoverable);
+  // The boot check gives up (exit 8); `e2fsck -fy` finds the backup superblock by itself.
+  EXPECT_THAT(r->fs.Describe(), HasSubstr("e2fsck -p exit 8"));
+  EXPECT_THAT(r->fs.Describe(), HasSubstr("e2fsck -fy exit 1 (repaired)"));
+  EXPECT_TRUE(r->checker.have.contains("1")) << r->fs.Describe();
+}
+
+TEST_F(Ext4BootPath, AFileSystemWithNoSuperblockLeftIsUnrecoverable) {
+  std::string image = MakeExt4(64ull << 20);  // 1 KiB blocks, 8 groups: tear them all
+  for (uint64_t group = 0; group < 8; ++group) {
+    int fd = ::open(image.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    std::string junk(1024, '\x5a');
+    uint64_t at = group == 0 ? 1024 : (group * 8192 + 1) * 1024;
+    ASSERT_EQ(::pwrite(fd, junk.data(), junk.size(), static_cast<off_t>(at)), 1024);
+    ::close(fd);
+  }
+  auto r = Check(image);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->fs.unrecoverable) << r->fs.Describe();
+  EXPECT_FALSE(r->checker.recovered());
+  EXPECT_THAT(r->checker.setup_error, HasSubstr("file system unrecoverable"));
+  EXPECT_THAT(r->fs.Describe(), HasSubstr("e2fsck -p exit 8"));
+  EXPECT_THAT(r->fs.Describe(), HasSubstr("e2fsck -fy -b 8193 -B 1024 exit"));
+}
+
+// Acks "0" then "1": a crash between them.
+class OracleOutcomes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string log = dir_.File("t.log");
+    auto rec = Recorder::Create({log, 512, 64 * 1024});
+    ASSERT_TRUE(rec.ok()) << rec.status();
+    std::string block(512, 'a');
+    auto data = absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(block.data()), block.size());
+    ASSERT_TRUE((*rec)->RecordWrite(0, data, true).ok());
+    ASSERT_TRUE((*rec)->RecordAck("0").ok());
+    ASSERT_TRUE((*rec)->RecordWrite(512, data, true).ok());
+    ASSERT_TRUE((*rec)->RecordAck("1").ok());
+    ASSERT_TRUE((*rec)->Finish().ok());
+    auto file = TraceFile::Open(log, {.device_bytes = 64 * 1024});
+    ASSERT_TRUE(file.ok()) << file.status();
+    file_ = std::move(*file);
+    index_ = std::make_unique<TraceIndex>(file_->trace());
+  }
+
+  Verdict Judge(const CompactOutput& out, bool fs_failures_are_violations = false) {
+    Oracle oracle(*index_, false, fs_failures_are_violations);
+    Verdict v;
+    oracle.Judge(3, out, &v);  // after ack "0", before the second write
+    return v;
+  }
+
+  CompactOutput Have0(std::vector<std::string> corrupt = {}) {
+    CompactOutput out;
+    out.have = {true, false};
+    out.corrupt = std::move(corrupt);
+    return out;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<TraceFile> file_;
+  std::unique_ptr<TraceIndex> index_;
+};
+
+TEST_F(OracleOutcomes, ACorruptRecordThatWasNeverAckedIsATornTailNotAViolation) {
+  Verdict v = Judge(Have0({"1"}));
+  EXPECT_FALSE(v.violation()) << v.Describe();
+  EXPECT_EQ(v.torn_unacked, std::vector<std::string>{"1"});
+  EXPECT_TRUE(v.corrupt.empty());
+  EXPECT_THAT(v.Describe(), HasSubstr("torn tail (never acked) [1]"));
+}
+
+TEST_F(OracleOutcomes, ACorruptAckedRecordIsAViolation) {
+  Verdict v = Judge(Have0({"0"}));
+  EXPECT_TRUE(v.violation());
+  EXPECT_EQ(v.corrupt, std::vector<std::string>{"0"});
+}
+
+TEST_F(OracleOutcomes, AnUnrecoverableFileSystemIsTheFileSystemsOutcomeUnlessAsked) {
+  CompactOutput out;
+  out.have = {false, false};
+  out.exit_code = -1;
+  out.setup_error = "file system unrecoverable: e2fsck -p exit 8; ...";
+  out.fs_unrecoverable = true;
+  out.fs_steps = "e2fsck -p exit 8";
+  Verdict v = Judge(out);
+  EXPECT_FALSE(v.violation()) << v.Describe();
+  EXPECT_TRUE(v.fs_unrecoverable);
+  EXPECT_TRUE(v.lost.empty());  // the checker never saw the data: unknown, not lost
+  EXPECT_THAT(v.Describe(), HasSubstr("not the program's"));
+  Verdict strict = Judge(out, /*fs_failures_are_violations=*/true);
+  EXPECT_TRUE(strict.violation());
+  EXPECT_EQ(strict.lost, std::vector<std::string>{"0"});
+}
+
+TEST_F(OracleOutcomes, ARepairedFileSystemIsJudgedOnTheProgramsData) {
+  CompactOutput out = Have0();
+  out.fs_repaired = true;
+  out.fs_steps = "e2fsck -fy exit 1 (repaired); mount ok";
+  Verdict v = Judge(out);
+  EXPECT_FALSE(v.violation());
+  EXPECT_TRUE(v.fs_repaired);
+  out.have = {false, false};
+  EXPECT_TRUE(Judge(out).violation());
+}
+
+}  // namespace
+}  // namespace powercut::harness
