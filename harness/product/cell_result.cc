@@ -89,10 +89,21 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
                  .states = m.states,
                  .checked = m.checked,
                  .violations = m.violations,
+                 .fs_unrecoverable = m.fs_unrecoverable,
+                 .fs_repaired = m.fs_repaired,
+                 .torn_unacked = m.torn_unacked,
                  .lost_acks_max = m.lost_acks_max};
     if (m.first_violation) {
       cm.first_violation = m.first_violation->state_id;
       cm.summary = m.first_violation->Describe();
+    }
+    if (m.first_fs_unrecoverable) {
+      cm.first_fs_unrecoverable = m.first_fs_unrecoverable->state_id;
+      cm.fs_summary = m.first_fs_unrecoverable->Describe();
+    }
+    if (m.first_fs_repaired) {
+      cm.first_fs_repaired = m.first_fs_repaired->state_id;
+      cm.fs_repair_steps = m.first_fs_repaired->fs_steps;
     }
     cell->models.push_back(std::move(cm));
   }
@@ -107,6 +118,16 @@ nlohmann::json CellToJson(const CellResult& c) {
          {"states", m.states},
          {"checked", m.checked},
          {"violations", m.violations},
+         {"fs_unrecoverable", m.fs_unrecoverable},
+         {"fs_repaired", m.fs_repaired},
+         {"torn_unacked", m.torn_unacked},
+         {"first_fs_unrecoverable", m.first_fs_unrecoverable.empty()
+                                        ? nlohmann::json(nullptr)
+                                        : nlohmann::json(m.first_fs_unrecoverable)},
+         {"fs_summary", m.fs_summary},
+         {"first_fs_repaired", m.first_fs_repaired.empty() ? nlohmann::json(nullptr)
+                                                           : nlohmann::json(m.first_fs_repaired)},
+         {"fs_repair_steps", m.fs_repair_steps},
          {"passed", m.violations == 0},
          {"expect", c.expect.For(m.cache)},
          {"as_expected", c.AsExpected(m)},
@@ -165,8 +186,19 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
                   .states = r.at("states").get<uint64_t>(),
                   .checked = r.value("checked", uint64_t{0}),
                   .violations = r.at("violations").get<uint64_t>(),
+                  .fs_unrecoverable = r.value("fs_unrecoverable", uint64_t{0}),
+                  .fs_repaired = r.value("fs_repaired", uint64_t{0}),
+                  .torn_unacked = r.value("torn_unacked", uint64_t{0}),
                   .lost_acks_max = r.at("lost_acks_max").get<uint64_t>(),
-                  .summary = r.value("summary", "")};
+                  .summary = r.value("summary", ""),
+                  .fs_summary = r.value("fs_summary", ""),
+                  .fs_repair_steps = r.value("fs_repair_steps", "")};
+      if (r.contains("first_fs_unrecoverable") && r.at("first_fs_unrecoverable").is_string()) {
+        m.first_fs_unrecoverable = r.at("first_fs_unrecoverable").get<std::string>();
+      }
+      if (r.contains("first_fs_repaired") && r.at("first_fs_repaired").is_string()) {
+        m.first_fs_repaired = r.at("first_fs_repaired").get<std::string>();
+      }
       if (!r.at("first_violation").is_null()) {
         m.first_violation = r.at("first_violation").get<std::string>();
       }

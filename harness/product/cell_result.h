@@ -21,10 +21,18 @@ struct CellModel {
   uint64_t points = 0;
   uint64_t states = 0;
   uint64_t checked = 0;
-  uint64_t violations = 0;
+  uint64_t violations = 0;        // the program's
+  uint64_t fs_unrecoverable = 0;  // the file system's: its own tools could not bring it back
+  uint64_t fs_repaired = 0;       // it came back only after repairs (a note)
+  uint64_t torn_unacked = 0;      // states with a torn never-acked record (not violations)
   uint64_t lost_acks_max = 0;
   std::string first_violation;  // state id, "" when none
   std::string summary;          // the first violation, described
+  std::string fs_summary;       // the first fs-unrecoverable state, described ("" when none)
+  // "e2fsck -fy exit 1 (repaired); mount ok": the first repaired state's steps ("" when none).
+  std::string fs_repair_steps;
+  std::string first_fs_unrecoverable;  // state id
+  std::string first_fs_repaired;       // state id
 };
 
 // What a cell is expected to do. Built-in cells take it from the workload catalog

@@ -14,7 +14,7 @@ constexpr const char* kCss = R"(
 body{font-family:sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.4em} h2{font-size:1.15em;margin-top:1.5em}
 table{border-collapse:collapse} th,td{border:1px solid #bbb;padding:4px 8px;text-align:left}
-td.pass{background:#dff5df} td.fail{background:#f8d4d4} td.error{background:#f3e3b5}
+td.pass{background:#dff5df} td.fail{background:#f8d4d4} .fsfail{color:#8a5a00} td.error{background:#f3e3b5}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.unexpected{outline:3px solid #c00;outline-offset:-3px;font-weight:bold}
 td.verdict-ok{color:#1a6b1a} td.verdict-unexpected{color:#c00;font-weight:bold}
@@ -147,10 +147,23 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
         h += "<td>-</td>";
         continue;
       }
-      h += fmt::format("<td class=\"{} num{}\" title=\"expected {}. {}\">{} {} / {} / {}</td>",
+      std::string fs_note;
+      if (m->fs_unrecoverable) {
+        fs_note += fmt::format(
+            "<br><span class=\"fsfail small\" title=\"{}\">file system unrecoverable in {} "
+            "states</span>",
+            XmlEscape(m->fs_summary), m->fs_unrecoverable);
+      }
+      if (m->fs_repaired) {
+        fs_note += fmt::format(
+            "<br><span class=\"small\" title=\"{}\">file system repaired in {} states</span>",
+            XmlEscape(m->fs_repair_steps), m->fs_repaired);
+      }
+      h += fmt::format("<td class=\"{} num{}\" title=\"expected {}. {}\">{} {} / {} / {}{}</td>",
                        m->violations ? "fail" : "pass", c.AsExpected(*m) ? "" : " unexpected",
                        XmlEscape(c.expect.For(m->cache)), XmlEscape(m->summary),
-                       m->violations ? "FAIL" : "pass", m->lost_acks_max, m->states, m->violations);
+                       m->violations ? "FAIL" : "pass", m->lost_acks_max, m->states, m->violations,
+                       fs_note);
     }
     h += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td>{}</tr>\n", c.acks,
                      c.trace_entries, verdict_cell);

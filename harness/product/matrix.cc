@@ -17,6 +17,15 @@ uint64_t DefaultCount(const std::string& workload) {
   return workload.rfind("xlog", 0) == 0 ? 20 : 10;
 }
 
+// The file system's outcomes beside a model's verdict in the table: "fs!N" (N states the file
+// system's own tools could not bring back), "fsfixN" (N states it came back from by repairs).
+std::string FsMarks(const CellModel& m) {
+  std::string marks;
+  if (m.fs_unrecoverable) marks += fmt::format(" fs!{}", m.fs_unrecoverable);
+  if (m.fs_repaired) marks += fmt::format(" fsfix{}", m.fs_repaired);
+  return marks;
+}
+
 // The headline preset: the issue's claims, one cell each, on ext4.
 std::vector<std::pair<std::string, std::string>> HeadlineCells() {
   return {{"xlog", "fdatasync"},
@@ -114,6 +123,8 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
           {"seed", o.seed},
           {"atomic_unit", o.atomic_unit},
           {"fsck", o.fsck},
+          {"torn", o.torn},
+          {"fs_failures_are_violations", o.fs_failures_are_violations},
           {"max_acks", o.max_acks},
           {"expect", o.expect},
           {"custom_cells", custom}};
@@ -198,7 +209,8 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     r.models = *models;
     r.points = *points;
     r.states = *states;
-    r.states.torn = o.torn && o.preset != "headline";
+    r.states.torn = o.torn;
+    r.fs_failures_are_violations = o.fs_failures_are_violations;
     r.atomic_unit = o.atomic_unit;
     r.seed = o.seed;
     r.fsck = o.fsck;
@@ -297,13 +309,23 @@ std::string HeadlineTable(const MatrixReport& r) {
       std::string cellText = "-";
       for (const CellModel& m : c.models) {
         if (m.cache != cache) continue;
-        cellText = fmt::format("{} {}/{}/{}{}", m.violations ? "FAIL" : "pass", m.lost_acks_max,
-                               m.states, m.violations, c.AsExpected(m) ? "" : " !");
+        cellText = fmt::format("{} {}/{}/{}{}{}", m.violations ? "FAIL" : "pass", m.lost_acks_max,
+                               m.states, m.violations, FsMarks(m), c.AsExpected(m) ? "" : " !");
       }
       s += fmt::format("  {:<24}", cellText);
     }
     s += verdict == "ok" ? "  ok" : "  UNEXPECTED: " + c.Unexpected();
     s += "\n";
+  }
+  bool fs_outcomes = false;
+  for (const CellResult& c : r.cells) {
+    for (const CellModel& m : c.models)
+      fs_outcomes = fs_outcomes || m.fs_unrecoverable || m.fs_repaired;
+  }
+  if (fs_outcomes) {
+    s += "fs!N: N crash states the file system's own tools could not bring back (the file "
+         "system's outcome, not the program's); fsfixN: N states it came back from only by "
+         "repairs (docs/boot-recovery.md)\n";
   }
   s += fmt::format(
       "{} cells: {} as expected, {} unexpected, {} could not run (shard {}, plan {}) in {:.0f} "
@@ -313,7 +335,7 @@ std::string HeadlineTable(const MatrixReport& r) {
 }
 
 std::string MatrixJunit(const MatrixReport& r) {
-  uint64_t tests = 0, failures = 0, errors = 0;
+  uint64_t tests = 0, failures = 0, errors = 0, skipped = 0;
   std::string body;
   for (const CellResult& c : r.cells) {
     if (!c.ran) {
@@ -353,13 +375,24 @@ std::string MatrixJunit(const MatrixReport& r) {
                             XmlEscape(m.summary));
       }
       body += "  </testcase>\n";
+      if (m.fs_unrecoverable) {
+        // The file system's outcome, apart from the program's: skipped, not failed.
+        ++tests;
+        ++skipped;
+        body += fmt::format(
+            "  <testcase classname=\"powercut.matrix.{}\" name=\"{} cache={} file-system\">\n"
+            "    <skipped message=\"{}\"/>\n  </testcase>\n",
+            XmlEscape(c.workload), XmlEscape(c.name), XmlEscape(m.cache),
+            XmlEscape(fmt::format("file system unrecoverable in {} of {} states: {}",
+                                  m.fs_unrecoverable, m.states, m.fs_summary)));
+      }
     }
   }
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"powercut "
-      "matrix {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n{}</testsuite>\n"
-      "</testsuites>\n",
-      XmlEscape(r.shard), tests, failures, errors, r.seconds, body);
+      "matrix {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
+      "time=\"{:.3f}\">\n{}</testsuite>\n</testsuites>\n",
+      XmlEscape(r.shard), tests, failures, errors, skipped, r.seconds, body);
 }
 
 int MatrixExitCode(const MatrixReport& r) {

@@ -30,16 +30,14 @@ struct MatrixOptions {
   std::vector<std::string> fs = {"ext4"};
   std::string cache = "off,on,lying";
   std::string window = "16";
-  std::string points = "acks";
-  std::string states = "8";
+  // The same defaults as `powercut run` (one physics: docs/cache-models.md).
+  std::string points = kDefaultPoints;
+  std::string states = kDefaultStates;
   uint64_t count = 0;  // commits per workload run; 0: the per-workload default (xlog 20, others 10)
   uint64_t seed = 1;
-  uint32_t atomic_unit = 4096;
-  // Torn-write variants. The headline preset turns them off: it shows what each barrier promises,
-  // and ext4 on the 128 MiB recorded disk has 1 KiB blocks, so a 4 KiB overwrite is not aligned
-  // to the 4 KiB atomic unit and xlog's torn in-flight overwrite is reported as `corrupt` under
-  // every cache model (a real finding about in-place overwrites, not about barriers).
-  bool torn = true;
+  uint32_t atomic_unit = 0;  // 0: the recorded disk's physical sector (4,096 B on the 512e default)
+  bool torn = true;          // torn-write variants, on by default everywhere
+  bool fs_failures_are_violations = false;
   Shard shard;
   bool fsck = false;
   std::string workload_binary;  // powercut-workload (absolute)

@@ -50,6 +50,7 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   c.states = o.states;
   c.seed = o.seed;
   c.ordered = o.ordered;
+  c.fs_failures_are_violations = o.fs_failures_are_violations;
   c.workers = o.workers;
   c.checker_timeout_s = o.checker_timeout_s;
   c.workload = o.name.empty() ? "run" : o.name;

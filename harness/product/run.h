@@ -25,6 +25,11 @@
 
 namespace powercut::product {
 
+// The defaults every command shares (`run`, `matrix`, every preset): crash points at every ack
+// and flush, about 16 states per point, torn writes on at the disk's physical sector.
+inline constexpr char kDefaultPoints[] = "acks,flushes";
+inline constexpr char kDefaultStates[] = "16";
+
 struct RunOptions {
   std::string name;      // in reports; empty: "run"
   std::string workload;  // command, run in the guest with /bin/sh -c
@@ -38,6 +43,7 @@ struct RunOptions {
   uint64_t seed = 1;
   bool ordered = false;
   bool fsck = false;
+  bool fs_failures_are_violations = false;
   int workers = 0;
   double checker_timeout_s = 60;
   std::chrono::seconds timeout{600};  // the whole VM run (boot included)

@@ -46,7 +46,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
       "the headline table: one recording per workload x setting x fs, replayed under "
       "every cache model (exit 0 every cell as expected, 1 some cell not as expected, 2 a cell "
       "could not run)");
-  m->add_option("--preset", a->o.preset, "headline: the issue's 10 cells on ext4 (no torn writes)");
+  m->add_option("--preset", a->o.preset, "headline: the issue's 10 cells on ext4");
   m->add_option("--workloads", a->workloads,
                 "xlog, xlog-append, wal, rocksdb, sqlite-wal, sqlite-delete (comma-separated)");
   m->add_option("--barriers", a->barriers,
@@ -61,10 +61,13 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   m->add_option("--count", a->o.count, "commits per workload run (default: xlog 20, others 10)");
   m->add_option("--seed", a->o.seed, "seed");
-  m->add_option("--atomic", a->o.atomic_unit, "atomic unit (512 or 4096)")->capture_default_str();
+  m->add_option("--atomic", a->o.atomic_unit,
+                "atomic unit (512 or 4096; default: the disk's physical sector)");
+  m->add_flag("--fs-failures-are-violations", a->o.fs_failures_are_violations,
+              "count crash states the file system's own tools cannot bring back as violations");
   m->add_option("--shard", a->shard, "K/N: run only this shard's cells")->capture_default_str();
   m->add_flag("--fsck", a->o.fsck, "fsck every state before mounting");
-  m->add_flag("--no-torn", a->no_torn, "no torn-write variants (implied by --preset headline)");
+  m->add_flag("--no-torn", a->no_torn, "no torn-write variants");
   m->add_option("--timeout", a->o.timeout_s, "seconds per VM run")->capture_default_str();
   m->add_option("--keep", a->o.keep_dir, "keep each cell's recording under this folder");
   m->add_option("--workload-binary", a->workload_binary, "the powercut-workload binary");

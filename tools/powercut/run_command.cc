@@ -24,8 +24,8 @@ int CouldNotRun(const std::string& message) {
 void AddRunCommand(CLI::App& app, int* exit_code) {
   struct Args {
     product::RunOptions o;
-    std::string cache = "all", window = "16", recorder = "nbd", points = "acks,flushes",
-                states = "16", json, junit, html, trace;
+    std::string cache = "all", window = "16", recorder = "nbd", points = product::kDefaultPoints,
+                states = product::kDefaultStates, json, junit, html, trace;
     int timeout = 600;
     bool quiet = false, no_torn = false;
   };
@@ -49,7 +49,12 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   run->add_option("--states", a->states, "per point: exhaustive or about N states")
       ->capture_default_str();
-  run->add_option("--atomic", a->o.atomic_unit, "atomic unit for torn writes: 512 or 4096");
+  run->add_option("--atomic", a->o.atomic_unit,
+                  "atomic unit for torn writes: 512 or 4096 (default: the disk's physical "
+                  "sector)");
+  run->add_flag("--fs-failures-are-violations", a->o.fs_failures_are_violations,
+                "count crash states the file system's own tools cannot bring back as "
+                "violations (file-system work)");
   run->add_option("--seed", a->o.seed, "seed for every sample");
   run->add_flag("--ordered", a->o.ordered, "also require the commits present to be a prefix");
   run->add_flag("--no-torn", a->no_torn, "no torn-write variants");
