@@ -4,6 +4,7 @@
 #include <set>
 
 #include "fmt/format.h"
+#include "harness/check/file_system.h"
 
 namespace powercut::product {
 namespace {
@@ -58,8 +59,9 @@ absl::StatusOr<std::vector<CustomCell>> ParseCustomCells(const nlohmann::json& j
         return Bad(source, i,
                    fmt::format("'{}' needs both \"workload\" and \"checker\" commands", cell.name));
       }
-      if (cell.fs != "ext4" && cell.fs != "xfs" && cell.fs != "btrfs" && cell.fs != "raw") {
-        return Bad(source, i, fmt::format("\"fs\" {}: expected ext4, xfs, btrfs or raw", cell.fs));
+      if (absl::StatusOr<harness::FsKind> kind = harness::ParseFsKind(cell.fs, "\"fs\"");
+          !kind.ok()) {
+        return Bad(source, i, std::string(kind.status().message()));
       }
       if (cell.timeout_s < 0) return Bad(source, i, "\"timeout\" must be positive");
       if (c.contains("expect")) {

@@ -5,6 +5,7 @@
 
 #include "base/xml_escape.h"
 #include "fmt/format.h"
+#include "harness/check/file_system.h"
 #include "harness/product/builtin.h"
 #include "harness/product/progress.h"
 
@@ -79,13 +80,9 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
   }
   if (o.fs.empty()) return absl::InvalidArgumentError("--fs: give at least one file system");
   for (const std::string& f : o.fs) {
-    if (f != "ext4" && f != "xfs" && f != "btrfs" && f != "raw") {
-      return absl::InvalidArgumentError(
-          fmt::format("--fs {}: expected ext4, xfs, btrfs (raw has no file for the built-in "
-                      "workloads)",
-                      f));
-    }
-    if (f == "raw") {
+    absl::StatusOr<harness::FsKind> kind = harness::ParseFsKind(f);
+    if (!kind.ok()) return kind.status();
+    if (harness::FileSystemOf(*kind).raw()) {
       return absl::InvalidArgumentError(
           "--fs raw: the built-in workloads need a file system; use ext4, xfs or btrfs");
     }
@@ -115,6 +112,7 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
           {"workloads", o.workloads},
           {"barriers", o.barriers},
           {"fs", o.fs},
+          {"sector", harness::SectorFormatName(o.sector)},
           {"cache", o.cache},
           {"window", o.window},
           {"points", o.points},
@@ -212,6 +210,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     r.states.torn = o.torn;
     r.fs_failures_are_violations = o.fs_failures_are_violations;
     r.atomic_unit = o.atomic_unit;
+    r.sector = o.sector;
     r.seed = o.seed;
     r.fsck = o.fsck;
     r.powercut = o.powercut;

@@ -28,6 +28,8 @@ struct MatrixOptions {
   std::vector<std::string> workloads;  // built-in names (harness/product/builtin.h)
   std::vector<std::string> barriers;   // settings; empty: each workload's own list
   std::vector<std::string> fs = {"ext4"};
+  // The recorded disk's sectors, every cell (`--sector`).
+  harness::SectorFormat sector = harness::kDefaultSectorFormat;
   std::string cache = "off,on,lying";
   std::string window = "16";
   // The same defaults as `powercut run` (one physics: docs/cache-models.md).

@@ -7,6 +7,7 @@
 
 #include "base/signal_cleanup.h"
 #include "fmt/format.h"
+#include "harness/check/file_system.h"
 #include "harness/check/fsck.h"
 #include "harness/check/report.h"
 
@@ -39,6 +40,12 @@ std::string Tail(const std::string& path, size_t bytes) {
   return out;
 }
 
+// The file-system table's answer for a name that RunWorkload validated (ParseFsKind).
+bool RawFs(const std::string& fs) {
+  absl::StatusOr<harness::FsKind> kind = harness::ParseFsKind(fs);
+  return kind.ok() && harness::FileSystemOf(*kind).raw();
+}
+
 harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& o) {
   harness::CheckOptions c;
   c.trace_path = trace;
@@ -56,7 +63,7 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   c.workload = o.name.empty() ? "run" : o.name;
   c.powercut = o.powercut;
   c.on_state_checked = o.on_state_checked;
-  if (o.fsck && o.fs != "raw") c.before_mount = harness::FsckHook(c.fs);
+  if (o.fsck && !RawFs(o.fs)) c.before_mount = harness::FsckHook(c.fs);
   return c;
 }
 
@@ -64,7 +71,7 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
 
 RunOutcome CheckRecording(const std::string& trace, const RunOptions& o) {
   RunOutcome out;
-  if (o.fsck && o.fs == "raw") {
+  if (o.fsck && RawFs(o.fs)) {
     out.error_kind = "usage";
     out.error = "--fsck needs a file system (--fs ext4, xfs or btrfs), not raw";
     return out;
@@ -128,12 +135,13 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
     out.error = "both --workload CMD and --checker CMD are required";
     return out;
   }
-  if (o.fs != "raw" && o.fs != "ext4" && o.fs != "xfs" && o.fs != "btrfs") {
+  absl::StatusOr<harness::FsKind> fs_kind = harness::ParseFsKind(o.fs);
+  if (!fs_kind.ok()) {
     out.error_kind = "usage";
-    out.error = fmt::format("--fs {}: expected ext4, xfs, btrfs or raw", o.fs);
+    out.error = std::string(fs_kind.status().message());
     return out;
   }
-  if (o.fsck && o.fs == "raw") {
+  if (o.fsck && harness::FileSystemOf(*fs_kind).raw()) {
     out.error_kind = "usage";
     out.error = "--fsck needs a file system (--fs ext4, xfs or btrfs), not raw";
     return out;
@@ -161,7 +169,8 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
   if (!temporary) out.recording_dir = dir;
 
   vm::RunSpec spec;
-  spec.fs = o.fs;
+  spec.fs = *fs_kind;
+  spec.sector = o.sector;
   spec.command = o.workload;
   spec.recording = o.recording;
   spec.output_dir = dir;

@@ -35,6 +35,8 @@ struct RunOptions {
   std::string workload;  // command, run in the guest with /bin/sh -c
   std::string checker;   // command, run on each crash image on the host
   std::string fs = "ext4";
+  // The recorded disk's sectors (harness/trace/disk_geometry.h; `--sector`).
+  harness::SectorFormat sector = harness::kDefaultSectorFormat;
   std::vector<harness::CacheModel> models;  // empty: off, on, lying
   vm::Recording recording = vm::Recording::kNbd;
   harness::PointSelection points;

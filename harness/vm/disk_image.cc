@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -50,31 +51,58 @@ absl::Status CreateSparseImage(const std::string& path, uint64_t bytes) {
   return absl::OkStatus();
 }
 
-uint64_t MinimumImageBytes(const std::string& fs) {
-  if (fs == "xfs") return 300ull << 20;
-  if (fs == "btrfs") return 128ull << 20;
-  return 16ull << 20;
+absl::StatusOr<std::string> MakeFileSystem(harness::FsKind fs,
+                                           const harness::DiskGeometry& geometry,
+                                           const std::string& image) {
+  RETURN_IF_ERROR(RequireRegularFile(image, "mkfs"));
+  const harness::FileSystem& table = harness::FileSystemOf(fs);
+  const std::vector<std::string> argv = table.MkfsArgv(geometry);
+  if (argv.empty()) return std::string();
+  RETURN_IF_ERROR(RunCommandOrError(fmt::format("mkfs: making {} on {} (is {} installed? package "
+                                                "{}, tools/install-deps.sh)",
+                                                table.name, image, argv[0], table.package),
+                                    harness::WithImage(argv, image))
+                      .status());
+  return harness::ShellJoin(argv);
 }
 
-absl::Status MakeFileSystem(const std::string& fs, const std::string& image) {
-  RETURN_IF_ERROR(RequireRegularFile(image, "mkfs"));
+absl::StatusOr<uint32_t> FileSystemBlockSize(harness::FsKind fs, const std::string& image) {
+  // The tool, and the field of its output that holds the block size.
   std::vector<std::string> argv;
-  if (fs == "raw") return absl::OkStatus();
-  if (fs == "ext4") {
-    argv = {"mkfs.ext4", "-F", "-q", image};
-  } else if (fs == "xfs") {
-    argv = {"mkfs.xfs", "-f", "-q", image};
-  } else if (fs == "btrfs") {
-    argv = {"mkfs.btrfs", "-f", "-q", image};
-  } else {
-    return absl::InvalidArgumentError(
-        fmt::format("mkfs: unknown file system '{}'; expected ext4, xfs, btrfs or raw", fs));
+  std::string field;
+  switch (fs) {
+    case harness::FsKind::kRaw:
+      return 0;
+    case harness::FsKind::kExt4:
+      argv = {"dumpe2fs", "-h", image};
+      field = "Block size:";
+      break;
+    case harness::FsKind::kXfs:
+      argv = {"xfs_db", "-r", "-c", "sb 0", "-c", "print blocksize", image};
+      field = "blocksize =";
+      break;
+    case harness::FsKind::kBtrfs:
+      argv = {"btrfs", "inspect-internal", "dump-super", image};
+      field = "sectorsize";
+      break;
   }
-  auto out = RunCommandOrError(
-      fmt::format("mkfs: making {} on {} (is {} installed? tools/install-deps.sh)", fs, image,
-                  argv[0]),
-      argv);
-  return out.status();
+  const std::string step =
+      fmt::format("reading the block size of {} on {}", harness::FsName(fs), image);
+  ASSIGN_OR_RETURN(const std::string text, RunCommandOrError(step, argv));
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    const std::string line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (line.rfind(field, 0) != 0) continue;
+    const uint64_t value = std::strtoull(line.c_str() + field.size(), nullptr, 10);
+    if (value >= 512 && value <= 65536 && (value & (value - 1)) == 0) {
+      return static_cast<uint32_t>(value);
+    }
+  }
+  return absl::InternalError(fmt::format("{}: no \"{}\" line with a power of two in `{}`'s output",
+                                         step, field, harness::ShellJoin(argv)));
 }
 
 absl::Status CopySparse(const std::string& from, const std::string& to) {

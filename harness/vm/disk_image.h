@@ -9,20 +9,27 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "harness/check/file_system.h"
+#include "harness/trace/disk_geometry.h"
 
 namespace powercut::vm {
 
 // Creates (or truncates) a sparse file of `bytes`.
 absl::Status CreateSparseImage(const std::string& path, uint64_t bytes);
 
-// Makes file system `fs` (ext4, xfs, btrfs; "raw" does nothing) on the image file.
-absl::Status MakeFileSystem(const std::string& fs, const std::string& image);
+// Makes file system `fs` on the image file as a deployment makes it on a disk of `geometry`
+// (harness::FileSystem::MkfsArgv); raw does nothing. Returns the command line run, with the
+// image shown as "{image}" ("" for raw).
+absl::StatusOr<std::string> MakeFileSystem(harness::FsKind fs,
+                                           const harness::DiskGeometry& geometry,
+                                           const std::string& image);
+
+// The block size of the file system on the image, read back from its superblock with the file
+// system's own tool (dumpe2fs -h, xfs_db, btrfs inspect-internal dump-super); 0 for raw.
+absl::StatusOr<uint32_t> FileSystemBlockSize(harness::FsKind fs, const std::string& image);
 
 // Copies an image keeping holes (cp --sparse=always).
 absl::Status CopySparse(const std::string& from, const std::string& to);
-
-// The smallest image `fs` accepts (xfs needs 300 MiB).
-uint64_t MinimumImageBytes(const std::string& fs);
 
 // The bytes of a dm-log-writes log device actually used (superblock + entries), read from its
 // superblock; the rest of the device is unused.

@@ -9,7 +9,7 @@ using nlohmann::json;
 
 std::string GuestJobToJson(const GuestJob& job) {
   json j = {{"mode", job.mode == GuestJob::Mode::kCheck ? "check" : "workload"},
-            {"fs", job.fs},
+            {"fs", harness::FsName(job.fs)},
             {"disk_serial", job.disk_serial},
             {"log_writes_serial", job.log_writes_serial},
             {"flakey", job.flakey},
@@ -20,7 +20,7 @@ std::string GuestJobToJson(const GuestJob& job) {
             {"checks", json::array()}};
   for (const GuestCheck& c : job.checks) {
     j["checks"].push_back({{"disk_serial", c.disk_serial},
-                           {"fs", c.fs},
+                           {"fs", harness::FsName(c.fs)},
                            {"command", c.command},
                            {"mount_options", c.mount_options}});
   }
@@ -36,7 +36,10 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
   try {
     job.mode =
         j.value("mode", "workload") == "check" ? GuestJob::Mode::kCheck : GuestJob::Mode::kWorkload;
-    job.fs = j.value("fs", job.fs);
+    absl::StatusOr<harness::FsKind> fs =
+        harness::ParseFsKind(j.value("fs", std::string("ext4")), "job.json: \"fs\"");
+    if (!fs.ok()) return fs.status();
+    job.fs = *fs;
     job.disk_serial = j.value("disk_serial", job.disk_serial);
     job.log_writes_serial = j.value("log_writes_serial", "");
     job.flakey = j.value("flakey", "");
@@ -45,8 +48,11 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
     job.checker = j.value("checker", "");
     job.mount_options = j.value("mount_options", "");
     for (const json& c : j.value("checks", json::array())) {
+      absl::StatusOr<harness::FsKind> check_fs =
+          harness::ParseFsKind(c.value("fs", std::string("ext4")), "job.json: checks[].fs");
+      if (!check_fs.ok()) return check_fs.status();
       job.checks.push_back({.disk_serial = c.value("disk_serial", ""),
-                            .fs = c.value("fs", "ext4"),
+                            .fs = *check_fs,
                             .command = c.value("command", ""),
                             .mount_options = c.value("mount_options", "")});
     }
@@ -71,6 +77,8 @@ json ResultToJson(const GuestResult& r) {
             {"have", r.have},
             {"corrupt", r.corrupt},
             {"device_cache", r.device_cache},
+            {"logical_block_size", r.logical_block_size},
+            {"physical_block_size", r.physical_block_size},
             {"ready_seconds", r.ready_seconds},
             {"checks", json::array()}};
   for (const GuestResult& c : r.checks) j["checks"].push_back(ResultToJson(c));
@@ -92,6 +100,8 @@ GuestResult ResultFromJson(const json& j) {
   r.have = j.value("have", std::vector<std::string>{});
   r.corrupt = j.value("corrupt", std::vector<std::string>{});
   r.device_cache = j.value("device_cache", "");
+  r.logical_block_size = j.value("logical_block_size", uint32_t{0});
+  r.physical_block_size = j.value("physical_block_size", uint32_t{0});
   r.ready_seconds = j.value("ready_seconds", 0.0);
   for (const json& c : j.value("checks", json::array())) r.checks.push_back(ResultFromJson(c));
   return r;

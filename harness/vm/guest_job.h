@@ -8,13 +8,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "harness/check/file_system.h"
 
 namespace powercut::vm {
 
 // One image to check (GuestJob::checks): the disk with that serial holds a file system `fs`.
 struct GuestCheck {
   std::string disk_serial;
-  std::string fs = "ext4";
+  harness::FsKind fs = harness::FsKind::kExt4;
   std::string command;  // the checker
   std::string mount_options;
 };
@@ -23,7 +24,7 @@ struct GuestCheck {
 struct GuestJob {
   enum class Mode { kWorkload, kCheck };
   Mode mode = Mode::kWorkload;
-  std::string fs = "ext4";  // ext4 | xfs | btrfs | raw
+  harness::FsKind fs = harness::FsKind::kExt4;  // in JSON its name: ext4 | xfs | btrfs | raw
   std::string disk_serial = "powercut0";
   // dm-log-writes: the log disk's serial; "" = no dm-log-writes.
   std::string log_writes_serial;
@@ -53,6 +54,9 @@ struct GuestResult {
   std::vector<std::string> have;   // checker output
   std::vector<std::string> corrupt;
   std::string device_cache;  // /sys/block/<disk>/queue/write_cache as the guest saw it
+  // /sys/block/<disk>/queue/{logical,physical}_block_size as the guest saw them (0: unread).
+  uint32_t logical_block_size = 0;
+  uint32_t physical_block_size = 0;
   double ready_seconds = 0;  // guest uptime when the agent started
   // GuestJob::checks: one result per image, in order (ok, failed_step, error, exit codes,
   // have, corrupt).

@@ -86,10 +86,14 @@ int main(int argc, char** argv) {
 
   auto* run = app.add_subcommand("run", "run a workload in a guest on a recorded disk");
   powercut::vm::RunSpec spec;
-  std::string recorder = "nbd", cut = "none", cache = "on";
+  std::string recorder = "nbd", cut = "none", cache = "on", fs_name = "ext4", sector = "512e";
+  std::string check_fs = "ext4", check_sector = "512e";
   uint64_t disk_mib = 0, seed = 1;
   int timeout_s = 300;
-  run->add_option("--fs", spec.fs, "ext4, xfs, btrfs or raw")->capture_default_str();
+  run->add_option("--fs", fs_name, "ext4, xfs, btrfs or raw")->capture_default_str();
+  run->add_option("--sector", sector,
+                  "the disk's sectors: 512n, 512e (512-byte logical, 4,096-byte physical) or 4kn")
+      ->capture_default_str();
   run->add_option("--recorder", recorder, "nbd, dm-log-writes or none")->capture_default_str();
   run->add_option("--out", spec.output_dir, "output folder")->required();
   run->add_option("--cut", cut, "none, random, after-acks=N or after=DURATION")
@@ -105,14 +109,17 @@ int main(int argc, char** argv) {
   run->add_option("--mount-options", spec.mount_options);
   run->add_flag("--also-log-writes", spec.also_log_writes,
                 "with --recorder nbd: also record with dm-log-writes in the guest");
-  run->add_option("--disk-mib", disk_mib, "disk size (default 128, xfs 300)");
+  run->add_option("--disk-mib", disk_mib,
+                  "disk size (default: ext4 512, xfs 300, btrfs and raw 128)");
   run->add_option("--timeout", timeout_s, "seconds before a hung guest is killed")
       ->capture_default_str();
   run->add_option("command", spec.command, "the workload, one command string")->required();
 
   auto* check = app.add_subcommand("check", "boot a fresh guest on an image and run a checker");
   powercut::vm::CheckSpec cspec;
-  check->add_option("--fs", cspec.fs)->capture_default_str();
+  check->add_option("--fs", check_fs, "ext4, xfs, btrfs or raw")->capture_default_str();
+  check->add_option("--sector", check_sector, "the disk's sectors: 512n, 512e or 4kn")
+      ->capture_default_str();
   check->add_option("--image", cspec.image)->required()->check(CLI::ExistingFile);
   check->add_option("--in-place", cspec.copy_image,
                     "false: check the image itself (journal "
@@ -121,6 +128,15 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   if (kernel->parsed()) return Kernel();
+  // Flags are checked before anything boots.
+  if (run->parsed() || check->parsed()) {
+    auto kind = powercut::harness::ParseFsKind(run->parsed() ? fs_name : check_fs);
+    if (!kind.ok()) return Fail(kind.status());
+    auto format = powercut::harness::ParseSectorFormat(run->parsed() ? sector : check_sector);
+    if (!format.ok()) return Fail(format.status());
+    spec.fs = cspec.fs = *kind;
+    spec.sector = cspec.sector = *format;
+  }
   if (initramfs->parsed()) return Initramfs();
 
   auto env = powercut::vm::PrepareVm();
@@ -163,6 +179,14 @@ int main(int argc, char** argv) {
     auto r = powercut::vm::RunInVm(*env, spec);
     if (!r.ok()) return Fail(r.status());
     PrintRun(*r);
+    if (!r->power_cut) {
+      fmt::print("disk: {} ({}-byte logical, {}-byte physical sectors as the guest saw them)\n",
+                 powercut::harness::SectorFormatName(spec.sector), r->guest.logical_block_size,
+                 r->guest.physical_block_size);
+    }
+    if (!r->mkfs_command.empty()) {
+      fmt::print("mkfs: {} ({}-byte blocks)\n", r->mkfs_command, r->fs_block_size);
+    }
     return r->power_cut || r->guest.exit_code == 0 ? 0 : 3;
   }
   if (check->parsed()) {

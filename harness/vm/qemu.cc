@@ -139,7 +139,10 @@ absl::StatusOr<std::unique_ptr<Qemu>> Qemu::Start(const QemuOptions& o) {
     argv.push_back("-drive");
     argv.push_back(drive);
     argv.push_back("-device");
-    argv.push_back(fmt::format("virtio-blk-pci,drive=disk{},serial=powercut{}", i, i));
+    argv.push_back(
+        fmt::format("virtio-blk-pci,drive=disk{},serial=powercut{},logical_block_size={},"
+                    "physical_block_size={}",
+                    i, i, d.geometry.logical_sector, d.geometry.physical_sector));
   }
   ASSIGN_OR_RETURN(ChildProcess process, ChildProcess::Spawn(argv, o.console_log + ".qemu"));
   pid_t pid = process.pid();

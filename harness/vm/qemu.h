@@ -2,6 +2,7 @@
 // the host root read-only over 9p (tag hostroot), the run folder read-write over 9p (tag
 // powercut), a serial console written to a log file, a virtio-serial port "powercut.ack" for the
 // guest agent, and the disks under test as virtio-blk devices with serial numbers powercut0, 1...
+// and the sector sizes each disk's GuestDisk::geometry says.
 //
 // Guarantees: qemu runs in its own process group and dies with powercut (see ChildProcess); the
 // guest is killed when WaitForExit times out and on destruction; all files live in the caller's
@@ -18,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/process.h"
+#include "harness/trace/disk_geometry.h"
 
 namespace powercut::vm {
 
@@ -41,6 +43,8 @@ struct GuestDisk {
   std::string nbd_socket;
   std::string image_file;
   DiskCache cache = DiskCache::kDefault;
+  // The sectors the guest sees (virtio-blk logical_block_size / physical_block_size).
+  harness::DiskGeometry geometry;
 };
 
 struct QemuOptions {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -29,11 +30,17 @@ using Clock = std::chrono::steady_clock;
 constexpr char kAgentName[] = "powercut-vm-agent";
 
 // Folders the guest covers with tmpfs (guest/init.sh).
-bool UnderMaskedFolder(const std::string& path) {
-  for (const char* prefix : {"/tmp/", "/run/", "/var/tmp/", "/mnt/"}) {
-    if (path.rfind(prefix, 0) == 0) return true;
+constexpr const char* kCoveredFolders[] = {"/tmp", "/run", "/var/tmp", "/mnt"};
+
+// The covered folder `path` lies strictly inside ("" if none).
+std::string CoveredFolderOf(const fs::path& path) {
+  for (const char* covered : kCoveredFolders) {
+    const std::string prefix = std::string(covered) + "/";
+    if (path.string().rfind(prefix, 0) == 0 && path.string().size() > prefix.size()) {
+      return covered;
+    }
   }
-  return false;
+  return "";
 }
 
 std::string ReadAll(const std::string& path) {
@@ -79,18 +86,23 @@ class RunFolder {
   std::string path_;
 };
 
-std::vector<std::string> GuestModulesFor(const std::string& fs, bool log_writes, bool flakey) {
+std::vector<std::string> GuestModulesFor(harness::FsKind fs, bool log_writes, bool flakey) {
   std::vector<std::string> modules;
-  if (fs != "raw") modules.push_back(fs);
+  if (!harness::FileSystemOf(fs).raw()) modules.push_back(harness::FsName(fs));
   if (log_writes || flakey) modules.push_back("dm-mod");
   if (log_writes) modules.push_back("dm-log-writes");
   if (flakey) modules.push_back("dm-flakey");
   return modules;
 }
 
-std::vector<std::string> KeepPathsFor(const std::string& agent, std::vector<std::string> keep) {
-  std::string dir = fs::path(agent).parent_path();
-  if (UnderMaskedFolder(dir + "/")) keep.push_back(dir);
+// The folders to keep visible: the caller's, the agent's folder and what the commands name.
+std::vector<std::string> KeepPathsFor(const std::string& agent, std::vector<std::string> keep,
+                                      const std::vector<std::string>& commands) {
+  std::vector<std::string> named = commands;
+  named.push_back(agent);
+  for (std::string& k : CommandKeepPaths(named)) keep.push_back(std::move(k));
+  std::sort(keep.begin(), keep.end());
+  keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
   return keep;
 }
 
@@ -105,15 +117,26 @@ absl::Status ValidateKeepPaths(const std::vector<std::string>& paths) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateCommon(const std::string& fs_name, const std::string& command,
-                            const char* what) {
-  if (fs_name != "ext4" && fs_name != "xfs" && fs_name != "btrfs" && fs_name != "raw") {
-    return absl::InvalidArgumentError(
-        fmt::format("file system '{}': expected ext4, xfs, btrfs or raw", fs_name));
-  }
+absl::Status ValidateCommand(const std::string& command, const char* what) {
   if (command.empty()) {
     return absl::InvalidArgumentError(
         fmt::format("no {} command: give it as one command string (run with /bin/sh -c)", what));
+  }
+  return absl::OkStatus();
+}
+
+// The disk of `geometry` as the agent saw it; a guest that saw other sector sizes would make
+// every later judgement about atomic units wrong, so it is an error.
+absl::Status CheckGuestGeometry(const GuestResult& r, const harness::DiskGeometry& geometry) {
+  if (r.logical_block_size == 0 && r.physical_block_size == 0) return absl::OkStatus();
+  if (r.logical_block_size != geometry.logical_sector ||
+      r.physical_block_size != geometry.physical_sector) {
+    return absl::InternalError(fmt::format(
+        "the guest saw {}-byte logical and {}-byte physical sectors on the disk under test, "
+        "not the {} and {} asked for (does this qemu support virtio-blk logical_block_size and "
+        "physical_block_size?)",
+        r.logical_block_size, r.physical_block_size, geometry.logical_sector,
+        geometry.physical_sector));
   }
   return absl::OkStatus();
 }
@@ -207,8 +230,51 @@ absl::StatusOr<VmEnvironment> PrepareVm(const std::string& agent_hint) {
   return env;
 }
 
+std::vector<std::string> CommandKeepPaths(const std::vector<std::string>& commands) {
+  // A path starts with '/' at the start of a word or after = : , ( and similar; it ends at
+  // whitespace, a quote or a shell metacharacter.
+  constexpr char kBefore[] = " \t\n'\"=:,;(|&<>`";
+  constexpr char kEnd[] = " \t\n'\"`:,;()|&<>$*?[]{}";
+  std::vector<std::string> keep;
+  auto add = [&](const fs::path& path) {
+    const std::string covered = CoveredFolderOf(path);
+    if (covered.empty()) return;
+    std::error_code ec;
+    fs::path dir = path;
+    while (!dir.empty() && dir != covered && !fs::is_directory(dir, ec)) dir = dir.parent_path();
+    if (dir.empty() || dir == covered || CoveredFolderOf(dir).empty()) return;
+    keep.push_back(dir.string());
+  };
+  for (const std::string& command : commands) {
+    size_t i = 0;
+    while ((i = command.find('/', i)) != std::string::npos) {
+      const bool starts_word = i == 0 || std::strchr(kBefore, command[i - 1]) != nullptr;
+      size_t end = command.find_first_of(kEnd, i);
+      if (end == std::string::npos) end = command.size();
+      if (starts_word) {
+        const fs::path path = fs::path(command.substr(i, end - i)).lexically_normal();
+        add(path);
+        // A symbolic link may lead into another covered folder.
+        std::error_code ec;
+        const fs::path real = fs::weakly_canonical(path, ec);
+        if (!ec && real != path) add(real);
+      }
+      i = std::max(end, i + 1);
+    }
+  }
+  // Sorted, each once, none inside another (its binding would be hidden by the outer one's).
+  std::sort(keep.begin(), keep.end());
+  keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+  std::vector<std::string> out;
+  for (const std::string& k : keep) {
+    if (!out.empty() && k.rfind(out.back() + "/", 0) == 0) continue;
+    out.push_back(k);
+  }
+  return out;
+}
+
 absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec) {
-  RETURN_IF_ERROR(ValidateCommon(spec.fs, spec.command, "workload"));
+  RETURN_IF_ERROR(ValidateCommand(spec.command, "workload"));
   RETURN_IF_ERROR(ValidateKeepPaths(spec.keep_paths));
   if (spec.output_dir.empty()) {
     return absl::InvalidArgumentError("no output folder for the trace and images");
@@ -236,16 +302,18 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
   result.ack_log = out + "/acks.jsonl";
   result.console_log = out + "/console.log";
   const std::string disk = out + "/disk.img";
-  uint64_t bytes = spec.disk_bytes != 0
-                       ? spec.disk_bytes
-                       : std::max<uint64_t>(128ull << 20, MinimumImageBytes(spec.fs));
-  if (bytes < MinimumImageBytes(spec.fs) || bytes % 4096 != 0) {
+  const harness::FileSystem& file_system = harness::FileSystemOf(spec.fs);
+  const harness::DiskGeometry geometry = harness::GeometryOf(spec.sector);
+  result.geometry = geometry;
+  const uint64_t bytes = spec.disk_bytes != 0 ? spec.disk_bytes : file_system.default_image_bytes;
+  if (bytes < file_system.min_image_bytes || bytes % 4096 != 0) {
     return absl::InvalidArgumentError(
         fmt::format("disk size {} bytes: {} needs at least {} bytes, in whole 4 KiB blocks", bytes,
-                    spec.fs, MinimumImageBytes(spec.fs)));
+                    file_system.name, file_system.min_image_bytes));
   }
   RETURN_IF_ERROR(CreateSparseImage(disk, bytes));
-  RETURN_IF_ERROR(MakeFileSystem(spec.fs, disk));
+  ASSIGN_OR_RETURN(result.mkfs_command, MakeFileSystem(spec.fs, geometry, disk));
+  ASSIGN_OR_RETURN(result.fs_block_size, FileSystemBlockSize(spec.fs, disk));
   RETURN_IF_ERROR(CopySparse(disk, result.base_image));
   std::filesystem::remove(result.console_log, ec);
 
@@ -260,7 +328,7 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
   q.console_log = result.console_log;
   q.ack_socket = run / "ack.sock";
   q.accel = env.accel;
-  q.keep_paths = KeepPathsFor(env.agent, spec.keep_paths);
+  q.keep_paths = KeepPathsFor(env.agent, spec.keep_paths, {spec.command, spec.checker});
   q.guest_modules = GuestModulesFor(spec.fs, log_writes, !spec.flakey.empty());
   GuestJob job;
   job.mode = GuestJob::Mode::kWorkload;
@@ -275,7 +343,7 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
     result.trace = out + "/trace.log";
     harness::Recorder::Options ro;
     ro.log_path = result.trace;
-    ro.sector_size = 512;
+    ro.sector_size = geometry.logical_sector;
     ro.device_bytes = bytes;
     ro.base_image = result.base_image;
     ASSIGN_OR_RETURN(recorder, harness::Recorder::Create(ro));
@@ -283,15 +351,21 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
     no.socket_path = run / "nbd.sock";
     no.image_path = disk;
     no.recorder = recorder.get();
+    no.atomic_unit = geometry.physical_sector;  // the live cut tears at the physical sector
     ASSIGN_OR_RETURN(nbd, NbdServer::Start(no));
-    q.disks.push_back({.nbd_socket = no.socket_path, .image_file = "", .cache = spec.disk_cache});
+    q.disks.push_back({.nbd_socket = no.socket_path,
+                       .image_file = "",
+                       .cache = spec.disk_cache,
+                       .geometry = geometry});
   } else {
-    q.disks.push_back({.nbd_socket = "", .image_file = disk, .cache = spec.disk_cache});
+    q.disks.push_back(
+        {.nbd_socket = "", .image_file = disk, .cache = spec.disk_cache, .geometry = geometry});
   }
   if (log_writes) {
     // The log holds a copy of every write plus one block per entry.
     RETURN_IF_ERROR(CreateSparseImage(log_disk, bytes * 2 + (64ull << 20)));
-    q.disks.push_back({.nbd_socket = "", .image_file = log_disk});
+    // dm-log-writes writes its log in the data disk's logical sectors: same geometry.
+    q.disks.push_back({.nbd_socket = "", .image_file = log_disk, .geometry = geometry});
     job.log_writes_serial = "powercut1";
   }
   RETURN_IF_ERROR(WriteAll(run / "job.json", GuestJobToJson(job)));
@@ -399,7 +473,16 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
   } else {
     ASSIGN_OR_RETURN(result.guest, ReadGuestResult(run, *qemu));
     if (!result.guest.ok) return GuestStepError(result.guest, *qemu);
+    RETURN_IF_ERROR(CheckGuestGeometry(result.guest, geometry));
   }
+  // What both manifests say about the disk and its file system (docs/trace.md).
+  auto describe_disk = [&](harness::TraceManifest& m) {
+    m.logical_sector = geometry.logical_sector;
+    m.physical_sector = geometry.physical_sector;
+    m.fs = file_system.raw() ? "" : file_system.name;
+    m.mkfs_command = result.mkfs_command;
+    m.fs_block_size = result.fs_block_size;
+  };
   if (recorder != nullptr) {
     RETURN_IF_ERROR(recorder->Finish());
     result.trace_entries = recorder->entries();
@@ -410,6 +493,7 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
     m.base_image = fs::path(result.base_image)
                        .lexically_relative(fs::path(result.manifest).parent_path())
                        .string();
+    describe_disk(m);
     RETURN_IF_ERROR(harness::WriteManifest(result.manifest, m));
   }
   if (log_writes && !result.power_cut) {
@@ -426,6 +510,7 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
         harness::MakeManifest(result.base_image, file->trace().sector_size,
                               harness::OrderSemantics::kFlushEpoch, file->trace().entries.size()));
     m.base_image = "base.img";
+    describe_disk(m);
     std::string manifest = harness::ManifestPathFor(trace);
     RETURN_IF_ERROR(harness::WriteManifest(manifest, m));
     if (spec.also_log_writes) {
@@ -471,14 +556,15 @@ absl::StatusOr<std::vector<GuestResult>> CheckImagesInVm(const VmEnvironment& en
   std::chrono::seconds timeout{0};
   for (size_t i = 0; i < specs.size(); ++i) {
     const CheckSpec& spec = specs[i];
-    RETURN_IF_ERROR(ValidateCommon(spec.fs, spec.checker, "checker"));
+    RETURN_IF_ERROR(ValidateCommand(spec.checker, "checker"));
     RETURN_IF_ERROR(ValidateKeepPaths(spec.keep_paths));
     std::string image = spec.image;
     if (spec.copy_image) {
       image = run / fmt::format("check-{}.img", i);
       RETURN_IF_ERROR(CopySparse(spec.image, image));
     }
-    q.disks.push_back({.nbd_socket = "", .image_file = image});
+    q.disks.push_back(
+        {.nbd_socket = "", .image_file = image, .geometry = harness::GeometryOf(spec.sector)});
     for (const std::string& m : GuestModulesFor(spec.fs, false, false)) {
       if (std::find(q.guest_modules.begin(), q.guest_modules.end(), m) == q.guest_modules.end()) {
         q.guest_modules.push_back(m);
@@ -493,7 +579,9 @@ absl::StatusOr<std::vector<GuestResult>> CheckImagesInVm(const VmEnvironment& en
                           .command = spec.checker,
                           .mount_options = spec.mount_options});
   }
-  q.keep_paths = KeepPathsFor(env.agent, keep);
+  std::vector<std::string> checkers;
+  for (const CheckSpec& spec : specs) checkers.push_back(spec.checker);
+  q.keep_paths = KeepPathsFor(env.agent, keep, checkers);
   RETURN_IF_ERROR(WriteAll(run / "job.json", GuestJobToJson(job)));
   ASSIGN_OR_RETURN(std::unique_ptr<Qemu> qemu, Qemu::Start(q));
   RETURN_IF_ERROR(qemu->WaitForExit(timeout).status());
@@ -504,8 +592,10 @@ absl::StatusOr<std::vector<GuestResult>> CheckImagesInVm(const VmEnvironment& en
         fmt::format("guest: the agent reported {} checks for {} images; last console lines:\n{}",
                     r.checks.size(), specs.size(), qemu->ConsoleTail()));
   }
-  for (GuestResult& c : r.checks) {
+  for (size_t i = 0; i < r.checks.size(); ++i) {
+    GuestResult& c = r.checks[i];
     if (!c.ok && c.failed_step != "mount") return GuestStepError(c, *qemu);
+    RETURN_IF_ERROR(CheckGuestGeometry(c, harness::GeometryOf(specs[i].sector)));
     c.ready_seconds = r.ready_seconds;
   }
   return std::move(r.checks);

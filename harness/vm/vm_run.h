@@ -2,10 +2,11 @@
 // API the `powercut` CLI and the crash-state engine use (docs/vm.md).
 //
 //   auto env = PrepareVm();                    // kernel, initramfs, agent, accelerator
-//   RunSpec spec{.fs = "ext4", .command = "...", .output_dir = "out"};
+//   RunSpec spec{.fs = harness::FsKind::kExt4, .command = "...", .output_dir = "out"};
 //   auto run = RunInVm(*env, spec);            // out/trace.log (+ .manifest.json), out/base.img,
 //                                              // out/final.img, out/acks.jsonl, out/console.log
-//   auto check = CheckInVm(*env, {.fs = "ext4", .image = "out/final.img", .checker = "..."});
+//   auto check = CheckInVm(*env, {.fs = harness::FsKind::kExt4, .image = "out/final.img",
+//                                 .checker = "..."});
 //
 // Every run uses a private temporary folder (sockets, job, result) removed at the end; qemu never
 // outlives the call; the guest is killed after `timeout`.
@@ -17,7 +18,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "harness/check/file_system.h"
 #include "harness/state/cache_model.h"
+#include "harness/trace/disk_geometry.h"
 #include "harness/vm/guest_job.h"
 #include "harness/vm/initramfs.h"
 #include "harness/vm/kernel.h"
@@ -68,14 +71,20 @@ struct CutSpec {
 absl::StatusOr<CutSpec> ParseCut(const std::string& text);
 
 struct RunSpec {
-  std::string fs = "ext4";  // ext4 | xfs | btrfs | raw
-  std::string command;      // the workload, run with /bin/sh -c
+  harness::FsKind fs = harness::FsKind::kExt4;
+  // The recorded disk's sectors as the guest sees them (512e: 512-byte logical, 4,096-byte
+  // physical); also the log disk's of dm-log-writes, the NBD trace's sectorsize (the logical
+  // sector) and the live cut's atomic unit (the physical sector, unless cut.model says one).
+  harness::SectorFormat sector = harness::kDefaultSectorFormat;
+  std::string command;  // the workload, run with /bin/sh -c
   std::string mount_options;
   Recording recording = Recording::kNbd;
   // With Recording::kNbd: also run dm-log-writes in the guest on top of the NBD disk, so one run
   // yields both traces of the same writes (out/log-writes.log besides out/trace.log).
   bool also_log_writes = false;
-  uint64_t disk_bytes = 0;  // 0 = 128 MiB (300 MiB for xfs)
+  // 0 = the file system's default_image_bytes (harness/check/file_system.h: ext4 512 MiB, so
+  // mke2fs picks its normal 4 KiB-block profile; xfs 300 MiB; btrfs and raw 128 MiB).
+  uint64_t disk_bytes = 0;
   // The disk under test's write cache as the guest sees it (qemu.h); kWriteThrough makes the
   // guest see no volatile cache (then the block layer strips FLUSH/FUA: nothing to record).
   DiskCache disk_cache = DiskCache::kDefault;
@@ -89,7 +98,8 @@ struct RunSpec {
   std::string checker;
   std::chrono::seconds timeout{300};
   // Host folders the workload needs that lie under /tmp, /run, /var/tmp or /mnt (tmpfs in the
-  // guest). The agent's own folder is kept automatically.
+  // guest). Kept automatically: the agent's folder and every absolute path the workload or
+  // checker command names (CommandKeepPaths); list here only folders reached indirectly.
   std::vector<std::string> keep_paths;
 };
 
@@ -102,9 +112,12 @@ struct RunResult {
   std::string manifest;
   std::string log_writes_trace;  // the dm-log-writes trace when also_log_writes
   std::string log_writes_manifest;
-  std::string base_image;   // the disk right after mkfs, before the guest booted
-  std::string final_image;  // the disk as the guest (or the cut) left it
-  std::string ack_log;      // JSON lines
+  harness::DiskGeometry geometry;  // the recorded disk's sectors
+  std::string mkfs_command;        // as run on the host ("" for raw)
+  uint32_t fs_block_size = 0;      // read back from the made file system (0: raw)
+  std::string base_image;          // the disk right after mkfs, before the guest booted
+  std::string final_image;         // the disk as the guest (or the cut) left it
+  std::string ack_log;             // JSON lines
   std::string console_log;
   std::string workload_log;  // the workload's stdout and stderr (checker.log beside it)
   Accel accel = Accel::kTcg;
@@ -120,7 +133,10 @@ struct RunResult {
 absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec);
 
 struct CheckSpec {
-  std::string fs = "ext4";
+  harness::FsKind fs = harness::FsKind::kExt4;
+  // The disk's sectors as the guest sees them: the recording's (a file system made for 4kn
+  // sectors does not mount on a 512-byte disk, and the reverse).
+  harness::SectorFormat sector = harness::kDefaultSectorFormat;
   std::string image;       // checked in place unless copy_image
   bool copy_image = true;  // check a sparse copy, leave `image` untouched
   std::string checker;
@@ -141,5 +157,12 @@ absl::StatusOr<GuestResult> CheckInVm(const VmEnvironment& env, const CheckSpec&
 inline constexpr size_t kMaxCheckImages = 16;
 absl::StatusOr<std::vector<GuestResult>> CheckImagesInVm(const VmEnvironment& env,
                                                          const std::vector<CheckSpec>& specs);
+
+// The host folders a guest must keep visible for `commands` (docs/vm.md, "Host paths"): for
+// every absolute path a command names that lies under a folder the guest covers with tmpfs
+// (/tmp, /run, /var/tmp, /mnt), its nearest existing folder below that covered folder. A path
+// whose nearest existing folder is the covered folder itself (e.g. /tmp/new-file) is left to
+// the guest's tmpfs. Sorted, without duplicates or folders inside another kept one.
+std::vector<std::string> CommandKeepPaths(const std::vector<std::string>& commands);
 
 }  // namespace powercut::vm

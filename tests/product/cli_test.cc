@@ -85,6 +85,17 @@ TEST(Cli, RunAndMergeAndReproRejectBadInput) {
                       " run --workload true --checker true --cache sometimes --quiet");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("--cache"));
+  // An unknown sector format is refused before any guest boots (no VM is prepared: the message
+  // is the only output), with the three choices.
+  for (const char* command : {" run --workload true --checker true --sector 4k",
+                              " matrix --workloads xlog --sector 4k"}) {
+    r = RunCommand(std::string(POWERCUT_BIN) + command);
+    EXPECT_EQ(r.exit_code, 2) << command << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr("--sector 4k: expected 512n")) << command;
+    EXPECT_THAT(r.output, HasSubstr("512e")) << command;
+    EXPECT_THAT(r.output, HasSubstr("4kn")) << command;
+    EXPECT_THAT(r.output, ::testing::Not(HasSubstr("preparing the VM"))) << command;
+  }
   r = RunCommand(std::string(POWERCUT_BIN) + " merge " + dir.File("none.json"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("cannot read"));

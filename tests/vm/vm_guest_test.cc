@@ -53,8 +53,9 @@ constexpr char kLogChecker[] =
     "f=$POWERCUT_DIR/log; [ -f $f ] && sed -n 's/^rec \\([0-9]*\\)$/have \\1/p' $f; exit 0";
 
 // kLogChecker on a cut image, in place (the image is the test's own copy).
-CheckSpec LogCheckOf(const std::string& fs, const std::string& image) {
+CheckSpec LogCheckOf(harness::FsKind fs, const std::string& image) {
   return {.fs = fs,
+          .sector = harness::kDefaultSectorFormat,
           .image = image,
           .copy_image = false,
           .checker = kLogChecker,
@@ -84,6 +85,11 @@ std::string ODirectChecker(int n) {
 std::string HashOf(const std::string& path) {
   auto h = powercut::HashFile(path);
   return h.ok() ? h->Hex() : std::string(h.status().message());
+}
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 class VmTest : public ::testing::Test {
@@ -162,6 +168,9 @@ TEST_F(VmTest, BootsRunsATrivialWorkloadAndPowersOff) {
              r->boot_seconds, r->guest.ready_seconds, AccelName(r->accel));
   EXPECT_EQ(r->guest.exit_code, 0);
   EXPECT_EQ(r->guest.device_cache, "write back");
+  // The default disk is 512e, as the guest's block layer sees it.
+  EXPECT_EQ(r->guest.logical_block_size, 512u);
+  EXPECT_EQ(r->guest.physical_block_size, 4096u);
   EXPECT_THAT(r->host_acks, ::testing::ElementsAre("1"));
   EXPECT_GT(r->boot_seconds, 0);
 }
@@ -191,11 +200,21 @@ TEST_F(VmTest, FdatasyncWorkloadRecordedByNbdAndDmLogWritesAgreesAndPasses) {
   ASSERT_EQ(r->host_acks.size(), static_cast<size_t>(kCommits));
   EXPECT_GT(r->nbd_flushes, static_cast<uint64_t>(kCommits));  // each fdatasync is a FLUSH
 
-  // Both manifests name the base image relative to their folder.
+  EXPECT_EQ(r->guest.logical_block_size, 512u);
+  EXPECT_EQ(r->guest.physical_block_size, 4096u);
+  // Both manifests name the base image relative to their folder, and say how the disk and its
+  // file system were made: 512e, ext4 with 4 KiB blocks on the 512 MiB default disk.
   for (const std::string& manifest : {r->manifest, r->log_writes_manifest}) {
     auto m = harness::ReadManifest(manifest);
     ASSERT_TRUE(m.ok()) << m.status();
     EXPECT_EQ(m->base_image, "base.img") << manifest;
+    EXPECT_EQ(m->block_size, 512u) << manifest;
+    EXPECT_EQ(m->logical_sector, 512u) << manifest;
+    EXPECT_EQ(m->physical_sector, 4096u) << manifest;
+    EXPECT_EQ(m->fs, "ext4") << manifest;
+    EXPECT_EQ(m->mkfs_command, "mkfs.ext4 -F -q {image}") << manifest;
+    EXPECT_EQ(m->fs_block_size, 4096u) << manifest;
+    EXPECT_EQ(m->base_image_bytes, 512ull << 20) << manifest;
   }
   const std::string final_hash = HashOf(r->final_image);
   for (const std::string& trace : {r->trace, r->log_writes_trace}) {
@@ -334,7 +353,7 @@ TEST_F(VmTest, LivePowerCutRandomKeepsEveryAckOfTheFdatasyncWorkload) {
     cuts.push_back({seed, *r, image});
   }
   std::vector<CheckSpec> checks;
-  for (const Cut& c : cuts) checks.push_back(LogCheckOf("ext4", c.image));
+  for (const Cut& c : cuts) checks.push_back(LogCheckOf(harness::FsKind::kExt4, c.image));
   auto results = CheckImagesInVm(*env_, checks);
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_EQ(results->size(), cuts.size());
@@ -367,14 +386,15 @@ TEST_F(VmTest, LivePowerCutRandomKeepsEveryAckOfTheFdatasyncWorkload) {
 // one fresh guest (the kernel replays the xfs log / the btrfs log tree).
 TEST_F(VmTest, XfsAndBtrfsKeepEveryAckAcrossALivePowerCut) {
   struct Cut {
-    std::string fs;
+    harness::FsKind fs;
     RunResult run;
     std::string image;
   };
   std::vector<Cut> cuts;
-  for (const std::string fs_name : {"xfs", "btrfs"}) {
+  for (const harness::FsKind kind : {harness::FsKind::kXfs, harness::FsKind::kBtrfs}) {
+    const std::string fs_name = harness::FsName(kind);
     RunSpec spec;
-    spec.fs = fs_name;
+    spec.fs = kind;
     spec.command = FdatasyncWorkload(kCommits);
     spec.cut.when = CutSpec::When::kRandom;
     spec.cut.random_max_acks = kCommits / 2;
@@ -389,7 +409,7 @@ TEST_F(VmTest, XfsAndBtrfsKeepEveryAckAcrossALivePowerCut) {
     ASSERT_TRUE(trace.ok()) << trace.status();
     std::string image = dir_ / fmt::format("{}.img", fs_name);
     fs::rename(r->final_image, image);
-    cuts.push_back({fs_name, *r, image});
+    cuts.push_back({kind, *r, image});
   }
   std::vector<CheckSpec> checks;
   for (const Cut& c : cuts) checks.push_back(LogCheckOf(c.fs, c.image));
@@ -399,15 +419,91 @@ TEST_F(VmTest, XfsAndBtrfsKeepEveryAckAcrossALivePowerCut) {
   for (size_t i = 0; i < cuts.size(); ++i) {
     const RunResult& r = cuts[i].run;
     const GuestResult& check = (*results)[i];
-    fmt::print("{}: cut after {} acks with {} unflushed writes; the checker has {}\n", cuts[i].fs,
+    const char* name = harness::FsName(cuts[i].fs);
+    fmt::print("{}: cut after {} acks with {} unflushed writes; the checker has {}\n", name,
                r.host_acks.size(), r.cut_report.candidates, check.have.size());
-    ASSERT_TRUE(check.ok) << cuts[i].fs << ": " << check.failed_step << ": " << check.error;
-    EXPECT_EQ(check.checker_exit_code, 0) << cuts[i].fs;
-    EXPECT_FALSE(r.host_acks.empty()) << cuts[i].fs;
-    EXPECT_THAT(check.have, IsSupersetOf(r.host_acks)) << cuts[i].fs;
-    EXPECT_GT(r.cut_report.candidates, 0u) << cuts[i].fs;
+    ASSERT_TRUE(check.ok) << name << ": " << check.failed_step << ": " << check.error;
+    EXPECT_EQ(check.checker_exit_code, 0) << name;
+    EXPECT_FALSE(r.host_acks.empty()) << name;
+    EXPECT_THAT(check.have, IsSupersetOf(r.host_acks)) << name;
+    EXPECT_GT(r.cut_report.candidates, 0u) << name;
   }
 }
+
+// 512n and 4kn: the guest sees the sectors asked for, both recorders write traces in the logical
+// sector (the NBD recorder's sectorsize; the kernel's dm-log-writes takes the device's), both
+// replay to the final image, and the manifests say what the disk was. Under 4kn every request
+// the guest sends is whole 4 KiB sectors; xfs is made with the physical sector as its own.
+TEST_F(VmTest, SectorFormatsReachTheGuestAndBothRecorders) {
+  for (const harness::SectorFormat format :
+       {harness::SectorFormat::k512n, harness::SectorFormat::k4kn}) {
+    const harness::DiskGeometry g = harness::GeometryOf(format);
+    const char* name = harness::SectorFormatName(format);
+    RunSpec spec;
+    spec.fs = harness::FsKind::kXfs;
+    spec.sector = format;
+    spec.command = FdatasyncWorkload(3);
+    spec.also_log_writes = true;
+    auto r = Run(spec);
+    ASSERT_TRUE(r.ok()) << name << ": " << r.status();
+    ASSERT_EQ(r->guest.exit_code, 0) << name;
+    EXPECT_EQ(r->guest.logical_block_size, g.logical_sector) << name;
+    EXPECT_EQ(r->guest.physical_block_size, g.physical_sector) << name;
+    EXPECT_EQ(r->geometry, g) << name;
+    const std::string final_hash = HashOf(r->final_image);
+    for (const std::string& trace : {r->trace, r->log_writes_trace}) {
+      auto file = harness::TraceFile::Open(trace);
+      ASSERT_TRUE(file.ok()) << file.status();
+      EXPECT_EQ((*file)->trace().sector_size, g.logical_sector) << name << " " << trace;
+      auto m = harness::ReadManifest(harness::ManifestPathFor(trace));
+      ASSERT_TRUE(m.ok()) << m.status();
+      EXPECT_EQ(m->block_size, g.logical_sector) << name << " " << trace;
+      EXPECT_EQ(m->logical_sector, g.logical_sector) << name << " " << trace;
+      EXPECT_EQ(m->physical_sector, g.physical_sector) << name << " " << trace;
+      EXPECT_EQ(m->fs, "xfs") << name;
+      EXPECT_EQ(m->mkfs_command,
+                fmt::format("mkfs.xfs -f -q -s size={} {{image}}", g.physical_sector))
+          << name;
+      EXPECT_EQ(m->fs_block_size, 4096u) << name;
+      std::string replayed = dir_ / "replayed.img";
+      auto applied = harness::ReplayTrace(**file, r->base_image, replayed, {});
+      ASSERT_TRUE(applied.ok()) << applied.status();
+      EXPECT_EQ(HashOf(replayed), final_hash) << name << ": " << trace;
+      fs::remove(replayed);
+    }
+  }
+}
+
+#ifdef POWERCUT_WORKLOAD_PATH
+// A checkout under /tmp (item 7): the guest covers /tmp with tmpfs, yet a workload binary copied
+// into a fresh folder there runs in the guest, as workload and as checker, because the guest
+// keeps visible every folder the commands name. Nothing is built: the binary is the build's own.
+TEST_F(VmTest, AWorkloadBinaryUnderTmpRunsAsWorkloadAndChecker) {
+  const fs::path clone = fs::path(dir_.path()) / "clone" / "build" / "workloads";
+  ASSERT_EQ(clone.string().rfind("/tmp/", 0), 0u) << clone;
+  fs::create_directories(clone);
+  const std::string binary = (clone / "powercut-workload").string();
+  fs::copy_file(POWERCUT_WORKLOAD_PATH, binary);
+  fs::permissions(binary, fs::perms::owner_all, fs::perm_options::add);
+  RunSpec spec;
+  spec.command = fmt::format("{} wal run --barrier fdatasync --threads 1 --count 5", binary);
+  auto r = Run(spec);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->guest.exit_code, 0) << "workload output:\n" << ReadWholeFile(r->workload_log);
+  EXPECT_EQ(r->host_acks.size(), 5u);
+  EXPECT_TRUE(fs::is_regular_file(r->trace));
+  EXPECT_TRUE(fs::is_regular_file(r->manifest));
+  EXPECT_GT(r->trace_entries, 5u);
+  CheckSpec check{.fs = harness::FsKind::kExt4,
+                  .image = r->final_image,
+                  .checker = fmt::format("'{}' wal check", binary)};
+  auto c = CheckInVm(*env_, check);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->ok) << c->failed_step << ": " << c->error;
+  EXPECT_EQ(c->checker_exit_code, 0);
+  EXPECT_THAT(c->have, IsSupersetOf(r->host_acks));
+}
+#endif
 
 }  // namespace
 }  // namespace powercut::vm

@@ -330,14 +330,20 @@ TEST(ParseCutTest, AcceptsTheThreeFormsAndRejectsOthers) {
 TEST(GuestJobTest, SeveralChecksRoundTripThroughJson) {
   GuestJob job;
   job.mode = GuestJob::Mode::kCheck;
-  job.checks = {
-      {.disk_serial = "powercut0", .fs = "xfs", .command = "c0", .mount_options = ""},
-      {.disk_serial = "powercut1", .fs = "btrfs", .command = "c1", .mount_options = "ro"}};
+  job.checks = {{.disk_serial = "powercut0", .fs = harness::FsKind::kXfs, .command = "c0"},
+                {.disk_serial = "powercut1",
+                 .fs = harness::FsKind::kBtrfs,
+                 .command = "c1",
+                 .mount_options = "ro"}};
   auto back = GuestJobFromJson(GuestJobToJson(job));
   ASSERT_TRUE(back.ok()) << back.status();
   ASSERT_EQ(back->checks.size(), 2u);
   EXPECT_EQ(back->checks[1].disk_serial, "powercut1");
-  EXPECT_EQ(back->checks[1].fs, "btrfs");
+  EXPECT_EQ(back->checks[1].fs, harness::FsKind::kBtrfs);
+  EXPECT_THAT(GuestJobToJson(job), HasSubstr("\"fs\": \"btrfs\""));
+  auto zfs = GuestJobFromJson("{\"fs\": \"zfs\"}");
+  ASSERT_FALSE(zfs.ok());
+  EXPECT_THAT(std::string(zfs.status().message()), HasSubstr("expected ext4, xfs, btrfs or raw"));
   EXPECT_EQ(back->checks[1].command, "c1");
   EXPECT_EQ(back->checks[1].mount_options, "ro");
 
@@ -346,11 +352,15 @@ TEST(GuestJobTest, SeveralChecksRoundTripThroughJson) {
   r.checks.resize(2);
   r.checks[0].have = {"1", "2"};
   r.checks[1].failed_step = "mount";
+  r.logical_block_size = 512;
+  r.physical_block_size = 4096;
   auto rb = GuestResultFromJson(GuestResultToJson(r));
   ASSERT_TRUE(rb.ok()) << rb.status();
   ASSERT_EQ(rb->checks.size(), 2u);
   EXPECT_THAT(rb->checks[0].have, ElementsAre("1", "2"));
   EXPECT_EQ(rb->checks[1].failed_step, "mount");
+  EXPECT_EQ(rb->logical_block_size, 512u);
+  EXPECT_EQ(rb->physical_block_size, 4096u);
   EXPECT_FALSE(GuestResultFromJson("{\"checks\": [1]}").ok());
 }
 
@@ -361,14 +371,71 @@ TEST(CheckImagesTest, RefusesMoreImagesThanOneGuestTakes) {
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("at most 16"));
 }
 
-TEST(DiskImageTest, RefusesBlockDevicesAndUnknownFileSystems) {
-  auto s = MakeFileSystem("ext4", "/dev/null");
+TEST(DiskImageTest, RefusesBlockDevices) {
+  auto s = MakeFileSystem(harness::FsKind::kExt4, harness::GeometryOf(harness::SectorFormat::k512e),
+                          "/dev/null");
   ASSERT_FALSE(s.ok());
-  EXPECT_THAT(std::string(s.message()), HasSubstr("never writes to block devices"));
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("never writes to block devices"));
+}
+
+// mkfs as the table says, on the table's default disk: the block size read back from the made
+// file system is a deployment's (ext4 4 KiB, not the 1 KiB "small" profile), and xfs takes the
+// physical sector as its sector size.
+TEST(DiskImageTest, MakesEachFileSystemWithItsDeploymentProfile) {
   VmTempDir dir;
-  ASSERT_TRUE(CreateSparseImage(dir / "x.img", 64 << 20).ok());
-  auto bad = MakeFileSystem("zfs", dir / "x.img");
-  EXPECT_THAT(std::string(bad.message()), HasSubstr("expected ext4, xfs, btrfs or raw"));
+  const harness::DiskGeometry g512e = harness::GeometryOf(harness::SectorFormat::k512e);
+  struct Case {
+    harness::FsKind fs;
+    const char* tool;
+  };
+  for (const Case& c :
+       {Case{harness::FsKind::kExt4, "mkfs.ext4"}, Case{harness::FsKind::kXfs, "mkfs.xfs"},
+        Case{harness::FsKind::kBtrfs, "mkfs.btrfs"}}) {
+    const harness::FileSystem& table = harness::FileSystemOf(c.fs);
+    if (!RunCommand({"sh", "-c", fmt::format("command -v {}", c.tool)}).ok() ||
+        RunCommand({"sh", "-c", fmt::format("command -v {}", c.tool)})->exit_code != 0) {
+      fmt::print("{} not installed: {} skipped\n", c.tool, table.name);
+      continue;
+    }
+    const std::string image = dir / fmt::format("{}.img", table.name);
+    ASSERT_TRUE(CreateSparseImage(image, table.default_image_bytes).ok());
+    auto mkfs = MakeFileSystem(c.fs, g512e, image);
+    ASSERT_TRUE(mkfs.ok()) << mkfs.status();
+    EXPECT_EQ(*mkfs, harness::ShellJoin(table.MkfsArgv(g512e)));
+    EXPECT_THAT(*mkfs, HasSubstr("{image}"));
+    auto block = FileSystemBlockSize(c.fs, image);
+    ASSERT_TRUE(block.ok()) << block.status();
+    EXPECT_EQ(*block, 4096u) << table.name;
+    fs::remove(image);
+  }
+  EXPECT_THAT(harness::ShellJoin(harness::FileSystemOf(harness::FsKind::kXfs).MkfsArgv(g512e)),
+              HasSubstr("-s size=4096"));
+  auto raw = MakeFileSystem(harness::FsKind::kRaw, g512e, dir / "raw.img");
+  EXPECT_FALSE(raw.ok());  // not created yet: mkfs refuses what is not a regular file
+  ASSERT_TRUE(CreateSparseImage(dir / "raw.img", 1 << 20).ok());
+  EXPECT_EQ(*MakeFileSystem(harness::FsKind::kRaw, g512e, dir / "raw.img"), "");
+  EXPECT_EQ(*FileSystemBlockSize(harness::FsKind::kRaw, dir / "raw.img"), 0u);
+}
+
+// The guest keeps visible what the commands name under its tmpfs folders: the nearest existing
+// folder of each absolute path, never a covered folder itself, never a path outside them.
+TEST(CommandKeepPathsTest, KeepsTheNearestExistingFolderOfEveryNamedPath) {
+  VmTempDir dir;  // under /tmp (or $TMPDIR)
+  const std::string base = fs::weakly_canonical(dir.path()).string();
+  if (base.rfind("/tmp/", 0) != 0) GTEST_SKIP() << "the scratch folder is not under /tmp";
+  fs::create_directories(base + "/bin");
+  fs::create_directories(base + "/data/sub");
+  std::ofstream(base + "/bin/prog") << "#!/bin/sh\n";
+  const std::string workload = fmt::format(
+      "{}/bin/prog run --dir=\"{}/data/sub/new-file\" --count 3 >/tmp/new-log 2>&1; "
+      "cat /etc/hostname /usr/bin/env",
+      base, base);
+  const std::string checker = fmt::format("'{}/bin/prog' check:{}/data", base, base);
+  EXPECT_THAT(CommandKeepPaths({workload, checker}), ElementsAre(base + "/bin", base + "/data"));
+  // /tmp/new-log: its nearest existing folder is /tmp itself, left to the guest's tmpfs.
+  EXPECT_THAT(CommandKeepPaths({"echo x > /tmp/new-log; ls /var/tmp /mnt/"}), ElementsAre());
+  // Relative words and words that merely contain a slash are not paths.
+  EXPECT_THAT(CommandKeepPaths({fmt::format("a{}/bin/prog x/{}", base, base)}), ElementsAre());
 }
 
 TEST(DiskImageTest, LogWritesUsedBytesFollowsTheEntries) {

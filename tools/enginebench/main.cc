@@ -24,6 +24,7 @@
 #include "base/image_io.h"
 #include "fmt/format.h"
 #include "harness/check/engine.h"
+#include "harness/check/file_system.h"
 #include "harness/check/loop_mount.h"
 #include "harness/trace/diff_trace.h"
 #include "harness/trace/raw_log.h"
@@ -136,21 +137,28 @@ int RawScenario(const std::string& dir, int workers, const std::string& models) 
   return 0;
 }
 
-// A file-system scenario: ext4 (64 MiB), xfs or btrfs (300 MiB, the smallest xfs allows).
-int FsScenario(const std::string& dir, int workers, const std::string& fs) {
-  const char* tag = fs.c_str();
+// A file-system scenario: ext4 (64 MiB, 4 KiB blocks, lazy init: quick to make), xfs or btrfs
+// (their smallest image, made as the file-system table makes it).
+int FsScenario(const std::string& dir, int workers, powercut::harness::FsKind kind) {
+  const powercut::harness::FileSystem& table = powercut::harness::FileSystemOf(kind);
+  const std::string fs = table.name;
+  const char* tag = table.name;
+  const bool ext4 = kind == powercut::harness::FsKind::kExt4;
   if (::geteuid() != 0) {
     std::printf("%-5s skipped: loop mounts need root\n", tag);
     return 0;
   }
-  const uint64_t image_bytes = fs == "ext4" ? kImageBytes : (300ull << 20);
+  const uint64_t image_bytes = ext4 ? kImageBytes : table.min_image_bytes;
   std::string base = fmt::format("{}/{}-base.img", dir, fs);
   MakeImage(base, image_bytes);
   std::string mkfs =
-      fs == "ext4"
-          ? fmt::format("mkfs.ext4 -q -F -b 4096 -E lazy_itable_init=1,lazy_journal_init=1 '{}'",
-                        base)
-          : fmt::format("mkfs.{} -q -f '{}' >/dev/null", fs, base);
+      ext4 ? fmt::format("mkfs.ext4 -q -F -b 4096 -E lazy_itable_init=1,lazy_journal_init=1 '{}'",
+                         base)
+           : powercut::harness::ShellJoin(powercut::harness::WithImage(
+                 table.MkfsArgv(
+                     powercut::harness::GeometryOf(powercut::harness::kDefaultSectorFormat)),
+                 base)) +
+                 " >/dev/null";
   if (std::system(mkfs.c_str()) != 0) return std::fprintf(stderr, "%s failed\n", mkfs.c_str()), 1;
   std::string after = fmt::format("{}/{}-after.img", dir, fs);
   if (!powercut::CopySparse(base, after).ok()) return 1;
@@ -274,11 +282,12 @@ int Main(int argc, char** argv) {
       size_t comma = file_systems.find(',', start);
       std::string fs = file_systems.substr(
           start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (fs != "ext4" && fs != "xfs" && fs != "btrfs") {
+      auto kind = powercut::harness::ParseFsKind(fs);
+      if (!kind.ok() || powercut::harness::FileSystemOf(*kind).raw()) {
         std::fprintf(stderr, "--fs %s: expected ext4, xfs or btrfs\n", fs.c_str());
         return 2;
       }
-      rc |= FsScenario(tmpl, workers, fs);
+      rc |= FsScenario(tmpl, workers, *kind);
       if (comma == std::string::npos) break;
       start = comma + 1;
     }

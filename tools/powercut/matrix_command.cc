@@ -37,7 +37,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
   struct Args {
     product::MatrixOptions o;
     std::vector<std::string> workloads, barriers, fs;
-    std::string shard = "1/1", json, junit, html, workload_binary, agent, cells;
+    std::string sector = "512e", shard = "1/1", json, junit, html, workload_binary, agent, cells;
     bool quiet = false, list = false, no_torn = false, no_expect = false;
   };
   auto a = std::make_shared<Args>();
@@ -53,6 +53,10 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
                 "settings: barriers (fdatasync, none, direct, ...), rocksdb sync|nosync|nowal, "
                 "sqlite full|extra|normal|off; default: all of each workload's");
   m->add_option("--fs", a->fs, "ext4, xfs, btrfs (default ext4)");
+  m->add_option("--sector", a->sector,
+                "the recorded disk's sectors: 512n, 512e (512-byte logical, 4,096-byte "
+                "physical) or 4kn")
+      ->capture_default_str();
   m->add_option("--cache", a->o.cache, "off,on,lying or all")->capture_default_str();
   m->add_option("--window", a->o.window, "lying window")->capture_default_str();
   m->add_option("--points", a->o.points, "crash points: every, acks, flushes or N")
@@ -88,6 +92,12 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
     o.workloads = SplitCommas(a->workloads);
     o.barriers = SplitCommas(a->barriers);
     if (!a->fs.empty()) o.fs = SplitCommas(a->fs);
+    auto sector = harness::ParseSectorFormat(a->sector);
+    if (!sector.ok()) {
+      *exit_code = CouldNotRun(std::string(sector.status().message()));
+      return;
+    }
+    o.sector = *sector;
     o.powercut = product::SelfPath();
     o.progress = !a->quiet;
     o.torn = !a->no_torn;

@@ -25,7 +25,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   struct Args {
     product::RunOptions o;
     std::string cache = "all", window = "16", recorder = "nbd", points = product::kDefaultPoints,
-                states = product::kDefaultStates, json, junit, html, trace;
+                states = product::kDefaultStates, json, junit, html, trace, sector = "512e";
     int timeout = 600;
     bool quiet = false, no_torn = false;
   };
@@ -41,6 +41,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "the checker command (runs on each crash image; prints `have <id>`)")
       ->required();
   run->add_option("--fs", a->o.fs, "ext4 | xfs | btrfs | raw")->capture_default_str();
+  run->add_option("--sector", a->sector,
+                  "the recorded disk's sectors: 512n, 512e (512-byte logical, 4,096-byte "
+                  "physical) or 4kn")
+      ->capture_default_str();
   run->add_option("--cache", a->cache, "off,on,lying or all")->capture_default_str();
   run->add_option("--window", a->window, "lying window: entries (16) or bytes (64KiB)")
       ->capture_default_str();
@@ -81,8 +85,9 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     auto points = product::ParsePoints(a->points);
     auto states = product::ParseStates(a->states);
     auto recorder = product::ParseRecorder(a->recorder);
+    auto sector = harness::ParseSectorFormat(a->sector);
     for (const absl::Status& s :
-         {models.status(), points.status(), states.status(), recorder.status()}) {
+         {models.status(), points.status(), states.status(), recorder.status(), sector.status()}) {
       if (!s.ok()) {
         *exit_code = CouldNotRun(std::string(s.message()));
         return;
@@ -93,6 +98,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     o.states = *states;
     o.states.torn = !a->no_torn;
     o.recording = *recorder;
+    o.sector = *sector;
     if (o.name.empty()) o.name = "run";
     bool progress = !a->quiet && ::isatty(2);
     product::Progress states_progress("powercut run: checking", 0, !a->quiet);
@@ -129,6 +135,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     j["run"] = {{"workload", o.workload},
                 {"checker", o.checker},
                 {"fs", o.fs},
+                {"sector", harness::SectorFormatName(o.sector)},
                 {"status", !outcome.ran       ? "error"
                            : outcome.passed() ? "pass"
                                               : "fail"},

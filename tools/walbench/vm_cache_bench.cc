@@ -64,13 +64,14 @@ absl::StatusOr<VmCacheRun> RunOnce(const vm::VmEnvironment& env, const VmCacheOp
                                    bool cache_on, int rep, BenchDir& dir) {
   ASSIGN_OR_RETURN(const std::string out, dir.NewRunDir(cache_on ? "vm-on" : "vm-off"));
   vm::RunSpec spec;
-  spec.fs = options.fs;
+  ASSIGN_OR_RETURN(spec.fs, harness::ParseFsKind(options.fs));
   spec.command = GuestCommand(options);
   spec.recording = vm::Recording::kNone;
   spec.disk_cache = cache_on ? vm::DiskCache::kWriteBack : vm::DiskCache::kWriteThrough;
   // Room for both files and the file system's own metadata and journal.
   const uint64_t need = options.workload.seq_write_bytes + options.workload.commit_file_bytes;
-  spec.disk_bytes = std::max<uint64_t>(128ull << 20, (need + need / 4 + (64ull << 20)) & ~4095ull);
+  spec.disk_bytes = std::max<uint64_t>(harness::FileSystemOf(spec.fs).default_image_bytes,
+                                       (need + need / 4 + (64ull << 20)) & ~4095ull);
   spec.output_dir = out;
   spec.timeout = std::chrono::seconds(options.timeout_seconds);
   if (UnderMaskedFolder(options.walbench)) {

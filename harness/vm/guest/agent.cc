@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -168,8 +169,13 @@ class Agent {
     if (disk_.empty()) {
       return Fail("find-disk", fmt::format("no virtio disk with serial {}", job_.disk_serial));
     }
-    result_.device_cache = ReadLine(
-        fmt::format("/sys/block/{}/queue/write_cache", fs::path(disk_).filename().string()));
+    const std::string queue =
+        fmt::format("/sys/block/{}/queue", fs::path(disk_).filename().string());
+    result_.device_cache = ReadLine(queue + "/write_cache");
+    result_.logical_block_size = static_cast<uint32_t>(
+        std::strtoul(ReadLine(queue + "/logical_block_size").c_str(), nullptr, 10));
+    result_.physical_block_size = static_cast<uint32_t>(
+        std::strtoul(ReadLine(queue + "/physical_block_size").c_str(), nullptr, 10));
     uint64_t sectors = 0;
     if (!DeviceSectors(disk_, &sectors)) return Fail("find-disk", "cannot read the disk size");
     sectors_ = sectors;
@@ -215,10 +221,12 @@ class Agent {
     return fmt::format("0 {} flakey {} 0 0 3600 1 {}", sectors_, flakey_base_, job_.flakey);
   }
 
+  bool Raw() const { return powercut::harness::FileSystemOf(job_.fs).raw(); }
+
   bool Mount() {
-    if (job_.fs == "raw") return true;
+    if (Raw()) return true;
     fs::create_directories(mount_dir_);
-    std::vector<std::string> argv = {"mount", "-t", job_.fs};
+    std::vector<std::string> argv = {"mount", "-t", powercut::harness::FsName(job_.fs)};
     if (!job_.mount_options.empty()) {
       argv.push_back("-o");
       argv.push_back(job_.mount_options);
@@ -229,7 +237,7 @@ class Agent {
   }
 
   bool Unmount() {
-    if (job_.fs == "raw") return true;
+    if (Raw()) return true;
     return Cmd("unmount", {"umount", mount_dir_});
   }
 
@@ -249,7 +257,7 @@ class Agent {
       dup2(ack_pipe[1], 3);  // dup2 clears FD_CLOEXEC on the new descriptor
       int devnull = open("/dev/null", O_RDONLY);
       dup2(devnull, STDIN_FILENO);
-      if (job_.fs == "raw") {
+      if (Raw()) {
         setenv("POWERCUT_DEV", device_.c_str(), 1);
       } else {
         setenv("POWERCUT_DIR", mount_dir_.c_str(), 1);
