@@ -62,10 +62,9 @@ int RunBarriers(const BarriersFlags& flags) {
   auto cells = RunBarrierBench(options, *facts, *dir);
   if (!cells.ok()) return Fail(cells.status());
   fmt::print("\n{}", FormatBarrierTable(*cells));
-  if (!flags.json.empty()) {
-    absl::Status status =
-        WriteFile(flags.json, BarrierResultsToJson(*facts, *cells).dump(2) + "\n", "--json");
-    if (!status.ok()) return Fail(status);
+  if (absl::Status status = WriteJsonIfAsked(flags.json, BarrierResultsToJson(*facts, *cells));
+      !status.ok()) {
+    return Fail(status);
   }
   return 0;
 }

@@ -52,10 +52,9 @@ int RunCacheVm(const CacheFlags& flags, const CacheWorkloadOptions& workload) {
   auto report = RunCacheInVm(options);
   if (!report.ok()) return Fail(report.status());
   fmt::print("{}", FormatVmCacheReport(*report));
-  if (!flags.json.empty()) {
-    absl::Status status =
-        WriteFile(flags.json, VmCacheReportToJson(options, *report).dump(2) + "\n", "--json");
-    if (!status.ok()) return Fail(status);
+  if (absl::Status status = WriteJsonIfAsked(flags.json, VmCacheReportToJson(options, *report));
+      !status.ok()) {
+    return Fail(status);
   }
   return 0;
 }
@@ -78,10 +77,9 @@ int RunCache(const CacheFlags& flags) {
       "write cache as the disk reports it: {} (one side of the on/off comparison only)\n",
       result->seq_write_mb_per_sec, flags.mib, result->seq_write_seconds, result->commits_per_sec,
       result->commit_p50_us, result->commit_p99_us, result->write_cache);
-  if (!flags.json.empty()) {
-    absl::Status status =
-        WriteFile(flags.json, CacheWorkloadResultToJson(*result).dump(2) + "\n", "--json");
-    if (!status.ok()) return Fail(status);
+  if (absl::Status status = WriteJsonIfAsked(flags.json, CacheWorkloadResultToJson(*result));
+      !status.ok()) {
+    return Fail(status);
   }
   if (flags.result_line) {
     fmt::print("walbench-cache-result {}\n", CacheWorkloadResultToJson(*result).dump());

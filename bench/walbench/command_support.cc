@@ -59,6 +59,11 @@ absl::Status WriteFile(const std::string& path, const std::string& contents,
   return absl::OkStatus();
 }
 
+absl::Status WriteJsonIfAsked(const std::string& path, const nlohmann::json& json) {
+  if (path.empty()) return absl::OkStatus();
+  return WriteFile(path, json.dump(2) + "\n", "--json");
+}
+
 absl::StatusOr<DeviceFacts> PrepareDir(const std::string& parent, std::unique_ptr<BenchDir>* dir) {
   auto created = BenchDir::Create(parent);
   // A bad --dir is a usage error (exit 2), whatever the errno was.

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "bench/walbench/bench_dir.h"
 #include "bench/walbench/block_device.h"
+#include "nlohmann/json.hpp"
 #include "wal/barrier.h"
 
 namespace powercut::walbench::cli {
@@ -36,6 +37,9 @@ absl::StatusOr<std::vector<wal::Barrier>> ParseBarriers(const std::vector<std::s
 
 // Writes `contents` to `path`; the error names `flag` (e.g. "--json") and the path.
 absl::Status WriteFile(const std::string& path, const std::string& contents, std::string_view flag);
+
+// --json: writes `json` (indented, with a final newline) to `path`; nothing when `path` is empty.
+absl::Status WriteJsonIfAsked(const std::string& path, const nlohmann::json& json);
 
 // The scratch directory under `parent` and the facts of the disk under it, printed with the
 // warnings a user needs (tmpfs, no block device). A bad --dir is InvalidArgument.

@@ -104,10 +104,10 @@ int RunCommit(const CommitFlags& flags) {
   auto results = RunCommitBench(options, *facts, *dir);
   if (!results.ok()) return Fail(results.status());
   fmt::print("\n{}", FormatCommitTable(*results));
-  if (!flags.json.empty()) {
-    absl::Status status = WriteFile(
-        flags.json, CommitResultsToJson(*facts, options, *results).dump(2) + "\n", "--json");
-    if (!status.ok()) return Fail(status);
+  if (absl::Status status =
+          WriteJsonIfAsked(flags.json, CommitResultsToJson(*facts, options, *results));
+      !status.ok()) {
+    return Fail(status);
   }
   if (!flags.svg.empty()) {
     absl::Status status = WriteFile(flags.svg, RenderSvg(CommitPlotPanels(*results)), "--svg");
