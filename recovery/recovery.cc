@@ -68,6 +68,320 @@ std::string HeaderAdvice(const absl::Status& status) {
          "salvage to read the other segments, or move the file out of the directory";
 }
 
+// Why a segment's header cannot be trusted (OK when it can): it is unreadable, it names another
+// first LSN than the file name does, or it belongs to another log than the segments before it
+// (`log_id`, once one is known).
+absl::Status HeaderProblem(const SegmentFile& file,
+                           const absl::StatusOr<std::unique_ptr<wal::SegmentReader>>& reader,
+                           const std::optional<uint64_t>& log_id) {
+  if (!reader.ok()) {
+    return absl::Status(reader.status().code(),
+                        fmt::format("{}; {}", std::string(reader.status().message()),
+                                    HeaderAdvice(reader.status())));
+  }
+  if ((*reader)->header().first_lsn != file.first_lsn) {
+    return absl::DataLossError(fmt::format(
+        "{}: the header says the segment starts at LSN {} but its name says LSN {}: the file was "
+        "renamed or its header overwritten; move it out of the directory, or recover with mode "
+        "salvage",
+        file.path, (*reader)->header().first_lsn, file.first_lsn));
+  }
+  if (log_id.has_value() && (*reader)->header().log_id != *log_id) {
+    return absl::DataLossError(fmt::format(
+        "{}: belongs to another log (log id {:#x}, the segments before it have {:#x}): move "
+        "it out of the directory",
+        file.path, (*reader)->header().log_id, *log_id));
+  }
+  return absl::OkStatus();
+}
+
+// How the walk of the dense chain ended: at a cut, or at the end of the log with the LSN it
+// continues with.
+struct ChainWalk {
+  std::optional<Cut> cut;
+  wal::Lsn next_lsn = 0;
+};
+
+// What lies after the cut: its valid records by LSN, and the first proof that the region had
+// passed a barrier (empty: none, the tail is torn unless the cut is structural).
+struct AfterCut {
+  std::map<wal::Lsn, LaterRecord> later;
+  std::string evidence;
+};
+
+// One Recover call: opens the segments, walks the dense chain from the first segment to its
+// first break (the cut), reads what lies after the cut to tell a torn tail from a corrupt one,
+// and applies the mode (salvage keeps the later records; the others may refuse the damage).
+class LogRecovery {
+ public:
+  LogRecovery(const std::string& dir, const RecoverOptions& options, const RecordVisitor& visit,
+              wal::Env* env, LogDirectory log)
+      : dir_(dir),
+        options_(options),
+        visit_(visit),
+        env_(env),
+        salvage_(options.mode == Mode::kSalvage),
+        log_(std::move(log)) {}
+
+  // Call once.
+  absl::StatusOr<RecoveryResult> Run() {
+    result_.dir = dir_;
+    result_.mode = options_.mode;
+    result_.temp_files = log_.temp_files;
+    if (log_.segments.empty()) return std::move(result_);
+    RETURN_IF_ERROR(OpenSegments());
+    ASSIGN_OR_RETURN(const ChainWalk walk, WalkChain());
+    if (!walk.cut.has_value()) {
+      result_.tail = TailState::kClean;
+      result_.next_lsn = walk.next_lsn;
+      result_.tail_segment = log_.segments[*result_.tail_segment_index].name;
+      return std::move(result_);
+    }
+    const Cut& cut = *walk.cut;
+    ASSIGN_OR_RETURN(AfterCut after, ScanAfterCut(cut));
+    ClassifyTail(cut, after);
+    if (salvage_) {
+      RETURN_IF_ERROR(KeepSalvaged(cut, after.later));
+      return std::move(result_);
+    }
+    result_.dropped_records = after.later.size();
+    RETURN_IF_ERROR(RefuseDamageTheModeRejects(cut));
+    return std::move(result_);
+  }
+
+ private:
+  // Opens every segment and checks its header against its name and the log. A bad header fails
+  // recovery, except in salvage mode, where the segment is left out (a null reader).
+  absl::Status OpenSegments() {
+    std::optional<uint64_t> log_id;
+    for (const SegmentFile& file : log_.segments) {
+      SegmentSummary summary;
+      summary.name = file.name;
+      absl::StatusOr<std::unique_ptr<wal::SegmentReader>> reader =
+          wal::SegmentReader::Open(env_, file.path, options_.read_chunk_bytes);
+      const absl::Status problem = HeaderProblem(file, reader, log_id);
+      if (!problem.ok()) {
+        if (!salvage_) return problem;
+        summary.header_error = std::string(problem.message());
+        readers_.push_back(nullptr);
+      } else {
+        if (!log_id.has_value()) log_id = (*reader)->header().log_id;
+        summary.header_ok = true;
+        summary.header = (*reader)->header();
+        summary.file_size = (*reader)->file_size();
+        readers_.push_back(std::move(*reader));
+      }
+      if (summary.file_size == 0) {
+        absl::StatusOr<uint64_t> size = env_->FileSize(file.path);
+        if (size.ok()) summary.file_size = *size;
+      }
+      result_.segments.push_back(std::move(summary));
+    }
+    return absl::OkStatus();
+  }
+
+  // Returns one record: to the visitor (its first error is kept in visit_error_, later records
+  // are not shown) or into result_.records.
+  void Keep(wal::Lsn lsn, absl::Span<const uint8_t> payload) {
+    if (result_.record_count == 0) result_.first_record_lsn = lsn;
+    ++result_.record_count;
+    result_.last_record_lsn = lsn;
+    if (visit_) {
+      if (visit_error_.ok()) visit_error_ = visit_(lsn, payload);
+      return;
+    }
+    RecoveredRecord record;
+    record.lsn = lsn;
+    if (options_.keep_payloads) {
+      record.payload.assign(reinterpret_cast<const char*>(payload.data()), payload.size());
+    }
+    result_.records.push_back(std::move(record));
+  }
+
+  // Walks the dense chain from the first segment until its first break, keeping its records.
+  absl::StatusOr<ChainWalk> WalkChain() {
+    wal::Lsn expected = log_.segments[0].first_lsn;
+    result_.first_lsn = expected;
+    bool previous_sealed = false;
+    for (size_t i = 0; i < readers_.size(); ++i) {
+      std::optional<Cut> cut = BreakBefore(i, expected, previous_sealed);
+      if (cut.has_value()) return ChainWalk{std::move(cut), expected};
+      ASSIGN_OR_RETURN(const wal::ChainScan chain, ScanChain(i));
+      expected = chain.next_lsn;
+      previous_sealed = chain.stop == wal::ScanStop::kSeal;
+      ASSIGN_OR_RETURN(const bool ends_cleanly, EndsCleanly(*readers_[i], chain));
+      if (!ends_cleanly) {
+        return ChainWalk{
+            Cut{i, chain.end_offset, chain.next_lsn, StopReason(chain, *readers_[i]), false},
+            expected};
+      }
+    }
+    return ChainWalk{std::nullopt, expected};
+  }
+
+  // The cut before segment i when the chain cannot continue into it: its header was rejected
+  // (salvage), or it does not start where the log before it ends.
+  std::optional<Cut> BreakBefore(size_t i, wal::Lsn expected, bool previous_sealed) const {
+    const wal::Lsn first = log_.segments[i].first_lsn;
+    if (readers_[i] == nullptr) {  // salvage: an unreadable segment
+      return Cut{i == 0 ? 0 : i - 1, i == 0 ? 0 : result_.segments[i - 1].chain_end, expected,
+                 fmt::format("{}: {}", log_.segments[i].name, result_.segments[i].header_error),
+                 /*structural=*/true};
+    }
+    if (i > 0 && first != expected) {
+      const bool overlap = first < expected;
+      return Cut{i - 1, result_.segments[i - 1].chain_end, expected,
+                 overlap ? fmt::format("{} starts at LSN {}, but the segment before it already "
+                                       "holds records up to LSN {}",
+                                       log_.segments[i].name, first, expected - 1)
+                         : fmt::format("LSN gap: {} starts at LSN {}, but the log before it ends "
+                                       "at LSN {} (a missing segment or lost records)",
+                                       log_.segments[i].name, first, expected - 1),
+                 /*structural=*/overlap || previous_sealed};
+    }
+    return std::nullopt;
+  }
+
+  // Scans segment i's chain from its header, keeps its data records and notes in its summary and
+  // in the result's tail how far it got.
+  absl::StatusOr<wal::ChainScan> ScanChain(size_t i) {
+    ASSIGN_OR_RETURN(const wal::ChainScan chain,
+                     readers_[i]->ScanAll(
+                         [&](const wal::RecordLocation& record, absl::Span<const uint8_t> payload) {
+                           if (record.header.type == wal::RecordType::kData) {
+                             Keep(record.header.lsn, payload);
+                           }
+                         }));
+    if (!visit_error_.ok()) return visit_error_;
+    SegmentSummary& summary = result_.segments[i];
+    summary.scanned = true;
+    summary.chain_end = chain.end_offset;
+    summary.chain_records = chain.data_records;
+    summary.stop = chain.stop;
+    result_.tail_segment_index = i;
+    result_.tail_offset = chain.end_offset;
+    return chain;
+  }
+
+  // Whether a segment's chain ends where a writer leaves it (a seal, the end of the file, or
+  // zeros to the end), so the log may continue in the next segment.
+  static absl::StatusOr<bool> EndsCleanly(wal::SegmentReader& reader, const wal::ChainScan& chain) {
+    if (chain.stop == wal::ScanStop::kSeal || chain.stop == wal::ScanStop::kEndOfSegment) {
+      return true;
+    }
+    if (chain.stop == wal::ScanStop::kZero) return reader.IsZeroFrom(chain.end_offset);
+    return false;
+  }
+
+  // Reads every readable segment from the cut on. Valid records there decide torn vs corrupt
+  // (their synced LSN), are counted as dropped, or (salvage) are kept.
+  absl::StatusOr<AfterCut> ScanAfterCut(const Cut& cut) {
+    AfterCut after;
+    size_t current_segment = 0;
+    const wal::RecordCallback collect = [&](const wal::RecordLocation& record,
+                                            absl::Span<const uint8_t> payload) {
+      if (record.header.synced_lsn >= cut.lsn && after.evidence.empty()) {
+        after.evidence = fmt::format(
+            "record LSN {} at {} offset {} was written after everything up to LSN {} had passed "
+            "a barrier (its synced LSN), yet LSN {} is lost",
+            record.header.lsn, log_.segments[current_segment].name, record.offset,
+            record.header.synced_lsn, cut.lsn);
+      }
+      if (record.header.type != wal::RecordType::kData || after.later.contains(record.header.lsn)) {
+        return;
+      }
+      LaterRecord& kept = after.later[record.header.lsn];
+      kept.segment = current_segment;
+      kept.offset = record.offset;
+      if (salvage_ && (options_.keep_payloads || visit_)) {
+        kept.payload.assign(reinterpret_cast<const char*>(payload.data()), payload.size());
+      }
+    };
+    for (size_t i = cut.segment; i < readers_.size(); ++i) {
+      if (readers_[i] == nullptr) continue;
+      current_segment = i;
+      const uint64_t from =
+          i == cut.segment && result_.segments[i].scanned ? cut.offset : wal::kSegmentHeaderSize;
+      ASSIGN_OR_RETURN(const wal::TailProbe probe, readers_[i]->ProbeTail(from, cut.lsn, collect));
+      (void)probe;
+    }
+    return after;
+  }
+
+  // Records where the log ends and whether its tail is torn or corrupt (damage[0]).
+  void ClassifyTail(const Cut& cut, const AfterCut& after) {
+    const bool corrupt = cut.structural || !after.evidence.empty();
+    result_.tail = corrupt ? TailState::kCorrupt : TailState::kTorn;
+    result_.corruption_evidence = cut.structural ? cut.reason : after.evidence;
+    result_.next_lsn = cut.lsn;
+    result_.tail_segment_index = cut.segment;
+    result_.tail_segment = log_.segments[cut.segment].name;
+    result_.tail_offset = cut.offset;
+    result_.damage.push_back(Damage{log_.segments[cut.segment].name, cut.offset, cut.lsn,
+                                    after.later.empty() ? 0 : after.later.begin()->first,
+                                    cut.reason});
+  }
+
+  // Salvage: keeps the records after the cut in LSN order and lists every further hole.
+  absl::Status KeepSalvaged(const Cut& cut, std::map<wal::Lsn, LaterRecord>& later) {
+    wal::Lsn previous = result_.record_count == 0 ? cut.lsn - 1 : result_.last_record_lsn;
+    bool first_hole = true;
+    for (auto& [lsn, record] : later) {
+      if (lsn > previous + 1 && !first_hole) {
+        result_.damage.push_back(
+            Damage{log_.segments[record.segment].name, record.offset, previous + 1, lsn,
+                   fmt::format("LSNs {}..{} not found", previous + 1, lsn - 1)});
+      }
+      first_hole = false;
+      if (visit_) {
+        const auto* data = reinterpret_cast<const uint8_t*>(record.payload.data());
+        Keep(lsn, absl::MakeConstSpan(data, record.payload.size()));
+        RETURN_IF_ERROR(visit_error_);
+      } else {
+        if (result_.record_count == 0) result_.first_record_lsn = lsn;
+        ++result_.record_count;
+        result_.last_record_lsn = lsn;
+        result_.records.push_back(RecoveredRecord{lsn, std::move(record.payload)});
+      }
+      previous = lsn;
+    }
+    return absl::OkStatus();
+  }
+
+  // The error for a tail the mode does not accept: a corrupt one (tolerate-torn-tail), any
+  // damage (absolute). Point-in-time accepts every tail.
+  absl::Status RefuseDamageTheModeRejects(const Cut& cut) const {
+    const std::string where =
+        fmt::format("{}/{} offset {} (LSN {})", dir_, result_.tail_segment, cut.offset, cut.lsn);
+    if (options_.mode == Mode::kTolerateTornTail && result_.tail == TailState::kCorrupt) {
+      return absl::DataLossError(fmt::format(
+          "WAL is corrupt at {}: {}; {}. This is not the torn tail of a crash. Recover with mode "
+          "point-in-time to keep the {} records before it, or salvage to keep every readable "
+          "record",
+          where, cut.reason, result_.corruption_evidence, result_.record_count));
+    }
+    if (options_.mode == Mode::kAbsolute) {
+      return absl::DataLossError(fmt::format(
+          "WAL is not clean ({} tail) at {}: {}; mode absolute accepts no damage. Recover with "
+          "mode tolerate-torn-tail (the default) to accept a torn tail",
+          TailStateName(result_.tail), where, cut.reason));
+    }
+    return absl::OkStatus();
+  }
+
+  const std::string& dir_;
+  const RecoverOptions& options_;
+  const RecordVisitor& visit_;
+  wal::Env* const env_;
+  const bool salvage_;
+  const LogDirectory log_;
+  RecoveryResult result_;
+  // One per segment of log_; null for a segment whose header was rejected (salvage only).
+  std::vector<std::unique_ptr<wal::SegmentReader>> readers_;
+  // The visitor's first error; later records are skipped and the scan stops after the segment.
+  absl::Status visit_error_;
+};
+
 }  // namespace
 
 std::string_view ModeName(Mode mode) {
@@ -126,220 +440,8 @@ absl::StatusOr<RecoveryResult> Recover(const std::string& dir, const RecoverOpti
 absl::StatusOr<RecoveryResult> Recover(const std::string& dir, const RecoverOptions& options,
                                        const RecordVisitor& visit) {
   wal::Env* env = options.env != nullptr ? options.env : wal::Env::Default();
-  const bool salvage = options.mode == Mode::kSalvage;
-  ASSIGN_OR_RETURN(const LogDirectory log, ListLogDirectory(env, dir));
-
-  RecoveryResult result;
-  result.dir = dir;
-  result.mode = options.mode;
-  result.temp_files = log.temp_files;
-  if (log.segments.empty()) return result;
-
-  // Open every segment and check its header against its name and the log.
-  std::vector<std::unique_ptr<wal::SegmentReader>> readers;
-  std::optional<uint64_t> log_id;
-  for (const SegmentFile& file : log.segments) {
-    SegmentSummary summary;
-    summary.name = file.name;
-    absl::StatusOr<std::unique_ptr<wal::SegmentReader>> reader =
-        wal::SegmentReader::Open(env, file.path, options.read_chunk_bytes);
-    absl::Status problem;
-    if (!reader.ok()) {
-      problem = absl::Status(reader.status().code(),
-                             fmt::format("{}; {}", std::string(reader.status().message()),
-                                         HeaderAdvice(reader.status())));
-    } else if ((*reader)->header().first_lsn != file.first_lsn) {
-      problem = absl::DataLossError(fmt::format(
-          "{}: the header says the segment starts at LSN {} but its name says LSN {}: the file was "
-          "renamed or its header overwritten; move it out of the directory, or recover with mode "
-          "salvage",
-          file.path, (*reader)->header().first_lsn, file.first_lsn));
-    } else if (log_id.has_value() && (*reader)->header().log_id != *log_id) {
-      problem = absl::DataLossError(fmt::format(
-          "{}: belongs to another log (log id {:#x}, the segments before it have {:#x}): move "
-          "it out of the directory",
-          file.path, (*reader)->header().log_id, *log_id));
-    }
-    if (!problem.ok()) {
-      if (!salvage) return problem;
-      summary.header_error = std::string(problem.message());
-      readers.push_back(nullptr);
-    } else {
-      if (!log_id.has_value()) log_id = (*reader)->header().log_id;
-      summary.header_ok = true;
-      summary.header = (*reader)->header();
-      summary.file_size = (*reader)->file_size();
-      readers.push_back(std::move(*reader));
-    }
-    if (summary.file_size == 0) {
-      absl::StatusOr<uint64_t> size = env->FileSize(file.path);
-      if (size.ok()) summary.file_size = *size;
-    }
-    result.segments.push_back(std::move(summary));
-  }
-
-  // The visitor's first error; later records are skipped and the scan stops after the segment.
-  absl::Status visit_error;
-  const auto keep = [&](wal::Lsn lsn, absl::Span<const uint8_t> payload) {
-    if (result.record_count == 0) result.first_record_lsn = lsn;
-    ++result.record_count;
-    result.last_record_lsn = lsn;
-    if (visit) {
-      if (visit_error.ok()) visit_error = visit(lsn, payload);
-      return;
-    }
-    RecoveredRecord record;
-    record.lsn = lsn;
-    if (options.keep_payloads) {
-      record.payload.assign(reinterpret_cast<const char*>(payload.data()), payload.size());
-    }
-    result.records.push_back(std::move(record));
-  };
-
-  // Phase 1: walk the dense chain from the first segment until its first break.
-  std::optional<Cut> cut;
-  wal::Lsn expected = log.segments[0].first_lsn;
-  result.first_lsn = expected;
-  bool previous_sealed = false;
-  for (size_t i = 0; i < readers.size() && !cut.has_value(); ++i) {
-    wal::SegmentReader* reader = readers[i].get();
-    const wal::Lsn first = log.segments[i].first_lsn;
-    if (reader == nullptr) {  // salvage: an unreadable segment
-      cut = Cut{i == 0 ? 0 : i - 1, i == 0 ? 0 : result.segments[i - 1].chain_end, expected,
-                fmt::format("{}: {}", log.segments[i].name, result.segments[i].header_error),
-                /*structural=*/true};
-      break;
-    }
-    if (i > 0 && first != expected) {
-      const bool overlap = first < expected;
-      cut = Cut{i - 1, result.segments[i - 1].chain_end, expected,
-                overlap ? fmt::format("{} starts at LSN {}, but the segment before it already "
-                                      "holds records up to LSN {}",
-                                      log.segments[i].name, first, expected - 1)
-                        : fmt::format("LSN gap: {} starts at LSN {}, but the log before it ends at "
-                                      "LSN {} (a missing segment or lost records)",
-                                      log.segments[i].name, first, expected - 1),
-                /*structural=*/overlap || previous_sealed};
-      break;
-    }
-    ASSIGN_OR_RETURN(
-        const wal::ChainScan chain,
-        reader->ScanAll([&](const wal::RecordLocation& record, absl::Span<const uint8_t> payload) {
-          if (record.header.type == wal::RecordType::kData) {
-            keep(record.header.lsn, payload);
-          }
-        }));
-    if (!visit_error.ok()) return visit_error;
-    SegmentSummary& summary = result.segments[i];
-    summary.scanned = true;
-    summary.chain_end = chain.end_offset;
-    summary.chain_records = chain.data_records;
-    summary.stop = chain.stop;
-    expected = chain.next_lsn;
-    previous_sealed = chain.stop == wal::ScanStop::kSeal;
-    result.tail_segment_index = i;
-    result.tail_offset = chain.end_offset;
-    if (chain.stop == wal::ScanStop::kSeal || chain.stop == wal::ScanStop::kEndOfSegment) {
-      continue;
-    }
-    if (chain.stop == wal::ScanStop::kZero) {
-      ASSIGN_OR_RETURN(const bool zero, reader->IsZeroFrom(chain.end_offset));
-      if (zero) continue;
-    }
-    cut = Cut{i, chain.end_offset, chain.next_lsn, StopReason(chain, *reader), false};
-  }
-
-  if (!cut.has_value()) {
-    result.tail = TailState::kClean;
-    result.next_lsn = expected;
-    result.tail_segment = log.segments[*result.tail_segment_index].name;
-    return result;
-  }
-
-  // Phase 2: everything after the cut. Valid records there decide torn vs corrupt (their synced
-  // LSN), are counted as dropped, or (salvage) are kept.
-  const wal::Lsn cut_lsn = cut->lsn;
-  std::map<wal::Lsn, LaterRecord> later;
-  std::string evidence;
-  size_t current_segment = 0;
-  const wal::RecordCallback collect = [&](const wal::RecordLocation& record,
-                                          absl::Span<const uint8_t> payload) {
-    if (record.header.synced_lsn >= cut_lsn && evidence.empty()) {
-      evidence = fmt::format(
-          "record LSN {} at {} offset {} was written after everything up to LSN {} had passed a "
-          "barrier (its synced LSN), yet LSN {} is lost",
-          record.header.lsn, log.segments[current_segment].name, record.offset,
-          record.header.synced_lsn, cut_lsn);
-    }
-    if (record.header.type != wal::RecordType::kData || later.contains(record.header.lsn)) return;
-    LaterRecord& kept = later[record.header.lsn];
-    kept.segment = current_segment;
-    kept.offset = record.offset;
-    if (salvage && (options.keep_payloads || visit)) {
-      kept.payload.assign(reinterpret_cast<const char*>(payload.data()), payload.size());
-    }
-  };
-  for (size_t i = cut->segment; i < readers.size(); ++i) {
-    if (readers[i] == nullptr) continue;
-    current_segment = i;
-    const uint64_t from =
-        i == cut->segment && result.segments[i].scanned ? cut->offset : wal::kSegmentHeaderSize;
-    ASSIGN_OR_RETURN(const wal::TailProbe probe, readers[i]->ProbeTail(from, cut_lsn, collect));
-    (void)probe;
-  }
-
-  const bool corrupt = cut->structural || !evidence.empty();
-  result.tail = corrupt ? TailState::kCorrupt : TailState::kTorn;
-  result.corruption_evidence = cut->structural ? cut->reason : evidence;
-  result.next_lsn = cut_lsn;
-  result.tail_segment_index = cut->segment;
-  result.tail_segment = log.segments[cut->segment].name;
-  result.tail_offset = cut->offset;
-  Damage first_damage{log.segments[cut->segment].name, cut->offset, cut_lsn,
-                      later.empty() ? 0 : later.begin()->first, cut->reason};
-  result.damage.push_back(first_damage);
-
-  if (salvage) {
-    wal::Lsn previous = result.record_count == 0 ? cut_lsn - 1 : result.last_record_lsn;
-    bool first_hole = true;
-    for (auto& [lsn, record] : later) {
-      if (lsn > previous + 1 && !first_hole) {
-        result.damage.push_back(
-            Damage{log.segments[record.segment].name, record.offset, previous + 1, lsn,
-                   fmt::format("LSNs {}..{} not found", previous + 1, lsn - 1)});
-      }
-      first_hole = false;
-      if (visit) {
-        const auto* data = reinterpret_cast<const uint8_t*>(record.payload.data());
-        keep(lsn, absl::MakeConstSpan(data, record.payload.size()));
-        if (!visit_error.ok()) return visit_error;
-      } else {
-        if (result.record_count == 0) result.first_record_lsn = lsn;
-        ++result.record_count;
-        result.last_record_lsn = lsn;
-        result.records.push_back(RecoveredRecord{lsn, std::move(record.payload)});
-      }
-      previous = lsn;
-    }
-    return result;
-  }
-  result.dropped_records = later.size();
-
-  const std::string where =
-      fmt::format("{}/{} offset {} (LSN {})", dir, result.tail_segment, cut->offset, cut_lsn);
-  if (options.mode == Mode::kTolerateTornTail && corrupt) {
-    return absl::DataLossError(fmt::format(
-        "WAL is corrupt at {}: {}; {}. This is not the torn tail of a crash. Recover with mode "
-        "point-in-time to keep the {} records before it, or salvage to keep every readable record",
-        where, cut->reason, result.corruption_evidence, result.record_count));
-  }
-  if (options.mode == Mode::kAbsolute) {
-    return absl::DataLossError(fmt::format(
-        "WAL is not clean ({} tail) at {}: {}; mode absolute accepts no damage. Recover with mode "
-        "tolerate-torn-tail (the default) to accept a torn tail",
-        TailStateName(result.tail), where, cut->reason));
-  }
-  return result;
+  ASSIGN_OR_RETURN(LogDirectory log, ListLogDirectory(env, dir));
+  return LogRecovery(dir, options, visit, env, std::move(log)).Run();
 }
 
 }  // namespace powercut::recovery

@@ -20,20 +20,7 @@ std::string_view GetEnv(const char* name) {
   return value == nullptr ? std::string_view() : std::string_view(value);
 }
 
-bool IsIdChar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.' || c == ':' || c == '-';
-}
-
 }  // namespace
-
-bool IsValidId(std::string_view id) {
-  if (id.empty() || id.size() > kMaxIdLength) return false;
-  for (char c : id) {
-    if (!IsIdChar(c)) return false;
-  }
-  return true;
-}
 
 absl::StatusOr<Target> TargetFromEnvironment() {
   Target target{std::string(GetEnv("POWERCUT_DIR")), std::string(GetEnv("POWERCUT_DEV"))};
@@ -101,9 +88,9 @@ absl::StatusOr<std::unique_ptr<AckChannel>> AckChannel::FromEnvironment() {
 }
 
 absl::Status AckChannel::Ack(std::string_view id) {
-  if (!IsValidId(id)) {
+  if (!IsValidAckId(id)) {
     return absl::InvalidArgumentError(fmt::format(
-        "malformed id '{}': ids are 1 to {} characters of [A-Za-z0-9_.:-]", id, kMaxIdLength));
+        "malformed id '{}': ids are 1 to {} characters of [A-Za-z0-9_.:-]", id, kMaxAckIdBytes));
   }
   const std::string line = fmt::format("ack {}\n", id);
   MutexLock lock(&mu_);

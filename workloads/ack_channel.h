@@ -4,7 +4,8 @@
 //
 // Guarantees: every ack is one line "ack <id>\n" written with a single write(2), so lines from
 // concurrent committers never interleave and a reader never sees half a line (a pipe write of at
-// most PIPE_BUF bytes is atomic). Ids are validated before anything is written.
+// most PIPE_BUF bytes is atomic). Ids are validated (base/ack_id.h, the rules the tester reads
+// them by) before anything is written.
 #pragma once
 
 #include <cstdint>
@@ -16,13 +17,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "base/ack_id.h"
 
 namespace powercut::workloads {
-
-inline constexpr size_t kMaxIdLength = 64;
-
-// True when `id` is a protocol id: 1 to 64 characters of [A-Za-z0-9_.:-].
-bool IsValidId(std::string_view id);
 
 // Where the workload under test keeps its data. The tester sets exactly one of the two.
 struct Target {

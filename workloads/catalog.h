@@ -1,13 +1,16 @@
 // The catalog of built-in workload configurations: for each one, its run and check commands and
 // the verdict the barrier's documented semantics predict under each cache model
-// (docs/workloads.md, "Expected verdicts"). `powercut-workload list` prints it, so the matrix and
-// its tests take commands and expectations from one place instead of copying strings.
+// (docs/workloads.md, "Expected verdicts"). `powercut-workload list` prints it, and the tester
+// links it (tools/powercut hands it to harness/product), so the matrix and its tests take
+// commands and expectations from one place instead of copying strings.
 #pragma once
 
 #include <map>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "wal/barrier.h"
 
 namespace powercut::workloads {
 
@@ -32,8 +35,14 @@ struct WorkloadConfig {
   std::map<std::string, Expectation> cache_off_by_fs;
 };
 
-// Every configuration of the four workloads (io_uring only when compiled in).
+// Every configuration of the four workloads (io_uring only when compiled in): each workload's
+// CatalogEntries() (workloads/workload.h), in the order xlog, wal, rocksdb, sqlite.
 std::vector<WorkloadConfig> Catalog();
+
+// Sets the power-cut verdicts the barrier's documented semantics predict (cache off and on) for a
+// write that overwrites preallocated data (xlog overwrite, the WAL's preallocated segments) or
+// that extends the file (xlog append).
+void ExpectBarrierVerdicts(wal::Barrier barrier, bool extends_file, WorkloadConfig& config);
 
 // "<binary> <workload> run <args> --count N" and "<binary> <workload> check".
 std::string RunCommand(const std::string& binary, const WorkloadConfig& config, uint64_t count);

@@ -15,20 +15,17 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "wal/barrier.h"
 #include "workloads/ack_channel.h"
 #include "workloads/catalog.h"
 #include "workloads/check_result.h"
-#include "workloads/rocksdb_workload.h"
-#include "workloads/sqlite_workload.h"
-#include "workloads/wal_workload.h"
-#include "workloads/xlog_workload.h"
+#include "workloads/workload.h"
 
 namespace powercut::workloads {
 namespace {
@@ -108,16 +105,6 @@ int List(const std::string& binary, uint64_t count, bool json) {
   return kExitOk;
 }
 
-CLI::Option* AddBarrier(CLI::App* app, std::string& barrier) {
-  std::string names;
-  for (wal::Barrier b : wal::AllBarriers()) {
-    names += names.empty() ? "" : ", ";
-    names += std::string(wal::BarrierName(b));
-  }
-  return app->add_option("--barrier", barrier, "durability barrier: " + names)
-      ->capture_default_str();
-}
-
 int Main(int argc, char** argv) {
   // A tester that stops reading acks must surface as an error on write, not kill us silently.
   std::signal(SIGPIPE, SIG_IGN);
@@ -138,94 +125,23 @@ int Main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
 
-  // xlog
-  CLI::App* xlog = app.add_subcommand("xlog", "the 2001 xlog test: 4 KiB writes + barrier");
-  xlog->require_subcommand(1);
-  CLI::App* xlog_run = xlog->add_subcommand("run", "write, barrier and ack --count blocks");
-  CLI::App* xlog_check = xlog->add_subcommand("check", "print have/corrupt for the xlog file");
-  XlogOptions xlog_options;
-  std::string xlog_barrier = "fdatasync";
-  AddBarrier(xlog_run, xlog_barrier);
-  xlog_run->add_flag("--append", xlog_options.append,
-                     "append 4 KiB blocks instead of rewriting one block");
-  xlog_run->add_option("--count", xlog_options.count, "blocks to write")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  xlog_run->add_option("--seed", xlog_options.seed, "seed of the block contents")
-      ->capture_default_str();
-
-  // rocksdb
-  CLI::App* rocks = app.add_subcommand("rocksdb", "RocksDB Put, one key per commit");
-  rocks->require_subcommand(1);
-  CLI::App* rocks_run = rocks->add_subcommand("run", "Put and ack --count keys");
-  CLI::App* rocks_check = rocks->add_subcommand("check", "reopen the DB, print have per key");
-  RocksDbOptions rocks_options;
-  rocks_run->add_option("--sync", rocks_options.sync, "WriteOptions.sync (true|false)")
-      ->capture_default_str();
-  rocks_run->add_flag("--disable-wal", rocks_options.disable_wal, "WriteOptions.disableWAL");
-  rocks_run->add_option("--count", rocks_options.count, "keys to put")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  rocks_run->add_option("--threads", rocks_options.threads, "concurrent writers")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
-  rocks_run->add_option("--value-size", rocks_options.value_size, "mean value size in bytes")
-      ->capture_default_str();
-  rocks_run->add_option("--seed", rocks_options.seed, "seed of the value sizes")
-      ->capture_default_str();
-
-  // sqlite
-  CLI::App* sqlite = app.add_subcommand("sqlite", "SQLite, one row per transaction");
-  sqlite->require_subcommand(1);
-  CLI::App* sqlite_run = sqlite->add_subcommand("run", "insert, commit and ack --count rows");
-  CLI::App* sqlite_check =
-      sqlite->add_subcommand("check", "integrity_check, then print have per row");
-  SqliteOptions sqlite_options;
-  sqlite_run->add_option("--journal", sqlite_options.journal, "journal_mode: wal or delete")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"wal", "delete"}));
-  sqlite_run
-      ->add_option("--synchronous", sqlite_options.synchronous,
-                   "synchronous: extra, full, normal, off")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"extra", "full", "normal", "off"}));
-  sqlite_run->add_option("--count", sqlite_options.count, "rows (transactions)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  sqlite_run->add_option("--value-size", sqlite_options.value_size, "mean payload size in bytes")
-      ->capture_default_str();
-  sqlite_run->add_option("--seed", sqlite_options.seed, "seed of the payload sizes")
-      ->capture_default_str();
-
-  // wal
-  CLI::App* wal_app = app.add_subcommand("wal", "the project's WAL, T committers, group commit");
-  wal_app->require_subcommand(1);
-  CLI::App* wal_run = wal_app->add_subcommand("run", "commit and ack --count records");
-  CLI::App* wal_check = wal_app->add_subcommand("check", "run recovery, print have per record");
-  WalWorkloadOptions wal_options;
-  std::string wal_barrier = "fdatasync";
-  AddBarrier(wal_run, wal_barrier);
-  wal_run->add_option("--count", wal_options.count, "records to commit")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  wal_run->add_option("--threads", wal_options.threads, "concurrent committers")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
-  wal_run->add_option("--value-size", wal_options.value_size, "mean payload size in bytes")
-      ->capture_default_str();
-  wal_run->add_option("--seed", wal_options.seed, "seed of the payload sizes")
-      ->capture_default_str();
-  wal_run->add_option("--segment-bytes", wal_options.segment_bytes, "segment size in bytes")
-      ->capture_default_str();
-  wal_run
-      ->add_option("--max-batch-wait-us", wal_options.max_batch_wait_us,
-                   "how long a group-commit leader waits for more committers")
-      ->capture_default_str();
-  std::string wal_mode = "tolerate-torn-tail";
-  wal_check
-      ->add_option("--mode", wal_mode,
-                   "recovery mode: tolerate-torn-tail, point-in-time, absolute, salvage")
-      ->capture_default_str();
+  // <workload> run | check, one pair per workload (workloads/workload.h).
+  struct Forms {
+    Workload* workload;
+    CLI::App* run;
+    CLI::App* check;
+  };
+  const std::vector<std::unique_ptr<Workload>> workloads = AllWorkloads();
+  std::vector<Forms> forms;
+  for (const std::unique_ptr<Workload>& workload : workloads) {
+    const WorkloadHelp help = workload->help();
+    CLI::App* sub = app.add_subcommand(std::string(help.name), std::string(help.about));
+    sub->require_subcommand(1);
+    CLI::App* run = sub->add_subcommand("run", std::string(help.run));
+    CLI::App* check = sub->add_subcommand("check", std::string(help.check));
+    workload->AddOptions(*run, *check);
+    forms.push_back({workload.get(), run, check});
+  }
 
   try {
     app.parse(argc, argv);
@@ -235,55 +151,17 @@ int Main(int argc, char** argv) {
   }
 
   if (*list) return List(SelfPath(argv[0]), list_count, list_json);
-  if (*xlog_run) {
-    return RunForm("xlog run", [&](const Target& target, AckChannel& acks) -> absl::Status {
-      absl::StatusOr<wal::Barrier> barrier = wal::ParseBarrier(xlog_barrier);
-      if (!barrier.ok()) return barrier.status();
-      xlog_options.barrier = *barrier;
-      return RunXlog(target, xlog_options, acks);
-    });
-  }
-  if (*xlog_check) return CheckForm("xlog check", CheckXlog);
-  if (*rocks_run) {
-    return RunForm("rocksdb run", [&](const Target& target, AckChannel& acks) -> absl::Status {
-      if (absl::Status s = RequireDir(target, "rocksdb"); !s.ok()) return s;
-      return RunRocksDb(target.dir, rocks_options, acks);
-    });
-  }
-  if (*rocks_check) {
-    return CheckForm("rocksdb check", [](const Target& target) -> absl::StatusOr<CheckResult> {
-      if (absl::Status s = RequireDir(target, "rocksdb"); !s.ok()) return s;
-      return CheckRocksDb(target.dir);
-    });
-  }
-  if (*sqlite_run) {
-    return RunForm("sqlite run", [&](const Target& target, AckChannel& acks) -> absl::Status {
-      if (absl::Status s = RequireDir(target, "sqlite"); !s.ok()) return s;
-      return RunSqlite(target.dir, sqlite_options, acks);
-    });
-  }
-  if (*sqlite_check) {
-    return CheckForm("sqlite check", [](const Target& target) -> absl::StatusOr<CheckResult> {
-      if (absl::Status s = RequireDir(target, "sqlite"); !s.ok()) return s;
-      return CheckSqlite(target.dir);
-    });
-  }
-  if (*wal_run) {
-    return RunForm("wal run", [&](const Target& target, AckChannel& acks) -> absl::Status {
-      if (absl::Status s = RequireDir(target, "wal"); !s.ok()) return s;
-      absl::StatusOr<wal::Barrier> barrier = wal::ParseBarrier(wal_barrier);
-      if (!barrier.ok()) return barrier.status();
-      wal_options.barrier = *barrier;
-      return RunWal(target.dir, wal_options, acks);
-    });
-  }
-  if (*wal_check) {
-    return CheckForm("wal check", [&](const Target& target) -> absl::StatusOr<CheckResult> {
-      if (absl::Status s = RequireDir(target, "wal"); !s.ok()) return s;
-      absl::StatusOr<recovery::Mode> mode = recovery::ParseMode(wal_mode);
-      if (!mode.ok()) return absl::InvalidArgumentError(std::string(mode.status().message()));
-      return CheckWal(target.dir, *mode);
-    });
+  for (const Forms& form : forms) {
+    const std::string name(form.workload->help().name);
+    if (*form.run) {
+      return RunForm(name + " run", [&](const Target& target, AckChannel& acks) {
+        return form.workload->Run(target, acks);
+      });
+    }
+    if (*form.check) {
+      return CheckForm(name + " check",
+                       [&](const Target& target) { return form.workload->Check(target); });
+    }
   }
   return kExitUsage;
 }

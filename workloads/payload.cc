@@ -52,7 +52,7 @@ std::optional<std::string> PayloadId(std::string_view payload) {
     return std::nullopt;
   }
   const std::string_view id = payload.substr(0, first);
-  if (!IsValidId(id)) return std::nullopt;
+  if (!IsValidAckId(id)) return std::nullopt;
   const size_t filler_bytes = payload.size() - first - 2 - kCrcHexDigits;
   // Regenerating the whole payload checks the filler, both separators and the CRC at once.
   if (MakePayload(id, filler_bytes) != payload) return std::nullopt;

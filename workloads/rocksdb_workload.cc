@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "base/tsan_mutex.h"
 #include "workloads/payload.h"
+#include "workloads/workload.h"
 
 namespace powercut::workloads {
 namespace {
@@ -131,7 +132,7 @@ absl::StatusOr<CheckResult> CheckRocksDb(const std::string& dir) {
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     const std::string key = it->key().ToString();
     const std::string id = key.size() > 1 && key[0] == 'k' ? key.substr(1) : std::string();
-    if (!IsValidId(id)) {
+    if (!IsValidAckId(id)) {
       ++foreign;
       continue;
     }
@@ -156,5 +157,44 @@ absl::StatusOr<CheckResult> CheckRocksDb(const std::string& dir) {
   }
   return result;
 }
+
+namespace {
+
+class RocksDbWorkload final : public StoreWorkload<RocksDbOptions, RunRocksDb, CheckRocksDb> {
+ public:
+  WorkloadHelp help() const override {
+    return {"rocksdb", "RocksDB Put, one key per commit", "Put and ack --count keys",
+            "reopen the DB, print have per key"};
+  }
+  void AddOptions(CLI::App& run, CLI::App& /*check*/) override {
+    run.add_option("--sync", options_.sync, "WriteOptions.sync (true|false)")
+        ->capture_default_str();
+    run.add_flag("--disable-wal", options_.disable_wal, "WriteOptions.disableWAL");
+    AddCountOption(run, options_.count, "keys to put");
+    AddThreadsOption(run, options_.threads, "writers");
+    AddPayloadOptions(run, options_.value_size, options_.seed, "value");
+  }
+  std::vector<WorkloadConfig> CatalogEntries() const override {
+    return {{.name = "rocksdb-sync",
+             .workload = "rocksdb",
+             .setting = "sync=true",
+             .run_args = {"--sync", "true", "--threads", "4"},
+             .cache_off = Expectation::kSurvives,
+             .cache_on = Expectation::kSurvives},
+            {.name = "rocksdb-nosync",
+             .workload = "rocksdb",
+             .setting = "sync=false",
+             .run_args = {"--sync", "false", "--threads", "4"}},
+            {.name = "rocksdb-nowal",
+             .workload = "rocksdb",
+             .setting = "disableWAL",
+             .run_args = {"--sync", "false", "--disable-wal"},
+             .process_crash = Expectation::kLoses}};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> MakeRocksDbWorkload() { return std::make_unique<RocksDbWorkload>(); }
 
 }  // namespace powercut::workloads

@@ -12,6 +12,7 @@
 #include "base/status_macros.h"
 #include "wal/crc32c.h"
 #include "workloads/payload.h"
+#include "workloads/workload.h"
 
 namespace powercut::workloads {
 namespace {
@@ -232,5 +233,52 @@ absl::StatusOr<CheckResult> CheckSqlite(const std::string& dir) {
   }
   return result;
 }
+
+namespace {
+
+class SqliteWorkload final : public StoreWorkload<SqliteOptions, RunSqlite, CheckSqlite> {
+ public:
+  WorkloadHelp help() const override {
+    return {"sqlite", "SQLite, one row per transaction", "insert, commit and ack --count rows",
+            "integrity_check, then print have per row"};
+  }
+  void AddOptions(CLI::App& run, CLI::App& /*check*/) override {
+    run.add_option("--journal", options_.journal, "journal_mode: wal or delete")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"wal", "delete"}));
+    run.add_option("--synchronous", options_.synchronous, "synchronous: extra, full, normal, off")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"extra", "full", "normal", "off"}));
+    AddCountOption(run, options_.count, "rows (transactions)");
+    AddPayloadOptions(run, options_.value_size, options_.seed, "payload");
+  }
+  // Every journal mode x synchronous level, with what SQLite documents for each.
+  std::vector<WorkloadConfig> CatalogEntries() const override {
+    std::vector<WorkloadConfig> entries;
+    for (const char* journal : {"wal", "delete"}) {
+      for (const char* sync : {"extra", "full", "normal", "off"}) {
+        WorkloadConfig c{.name = fmt::format("sqlite-{}-{}", journal, sync),
+                         .workload = "sqlite",
+                         .setting = fmt::format("journal_mode={} synchronous={}", journal, sync),
+                         .run_args = {"--journal", journal, "--synchronous", sync}};
+        const std::string_view s = sync;
+        if (std::string_view(journal) == "wal") {
+          if (s == "extra" || s == "full") c.cache_off = c.cache_on = Expectation::kSurvives;
+        } else if (s == "extra") {
+          c.cache_off = c.cache_on = Expectation::kSurvives;
+        } else if (s == "full" || s == "normal") {
+          // The journal's unlink (the commit point) is not fsynced: only the last ack is at risk.
+          c.cache_off = c.cache_on = Expectation::kMayLose;
+        }
+        entries.push_back(c);
+      }
+    }
+    return entries;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> MakeSqliteWorkload() { return std::make_unique<SqliteWorkload>(); }
 
 }  // namespace powercut::workloads

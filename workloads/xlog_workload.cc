@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status_macros.h"
+#include "workloads/workload.h"
 #include "workloads/xlog_format.h"
 
 #if POWERCUT_HAVE_URING
@@ -432,5 +433,53 @@ absl::StatusOr<CheckResult> CheckXlog(const Target& target) {
   }
   return result;
 }
+
+namespace {
+
+class XlogWorkload final : public Workload {
+ public:
+  WorkloadHelp help() const override {
+    return {"xlog", "the 2001 xlog test: 4 KiB writes + barrier",
+            "write, barrier and ack --count blocks", "print have/corrupt for the xlog file"};
+  }
+  void AddOptions(CLI::App& run, CLI::App& /*check*/) override {
+    AddBarrierOption(run, barrier_);
+    run.add_flag("--append", options_.append, "append 4 KiB blocks instead of rewriting one block");
+    AddCountOption(run, options_.count, "blocks to write");
+    run.add_option("--seed", options_.seed, "seed of the block contents")->capture_default_str();
+  }
+  absl::Status Run(const Target& target, AckChannel& acks) override {
+    absl::StatusOr<wal::Barrier> barrier = wal::ParseBarrier(barrier_);
+    if (!barrier.ok()) return barrier.status();
+    options_.barrier = *barrier;
+    return RunXlog(target, options_, acks);
+  }
+  absl::StatusOr<CheckResult> Check(const Target& target) override { return CheckXlog(target); }
+  // One configuration per barrier, overwriting one block, then the same appending.
+  std::vector<WorkloadConfig> CatalogEntries() const override {
+    std::vector<WorkloadConfig> entries;
+    for (const bool append : {false, true}) {
+      for (wal::Barrier barrier : wal::AllBarriers()) {
+        const std::string name(wal::BarrierName(barrier));
+        WorkloadConfig c{.name = (append ? "xlog-append-" : "xlog-") + name,
+                         .workload = "xlog",
+                         .setting = name,
+                         .run_args = {"--barrier", name}};
+        if (append) c.run_args.emplace_back("--append");
+        ExpectBarrierVerdicts(barrier, /*extends_file=*/append, c);
+        entries.push_back(c);
+      }
+    }
+    return entries;
+  }
+
+ private:
+  XlogOptions options_;
+  std::string barrier_ = "fdatasync";
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> MakeXlogWorkload() { return std::make_unique<XlogWorkload>(); }
 
 }  // namespace powercut::workloads

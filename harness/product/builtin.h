@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,12 +38,19 @@ std::string BuiltinRunCommand(const std::string& binary, const BuiltinCell& cell
                               uint64_t seed);
 std::string BuiltinCheckCommand(const std::string& binary, const BuiltinCell& cell);
 
-// The expected verdict of every built-in (workload, setting) per cache model, keyed
-// "<workload>-<setting>" (e.g. "xlog-append-fdatasync"), from `<binary> list --json`: the catalog
-// of the binary that runs the cells (workloads/catalog.h) is the one source of truth.
+// The workload catalog's expected verdicts, keyed "<workload>-<setting>" (e.g.
+// "xlog-append-fdatasync"). harness/ never depends on workloads/: the program that links both
+// (tools/powercut) hands the catalog of workloads/catalog.h in at start-up, so the catalog of the
+// binary that runs the cells is the one source of truth, linked rather than read from a pipe.
+using BuiltinCatalog = std::function<std::map<std::string, CellExpect>()>;
+void SetBuiltinCatalog(BuiltinCatalog catalog);
+
+// The expected verdict of every built-in (workload, setting) per cache model, from the catalog
+// handed to SetBuiltinCatalog. `binary` is the powercut-workload that runs the cells.
+// FailedPrecondition when it is not an executable file or no catalog was handed in.
 absl::StatusOr<std::map<std::string, CellExpect>> LoadBuiltinExpectations(
     const std::string& binary);
-// The same from the JSON text that command prints; `source` names it in errors.
+// The same from the JSON text `powercut-workload list --json` prints; `source` names it in errors.
 absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
     const std::string& json_text, const std::string& source);
 

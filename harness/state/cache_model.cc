@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "base/ack_id.h"
 #include "fmt/format.h"
-#include "harness/trace/ack_id.h"
 
 namespace powercut::harness {
 

@@ -1,32 +1,14 @@
-// Commit ids of the workload protocol (design brief): integers or tokens of [A-Za-z0-9_.:-], at
-// most 64 characters. An acknowledged commit is recorded as the mark "ack:<id>".
+// The protocol's ack ids under their harness names. base/ack_id.h is the one authority (the
+// workloads use it too); harness code may include either.
 #pragma once
 
-#include <optional>
-#include <string>
-#include <string_view>
+#include "base/ack_id.h"
 
 namespace powercut::harness {
 
-inline constexpr std::string_view kAckMarkPrefix = "ack:";
-inline constexpr size_t kMaxAckIdBytes = 64;
-
-inline bool IsValidAckId(std::string_view id) {
-  if (id.empty() || id.size() > kMaxAckIdBytes) return false;
-  for (char c : id) {
-    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == ':' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
-// The id of an ack mark, or nullopt if `mark` is not "ack:<valid id>".
-inline std::optional<std::string> AckIdFromMark(std::string_view mark) {
-  if (mark.substr(0, kAckMarkPrefix.size()) != kAckMarkPrefix) return std::nullopt;
-  std::string_view id = mark.substr(kAckMarkPrefix.size());
-  if (!IsValidAckId(id)) return std::nullopt;
-  return std::string(id);
-}
+using ::powercut::AckIdFromMark;
+using ::powercut::IsValidAckId;
+using ::powercut::kAckMarkPrefix;
+using ::powercut::kMaxAckIdBytes;
 
 }  // namespace powercut::harness

@@ -1,10 +1,10 @@
 #include "harness/trace/recorder.h"
 
 #include "absl/synchronization/mutex.h"
+#include "base/ack_id.h"
 #include "base/status_macros.h"
 #include "base/tsan_mutex.h"
 #include "fmt/format.h"
-#include "harness/trace/ack_id.h"
 #include "harness/trace/manifest.h"
 #include "harness/trace/trace_writer.h"
 

@@ -1,4 +1,4 @@
-#include "tools/walbench/block_device.h"
+#include "bench/walbench/block_device.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "base/temp_dir.h"
-#include "tools/walbench/barrier_bench.h"
-#include "tools/walbench/bench_dir.h"
-#include "tools/walbench/cache_bench.h"
-#include "tools/walbench/commit_engine.h"
-#include "tools/walbench/counting_env.h"
-#include "tools/walbench/raw_barrier.h"
+#include "bench/walbench/barrier_bench.h"
+#include "bench/walbench/bench_dir.h"
+#include "bench/walbench/cache_bench.h"
+#include "bench/walbench/commit_engine.h"
+#include "bench/walbench/counting_env.h"
+#include "bench/walbench/raw_barrier.h"
 
 namespace powercut::walbench {
 namespace {

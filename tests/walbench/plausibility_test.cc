@@ -1,4 +1,4 @@
-#include "tools/walbench/plausibility.h"
+#include "bench/walbench/plausibility.h"
 
 #include <gtest/gtest.h>
 

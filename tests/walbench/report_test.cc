@@ -2,12 +2,12 @@
 // same-rep ratios, engine configs, JSON shape, SVG.
 #include <gtest/gtest.h>
 
-#include "tools/walbench/barrier_report.h"
-#include "tools/walbench/cache_bench.h"
-#include "tools/walbench/commit_bench.h"
-#include "tools/walbench/commit_report.h"
-#include "tools/walbench/latency.h"
-#include "tools/walbench/svg_plot.h"
+#include "bench/walbench/barrier_report.h"
+#include "bench/walbench/cache_bench.h"
+#include "bench/walbench/commit_bench.h"
+#include "bench/walbench/commit_report.h"
+#include "bench/walbench/latency.h"
+#include "bench/walbench/svg_plot.h"
 
 namespace powercut::walbench {
 namespace {

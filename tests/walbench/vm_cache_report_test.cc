@@ -1,11 +1,11 @@
-// The pure parts of `walbench cache` in the VM (tools/walbench/vm_cache_bench.h): reading the
+// The pure parts of `walbench cache` in the VM (bench/walbench/vm_cache_bench.h): reading the
 // guest's result line back, medians and per-pair ratios, the JSON shape. No guest is booted here
 // (walbench_vm_test does that).
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "tools/walbench/vm_cache_bench.h"
+#include "bench/walbench/vm_cache_bench.h"
 
 namespace powercut::walbench {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "base/temp_dir.h"
+#include "bench/walbench/vm_cache_bench.h"
 #include "harness/vm/vm_run.h"
-#include "tools/walbench/vm_cache_bench.h"
 
 namespace powercut::walbench {
 namespace {

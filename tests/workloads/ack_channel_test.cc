@@ -51,21 +51,21 @@ class Pipe {
 };
 
 TEST(WorkloadIdTest, AcceptsIntegersAndTokens) {
-  EXPECT_TRUE(IsValidId("1"));
-  EXPECT_TRUE(IsValidId("18446744073709551615"));
-  EXPECT_TRUE(IsValidId("txn-7:part_2.a"));
-  EXPECT_TRUE(IsValidId("ABCXYZabcxyz0189_.:-"));
-  EXPECT_TRUE(IsValidId(std::string(kMaxIdLength, 'x')));
+  EXPECT_TRUE(IsValidAckId("1"));
+  EXPECT_TRUE(IsValidAckId("18446744073709551615"));
+  EXPECT_TRUE(IsValidAckId("txn-7:part_2.a"));
+  EXPECT_TRUE(IsValidAckId("ABCXYZabcxyz0189_.:-"));
+  EXPECT_TRUE(IsValidAckId(std::string(kMaxAckIdBytes, 'x')));
 }
 
 TEST(WorkloadIdTest, RejectsMalformedIds) {
-  EXPECT_FALSE(IsValidId(""));
-  EXPECT_FALSE(IsValidId(std::string(kMaxIdLength + 1, 'x')));
-  EXPECT_FALSE(IsValidId("two words"));
-  EXPECT_FALSE(IsValidId("line\nbreak"));
-  EXPECT_FALSE(IsValidId("a/b"));
-  EXPECT_FALSE(IsValidId("tab\t"));
-  EXPECT_FALSE(IsValidId("caf\xc3\xa9"));
+  EXPECT_FALSE(IsValidAckId(""));
+  EXPECT_FALSE(IsValidAckId(std::string(kMaxAckIdBytes + 1, 'x')));
+  EXPECT_FALSE(IsValidAckId("two words"));
+  EXPECT_FALSE(IsValidAckId("line\nbreak"));
+  EXPECT_FALSE(IsValidAckId("a/b"));
+  EXPECT_FALSE(IsValidAckId("tab\t"));
+  EXPECT_FALSE(IsValidAckId("caf\xc3\xa9"));
 }
 
 TEST(WorkloadAckChannelTest, WritesOneLinePerAck) {
@@ -83,7 +83,7 @@ TEST(WorkloadAckChannelTest, RejectsMalformedIdWithoutWriting) {
   absl::Status status = channel.Ack("bad id");
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()), HasSubstr("malformed id 'bad id'"));
-  EXPECT_EQ(channel.Ack(std::string(kMaxIdLength + 1, '7')).code(),
+  EXPECT_EQ(channel.Ack(std::string(kMaxAckIdBytes + 1, '7')).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(channel.acks_sent(), 0);
   EXPECT_EQ(pipe.ReadAll(), "");

@@ -68,7 +68,7 @@ class WorkloadProcessTest : public ::testing::Test {
     }
     bool killed = false;
     while (std::optional<std::string> line = child.NextAckLine()) {
-      if (line->rfind("ack ", 0) != 0 || !IsValidId(line->substr(4))) {
+      if (line->rfind("ack ", 0) != 0 || !IsValidAckId(line->substr(4))) {
         ADD_FAILURE() << "malformed ack line '" << *line << "'";
         continue;
       }
@@ -103,9 +103,9 @@ class WorkloadProcessTest : public ::testing::Test {
       if (end == std::string::npos) end = output.out.size();
       const std::string line = output.out.substr(start, end - start);
       start = end + 1;
-      if (line.rfind("have ", 0) == 0 && IsValidId(line.substr(5))) {
+      if (line.rfind("have ", 0) == 0 && IsValidAckId(line.substr(5))) {
         EXPECT_TRUE(output.have.insert(line.substr(5)).second) << "duplicate " << line;
-      } else if (line.rfind("corrupt ", 0) == 0 && IsValidId(line.substr(8))) {
+      } else if (line.rfind("corrupt ", 0) == 0 && IsValidAckId(line.substr(8))) {
         output.corrupt.push_back(line.substr(8));
       } else {
         ADD_FAILURE() << "malformed checker line '" << line << "'";

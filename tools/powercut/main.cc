@@ -4,8 +4,10 @@
 #include <string>
 
 #include "base/process.h"
+#include "harness/product/builtin.h"
 #include "tools/powercut/commands.h"
 #include "tools/powercut/product_commands.h"
+#include "tools/powercut/workload_catalog.h"
 
 namespace powercut::cli {
 
@@ -33,6 +35,8 @@ int main(int argc, char** argv) {
   // Ctrl-C (SIGINT), SIGTERM and SIGHUP kill qemu's process group, detach host loop mounts and
   // remove the run/work folders before powercut dies of the signal (harness/signal_cleanup.h).
   powercut::InstallInterruptHandlers();
+  // The built-in cells' expected verdicts come from the linked workload catalog.
+  powercut::product::SetBuiltinCatalog(powercut::cli::LinkedWorkloadCatalog);
   CLI::App app{"powercut: which acknowledged commits survive a power cut?"};
   app.require_subcommand(1);
   int exit_code = 0;

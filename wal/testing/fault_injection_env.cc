@@ -324,44 +324,55 @@ void FaultInjectionEnv::MarkAllDurable() {
 absl::Status FaultInjectionEnv::SimulatePowerCut(PowerCutMode mode, uint64_t seed) {
   MutexLock lock(&mu_);
   std::mt19937_64 rng(seed);
-  // 1. File data: undo un-synced writes newest first, keeping a prefix (maybe torn).
-  for (auto& [path, state] : files_) {
-    if (state.pending.empty()) continue;
-    const size_t n = state.pending.size();
-    size_t keep = 0;
-    if (mode != PowerCutMode::kDropUnsynced) {
-      keep = std::uniform_int_distribution<size_t>(0, n)(rng);
-    }
-    ASSIGN_OR_RETURN(std::unique_ptr<File> file, base_->Open(path, OpenOptions{}));
-    auto undo = [&](const PendingWrite& p, uint64_t from_byte) -> absl::Status {
-      // Puts back the bytes p overwrote from p.offset + from_byte on, then the old size.
-      if (from_byte < p.before.size()) {
-        RETURN_IF_ERROR(file->Write(
-            p.offset + from_byte,
-            absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(p.before.data()) + from_byte,
-                                p.before.size() - from_byte)));
-      }
-      return file->Truncate(std::max(p.size_before, p.offset + from_byte));
-    };
-    for (size_t i = n; i > keep; --i) RETURN_IF_ERROR(undo(state.pending[i - 1], 0));
-    if (mode == PowerCutMode::kTornPrefix && keep > 0) {
-      const PendingWrite& last = state.pending[keep - 1];
-      // Tear points: every 512-byte file-offset boundary strictly inside the write.
-      std::vector<uint64_t> cuts;
-      for (uint64_t b = (last.offset / kSector + 1) * kSector; b < last.offset + last.before.size();
-           b += kSector) {
-        cuts.push_back(b - last.offset);
-      }
-      if (!cuts.empty()) {
-        const uint64_t cut = cuts[std::uniform_int_distribution<size_t>(0, cuts.size() - 1)(rng)];
-        RETURN_IF_ERROR(undo(last, cut));
-      }
-    }
-    RETURN_IF_ERROR(file->Sync(SyncKind::kFdatasync));
-    RETURN_IF_ERROR(file->Close());
-    state.pending.clear();
+  for (auto& [path, state] : files_) RETURN_IF_ERROR(UndoUnsyncedWrites(path, state, mode, rng));
+  RETURN_IF_ERROR(UndoUnsyncedDirOps());
+  rules_.clear();
+  crash_after_ = UINT64_MAX;
+  crashed_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status FaultInjectionEnv::RestoreBefore(File& file, const PendingWrite& write,
+                                              uint64_t from_byte) {
+  if (from_byte < write.before.size()) {
+    RETURN_IF_ERROR(file.Write(
+        write.offset + from_byte,
+        absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(write.before.data()) + from_byte,
+                            write.before.size() - from_byte)));
   }
-  // 2. Directory entries: undo un-synced renames and creates, newest first.
+  return file.Truncate(std::max(write.size_before, write.offset + from_byte));
+}
+
+absl::Status FaultInjectionEnv::UndoUnsyncedWrites(const std::string& path, FileState& state,
+                                                   PowerCutMode mode, std::mt19937_64& rng) {
+  if (state.pending.empty()) return absl::OkStatus();
+  const size_t n = state.pending.size();
+  size_t keep = 0;
+  if (mode != PowerCutMode::kDropUnsynced) {
+    keep = std::uniform_int_distribution<size_t>(0, n)(rng);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<File> file, base_->Open(path, OpenOptions{}));
+  for (size_t i = n; i > keep; --i) RETURN_IF_ERROR(RestoreBefore(*file, state.pending[i - 1], 0));
+  if (mode == PowerCutMode::kTornPrefix && keep > 0) {
+    const PendingWrite& last = state.pending[keep - 1];
+    // Tear points: every 512-byte file-offset boundary strictly inside the write.
+    std::vector<uint64_t> cuts;
+    for (uint64_t b = (last.offset / kSector + 1) * kSector; b < last.offset + last.before.size();
+         b += kSector) {
+      cuts.push_back(b - last.offset);
+    }
+    if (!cuts.empty()) {
+      const uint64_t cut = cuts[std::uniform_int_distribution<size_t>(0, cuts.size() - 1)(rng)];
+      RETURN_IF_ERROR(RestoreBefore(*file, last, cut));
+    }
+  }
+  RETURN_IF_ERROR(file->Sync(SyncKind::kFdatasync));
+  RETURN_IF_ERROR(file->Close());
+  state.pending.clear();
+  return absl::OkStatus();
+}
+
+absl::Status FaultInjectionEnv::UndoUnsyncedDirOps() {
   for (auto it = dir_ops_.rbegin(); it != dir_ops_.rend(); ++it) {
     if (it->kind == DirOp::kRename) {
       RETURN_IF_ERROR(base_->Rename(it->path, it->from));
@@ -378,9 +389,6 @@ absl::Status FaultInjectionEnv::SimulatePowerCut(PowerCutMode mode, uint64_t see
     }
   }
   dir_ops_.clear();
-  rules_.clear();
-  crash_after_ = UINT64_MAX;
-  crashed_ = false;
   return absl::OkStatus();
 }
 

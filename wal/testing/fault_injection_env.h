@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -149,6 +150,15 @@ class FaultInjectionEnv final : public Env {
   // a durable write, folds it into the before-images of older pending writes.
   absl::Status Track(File& base, File& reader, uint64_t offset, absl::Span<const uint8_t> data,
                      bool durable) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Power-cut steps. Undoes a file's un-synced writes newest first, keeping a random prefix
+  // (maybe torn) unless `mode` drops them all.
+  absl::Status UndoUnsyncedWrites(const std::string& path, FileState& state, PowerCutMode mode,
+                                  std::mt19937_64& rng) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Undoes un-synced renames and creates, newest first.
+  absl::Status UndoUnsyncedDirOps() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Puts back the bytes `write` overwrote from write.offset + from_byte on, then the old size.
+  static absl::Status RestoreBefore(File& file, const PendingWrite& write, uint64_t from_byte);
 
   Env* const base_;
   mutable absl::Mutex mu_;

@@ -1,0 +1,23 @@
+#include "tools/powercut/workload_catalog.h"
+
+#include <string>
+
+#include "workloads/catalog.h"
+
+namespace powercut::cli {
+
+std::map<std::string, product::CellExpect> LinkedWorkloadCatalog() {
+  std::map<std::string, product::CellExpect> out;
+  for (const workloads::WorkloadConfig& config : workloads::Catalog()) {
+    product::CellExpect& expect = out[config.name];
+    expect.models["off"] = workloads::ExpectationName(config.cache_off);
+    expect.models["on"] = workloads::ExpectationName(config.cache_on);
+    expect.models["lying"] = workloads::ExpectationName(config.cache_lying);
+    for (const auto& [fs, off] : config.cache_off_by_fs) {
+      expect.by_fs[fs]["off"] = workloads::ExpectationName(off);
+    }
+  }
+  return out;
+}
+
+}  // namespace powercut::cli
