@@ -35,9 +35,13 @@ struct Verdict {
   std::optional<uint64_t> torn_entry;
   std::string torn_units;
   std::string rebuild;  // the command that rebuilds this image
+  // Non-empty: the checker's output is not the protocol (the line, quoted) or the checker cannot
+  // start; the state could not be checked. Not a violation: nothing is known about the image.
+  std::string could_not_check;
 
   bool violation() const {
-    return !lost.empty() || !gaps.empty() || !corrupt.empty() || !recovered;
+    return could_not_check.empty() &&
+           (!lost.empty() || !gaps.empty() || !corrupt.empty() || !recovered);
   }
   // One paragraph: what was violated, where, and how to rebuild it.
   std::string Describe() const;
@@ -52,7 +56,9 @@ struct CompactOutput {
   int signal = 0;
   bool timed_out = false;
   std::string setup_error;
-  std::string stderr_tail;  // kept only when the checker failed
+  std::string stderr_tail;     // kept only when the checker failed
+  std::string protocol_error;  // CheckerOutput::protocol_error, or why the checker cannot start
+  bool cannot_start = false;   // CheckerOutput::cannot_start()
   bool recovered() const { return setup_error.empty() && exit_code == 0 && !timed_out; }
 };
 

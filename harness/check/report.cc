@@ -25,6 +25,7 @@ nlohmann::json VerdictJson(const Verdict& v) {
                       {"rebuild", v.rebuild},
                       {"summary", v.Describe()}};
   if (!v.mount_error.empty()) j["mount_error"] = v.mount_error;
+  if (!v.could_not_check.empty()) j["could_not_check"] = v.could_not_check;
   if (v.torn_entry) j["torn"] = {{"entry", *v.torn_entry}, {"units", v.torn_units}};
   if (!v.stderr_tail.empty()) j["checker_stderr_tail"] = v.stderr_tail;
   return j;
@@ -39,23 +40,29 @@ nlohmann::json ReportToJson(const CheckReport& r) {
     for (const auto& [lost, count] : m.lost_acks_distribution) dist[std::to_string(lost)] = count;
     nlohmann::json examples = nlohmann::json::array();
     for (const Verdict& v : m.examples) examples.push_back(VerdictJson(v));
-    nlohmann::json j = {{"workload", m.workload},
-                        {"cache", m.model.Name()},
-                        {"cache_code", m.model.Code()},
-                        {"points", m.points},
-                        {"states", m.states},
-                        {"checked", m.checked},
-                        {"deduplicated", m.deduplicated},
-                        {"violations", m.violations},
-                        {"passed", m.violations == 0},
-                        {"lost_acks_max", m.lost_acks_max},
-                        {"lost_acks_distribution", dist},
-                        {"first_violation", m.first_violation ? VerdictJson(*m.first_violation)
-                                                              : nlohmann::json(nullptr)},
-                        {"examples", examples},
-                        {"seconds", m.seconds},
-                        {"states_per_second", m.seconds > 0 ? m.states / m.seconds : 0.0},
-                        {"notes", m.notes}};
+    nlohmann::json j = {
+        {"workload", m.workload},
+        {"cache", m.model.Name()},
+        {"cache_code", m.model.Code()},
+        {"points", m.points},
+        {"states", m.states},
+        {"checked", m.checked},
+        {"deduplicated", m.deduplicated},
+        {"violations", m.violations},
+        {"passed", m.violations == 0},
+        {"lost_acks_max", m.lost_acks_max},
+        {"lost_acks_distribution", dist},
+        {"first_violation",
+         m.first_violation ? VerdictJson(*m.first_violation) : nlohmann::json(nullptr)},
+        {"worst_violation",
+         m.worst_violation ? VerdictJson(*m.worst_violation) : nlohmann::json(nullptr)},
+        {"could_not_check", m.could_not_check},
+        {"first_could_not_check",
+         m.first_could_not_check ? VerdictJson(*m.first_could_not_check) : nlohmann::json(nullptr)},
+        {"examples", examples},
+        {"seconds", m.seconds},
+        {"states_per_second", m.seconds > 0 ? m.states / m.seconds : 0.0},
+        {"notes", m.notes}};
     if (m.model.mode == CacheMode::kLying) {
       j["lying_window"] = {{"value", m.model.window},
                            {"unit", m.model.window_in_bytes ? "bytes" : "entries"}};
@@ -136,6 +143,10 @@ std::string ReportSummaryTable(const CheckReport& r) {
   for (const ModelResult& m : r.results) {
     for (const auto& n : m.notes) out += fmt::format("note ({}): {}\n", m.model.Code(), n);
     if (m.first_violation) out += fmt::format("{}\n", m.first_violation->Describe());
+    if (m.could_not_check > 0) {
+      out += fmt::format("{} states could not be checked ({}): {}\n", m.could_not_check,
+                         m.model.Code(), m.first_could_not_check->could_not_check);
+    }
   }
   out += fmt::format("{} in {:.2f} s\n", r.passed() ? "PASS" : "FAIL", r.seconds);
   return out;
