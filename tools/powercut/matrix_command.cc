@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "fmt/format.h"
@@ -37,7 +38,8 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
   struct Args {
     product::MatrixOptions o;
     std::vector<std::string> workloads, barriers, fs;
-    std::string shard = "1/1", json, junit, html, workload_binary, agent, cells;
+    std::string shard = "1/1", json, junit, html, workload_binary, agent, cells, recordings,
+                recordings_cap = "1GiB";
     bool quiet = false, list = false, no_torn = false, no_expect = false;
   };
   auto a = std::make_shared<Args>();
@@ -55,7 +57,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
   m->add_option("--fs", a->fs, "ext4, xfs, btrfs (default ext4)");
   m->add_option("--cache", a->o.cache, "off,on,lying or all")->capture_default_str();
   m->add_option("--window", a->o.window, "lying window")->capture_default_str();
-  m->add_option("--points", a->o.points, "crash points: every, acks, flushes or N")
+  m->add_option("--points", a->o.points, "crash points: " + std::string(harness::kPointChoices))
       ->capture_default_str();
   m->add_option("--states", a->o.states, "per point: exhaustive or about N states")
       ->capture_default_str();
@@ -67,6 +69,12 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
   m->add_flag("--no-torn", a->no_torn, "no torn-write variants (implied by --preset headline)");
   m->add_option("--timeout", a->o.timeout_s, "seconds per VM run")->capture_default_str();
   m->add_option("--keep", a->o.keep_dir, "keep each cell's recording under this folder");
+  m->add_option("--recordings", a->recordings,
+                "keep failing cells' recordings here for the rebuild commands (default: "
+                "<report folder>/recordings, or a new /var/tmp/powercut-recordings-* folder)");
+  m->add_option("--recordings-cap", a->recordings_cap,
+                "most bytes of kept recordings (0: keep none)")
+      ->capture_default_str();
   m->add_option("--workload-binary", a->workload_binary, "the powercut-workload binary");
   m->add_option("--json", a->json, "write the JSON report (powercut-matrix/1) here");
   m->add_option("--junit", a->junit, "write a JUnit XML report here");
@@ -96,6 +104,19 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
         return;
       }
       o.custom_cells = std::move(*cells);
+    }
+    auto cap = product::ParseByteSize(a->recordings_cap, "--recordings-cap");
+    if (!cap.ok()) {
+      *exit_code = CouldNotRun(std::string(cap.status().message()));
+      return;
+    }
+    o.recordings.cap_bytes = *cap;
+    o.recordings.dir = a->recordings;
+    for (const std::string* report : {&a->html, &a->json, &a->junit}) {
+      if (o.recordings.dir.empty() && !report->empty()) {
+        o.recordings.dir =
+            (std::filesystem::absolute(*report).parent_path() / "recordings").string();
+      }
     }
     auto shard = product::ParseShard(a->shard);
     if (!shard.ok()) {
