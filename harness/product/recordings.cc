@@ -159,6 +159,21 @@ std::string RecordingStore::Summary() const {
   return s;
 }
 
+absl::StatusOr<RecordingStore> RecordingStoreFor(const std::string& dir, const std::string& cap,
+                                                 const std::vector<std::string>& reports) {
+  RecordingStore store;
+  auto bytes = ParseByteSize(cap, "--recordings-cap");
+  if (!bytes.ok()) return bytes.status();
+  store.cap_bytes = *bytes;
+  store.dir = dir;
+  for (const std::string& report : reports) {
+    if (store.dir.empty() && !report.empty()) {
+      store.dir = (fs::absolute(report).parent_path() / "recordings").string();
+    }
+  }
+  return store;
+}
+
 absl::StatusOr<uint64_t> ParseByteSize(const std::string& text, const std::string& flag) {
   size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;

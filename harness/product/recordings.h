@@ -45,6 +45,11 @@ struct RecordingStore {
 void KeepRecording(const std::string& trace, const std::string& name, const std::string& powercut,
                    RecordingStore* store, RunOutcome* out);
 
+// The store of `--recordings DIR --recordings-cap SIZE`: DIR, else a `recordings` folder beside
+// the first of `reports` given (the --html, --json, --junit paths), else "" (a /var/tmp folder).
+absl::StatusOr<RecordingStore> RecordingStoreFor(const std::string& dir, const std::string& cap,
+                                                 const std::vector<std::string>& reports);
+
 // "1GiB", "512MiB", "100KiB", "4096" (bytes); 0 keeps nothing.
 absl::StatusOr<uint64_t> ParseByteSize(const std::string& text, const std::string& flag);
 // 1536 -> "1.5 KiB".

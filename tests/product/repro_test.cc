@@ -160,12 +160,13 @@ TEST(RunCommand, ACrashingCheckerIsReportedAsSuchAndTheJsonHasTheContract) {
 TEST(RunCommand, ABrokenCheckerIsExitTwoQuotingTheLine) {
   TempDir dir;
   std::string log = Record(dir, harness::RawLogBarrier::kFlushBeforeAck, 3);
+  std::string json = dir.File("r.json");
+  auto run = [&](const std::string& checker, const std::string& flags) {
+    return RunCommand(fmt::format("{} run --trace {} --fs raw --workload x --checker {} {} --quiet",
+                                  POWERCUT_BIN, log, checker, flags));
+  };
   for (const std::string line : {"hello world", "have", "have 1 2", "HAVE 2"}) {
-    std::string json = dir.File("r.json");
-    auto r = RunCommand(fmt::format(
-        "{} run --trace {} --fs raw --cache off,on --workload x --checker \"echo '{}'\" --json {} "
-        "--quiet",
-        POWERCUT_BIN, log, line, json));
+    auto r = run(fmt::format("\"echo '{}'\"", line), "--cache off,on --json " + json);
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_THAT(r.output, HasSubstr("COULD NOT RUN (checker-protocol)")) << line;
     EXPECT_THAT(r.output, HasSubstr(fmt::format("is not the protocol: \"{}\"", line)));
@@ -175,11 +176,8 @@ TEST(RunCommand, ABrokenCheckerIsExitTwoQuotingTheLine) {
   }
   // Broken on some images only: those states could not be checked, the rest is judged; no
   // violation, so exit 2 (not everything was checked), and the JSON counts them.
-  std::string json = dir.File("some.json");
-  auto r = RunCommand(fmt::format(
-      "{} run --trace {} --fs raw --cache off --points every --workload x --checker '{} | sed "
-      "\"s/^have 2$/have two!/\"' --max-unchecked 1000 --json {} --quiet",
-      POWERCUT_BIN, log, RAW_LOG_CHECKER, json));
+  auto r = run(fmt::format("'{} | sed \"s/^have 2$/have two!/\"'", RAW_LOG_CHECKER),
+               "--cache off --points every --max-unchecked 1000 --json " + json);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("could not be checked"));
   EXPECT_THAT(r.output, HasSubstr("\"have two!\""));
@@ -190,8 +188,7 @@ TEST(RunCommand, ABrokenCheckerIsExitTwoQuotingTheLine) {
   EXPECT_EQ(j["results"][0]["violations"], 0);
 
   for (const char* checker : {"powercut-no-such-checker", "/dev/null"}) {
-    r = RunCommand(fmt::format("{} run --trace {} --fs raw --workload x --checker {} --quiet",
-                               POWERCUT_BIN, log, checker));
+    r = run(checker, "");
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_THAT(r.output, HasSubstr("COULD NOT RUN (checker-cannot-start)"));
     EXPECT_THAT(r.output, HasSubstr("checker cannot start (exit 12"));

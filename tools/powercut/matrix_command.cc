@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 #include "fmt/format.h"
@@ -69,12 +68,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
   m->add_flag("--no-torn", a->no_torn, "no torn-write variants (implied by --preset headline)");
   m->add_option("--timeout", a->o.timeout_s, "seconds per VM run")->capture_default_str();
   m->add_option("--keep", a->o.keep_dir, "keep each cell's recording under this folder");
-  m->add_option("--recordings", a->recordings,
-                "keep failing cells' recordings here for the rebuild commands (default: "
-                "<report folder>/recordings, or a new /var/tmp/powercut-recordings-* folder)");
-  m->add_option("--recordings-cap", a->recordings_cap,
-                "most bytes of kept recordings (0: keep none)")
-      ->capture_default_str();
+  AddRecordingsOptions(m, &a->recordings, &a->recordings_cap);
   m->add_option("--workload-binary", a->workload_binary, "the powercut-workload binary");
   m->add_option("--json", a->json, "write the JSON report (powercut-matrix/1) here");
   m->add_option("--junit", a->junit, "write a JUnit XML report here");
@@ -105,19 +99,13 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
       }
       o.custom_cells = std::move(*cells);
     }
-    auto cap = product::ParseByteSize(a->recordings_cap, "--recordings-cap");
-    if (!cap.ok()) {
-      *exit_code = CouldNotRun(std::string(cap.status().message()));
+    auto recordings =
+        product::RecordingStoreFor(a->recordings, a->recordings_cap, {a->html, a->json, a->junit});
+    if (!recordings.ok()) {
+      *exit_code = CouldNotRun(std::string(recordings.status().message()));
       return;
     }
-    o.recordings.cap_bytes = *cap;
-    o.recordings.dir = a->recordings;
-    for (const std::string* report : {&a->html, &a->json, &a->junit}) {
-      if (o.recordings.dir.empty() && !report->empty()) {
-        o.recordings.dir =
-            (std::filesystem::absolute(*report).parent_path() / "recordings").string();
-      }
-    }
+    o.recordings = *recordings;
     auto shard = product::ParseShard(a->shard);
     if (!shard.ok()) {
       *exit_code = CouldNotRun(std::string(shard.status().message()));

@@ -2,7 +2,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 #include "fmt/format.h"
@@ -17,6 +16,15 @@
 #include "tools/powercut/product_commands.h"
 
 namespace powercut::cli {
+
+void AddRecordingsOptions(CLI::App* command, std::string* dir, std::string* cap) {
+  command->add_option("--recordings", *dir,
+                      "keep failing runs' recordings here for the rebuild commands (default: "
+                      "<report folder>/recordings, or a new /var/tmp/powercut-recordings-* "
+                      "folder)");
+  command->add_option("--recordings-cap", *cap, "most bytes of kept recordings (0: keep none)")
+      ->capture_default_str();
+}
 
 int CouldNotRun(const std::string& message) {
   std::fprintf(stderr, "powercut: %s\n", message.c_str());
@@ -67,12 +75,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   run->add_option("--expect", a->expect,
                   "expected verdict per cache model, e.g. off=survives,on=survives,lying=loses "
                   "(survives, loses, may-lose); exit 0 when every model matches it, 1 otherwise");
-  run->add_option("--recordings", a->recordings,
-                  "keep a failing run's recording here for the rebuild commands (default: "
-                  "<report folder>/recordings, or a new /var/tmp/powercut-recordings-* folder)");
-  run->add_option("--recordings-cap", a->recordings_cap,
-                  "most bytes of kept recordings (0: keep none)")
-      ->capture_default_str();
+  AddRecordingsOptions(run, &a->recordings, &a->recordings_cap);
   run->add_option("--max-unchecked", a->o.max_could_not_check,
                   "stop (exit 2) after this many checker runs whose output is not the protocol")
       ->capture_default_str();
@@ -92,9 +95,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     auto points = product::ParsePoints(a->points);
     auto states = product::ParseStates(a->states);
     auto recorder = product::ParseRecorder(a->recorder);
-    auto cap = product::ParseByteSize(a->recordings_cap, "--recordings-cap");
+    auto recordings =
+        product::RecordingStoreFor(a->recordings, a->recordings_cap, {a->html, a->json, a->junit});
     for (const absl::Status& s :
-         {models.status(), points.status(), states.status(), recorder.status(), cap.status(),
+         {models.status(), points.status(), states.status(), recorder.status(), recordings.status(),
           product::ValidateRunOptions(o)}) {
       if (!s.ok()) {
         *exit_code = CouldNotRun(std::string(s.message()));
@@ -113,15 +117,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       }
       cell.expect = *expect;
     }
-    product::RecordingStore recordings;
-    recordings.cap_bytes = *cap;
-    recordings.dir = a->recordings;
-    for (const std::string* report : {&a->html, &a->json, &a->junit}) {
-      if (recordings.dir.empty() && !report->empty()) {
-        recordings.dir = (std::filesystem::absolute(*report).parent_path() / "recordings").string();
-      }
-    }
-    o.recordings = &recordings;
+    o.recordings = &*recordings;
     o.models = *models;
     o.points = *points;
     o.states = *states;
@@ -186,7 +182,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                 {"check_seconds", outcome.check_seconds},
                 {"recording", outcome.recording_dir},
                 {"recording_bytes", outcome.recording_bytes},
-                {"recordings", recordings.ToJson()},
+                {"recordings", recordings->ToJson()},
                 {"could_not_check", outcome.could_not_check()},
                 {"expect", cell.judged ? cell.expect.ToJson() : nlohmann::json(nullptr)},
                 {"verdict", cell.judged && outcome.ran ? cell.Verdict() : ""},
@@ -216,7 +212,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       product::MatrixReport m;
       m.plan_cells = 1;
       m.seconds = outcome.record_seconds + outcome.check_seconds;
-      m.recordings = recordings;
+      m.recordings = *recordings;
       m.cells.push_back(cell);
       write(a->html, product::HtmlReport(m, "powercut run: " + o.name));
     }
