@@ -142,6 +142,11 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
     }
     if (m.worst_violation) cm.worst_violation = m.worst_violation->state_id;
     cm.could_not_check = m.could_not_check;
+    if (m.first_could_not_check) {
+      cell->notes.push_back(fmt::format("cache {}: {} states could not be checked: {}", cm.cache,
+                                        m.could_not_check,
+                                        m.first_could_not_check->could_not_check));
+    }
     cell->models.push_back(std::move(cm));
   }
 }

@@ -307,8 +307,10 @@ std::string HeadlineTable(const MatrixReport& r) {
       std::string cellText = "-";
       for (const CellModel& m : c.models) {
         if (m.cache != cache) continue;
-        cellText = fmt::format("{} {}/{}/{}{}", m.violations ? "FAIL" : "pass", m.lost_acks_max,
-                               m.states, m.violations, c.AsExpected(m) ? "" : " !");
+        cellText = fmt::format("{} {}/{}/{}{}{}", m.violations ? "FAIL" : "pass", m.lost_acks_max,
+                               m.states, m.violations,
+                               m.could_not_check ? fmt::format(" ?{}", m.could_not_check) : "",
+                               c.AsExpected(m) ? "" : " !");
       }
       s += fmt::format("  {:<24}", cellText);
     }

@@ -302,6 +302,25 @@ TEST(Expect, ARunWithoutExpectationsIsNotJudged) {
   EXPECT_EQ(RunExitCode(failing, c), 1);
 }
 
+TEST(Expect, StatesThatCouldNotBeCheckedAreShownNotPassed) {
+  RunOutcome out;
+  out.ran = true;
+  out.report = harness::CheckReport{};
+  harness::ModelResult m{.model = *harness::ParseCacheModel("on"), .states = 9};
+  m.could_not_check = 3;
+  m.first_could_not_check = harness::Verdict{.could_not_check = "line 1: \"hello\""};
+  out.report->results.push_back(m);
+  EXPECT_FALSE(out.passed());
+  EXPECT_EQ(out.exit_code(), 2);
+  CellResult cell{.name = "c/s/ext4", .workload = "c", .setting = "s", .fs = "ext4"};
+  FillCell(out, &cell);
+  EXPECT_THAT(cell.notes,
+              ::testing::Contains("cache on: 3 states could not be checked: line 1: \"hello\""));
+  MatrixReport r;
+  r.cells = {cell};
+  EXPECT_THAT(HeadlineTable(r), HasSubstr("pass 0/9/0 ?3"));
+}
+
 TEST(Progress, FormatsRateAndEta) {
   EXPECT_EQ(Progress::Format(5, 10, 10.0), "5/10, 0.50/s, ETA 00:10");
   EXPECT_EQ(Progress::Format(0, 10, 0.0), "0/10, 0.00/s, ETA --:--");
