@@ -22,16 +22,20 @@ namespace {
 
 constexpr size_t kStderrTail = 2048;
 
-void ParseLine(std::string_view line, CheckerOutput* out) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  auto take = [&](std::string_view prefix, absl::flat_hash_set<std::string>* set) {
-    if (line.substr(0, prefix.size()) != prefix) return false;
-    std::string_view id = line.substr(prefix.size());
-    while (!id.empty() && id.back() == ' ') id.remove_suffix(1);
-    if (IsValidAckId(id)) set->insert(std::string(id));
-    return true;
-  };
-  if (!take("have ", &out->have)) take("corrupt ", &out->corrupt);
+// At most 120 characters of `line`, non-printable bytes as \xNN, in double quotes.
+std::string Quote(std::string_view line) {
+  std::string q = "\"";
+  for (size_t i = 0; i < line.size() && i < 120; ++i) {
+    auto c = static_cast<unsigned char>(line[i]);
+    if (c < 0x20 || c >= 0x7f) {
+      q += fmt::format("\\x{:02x}", c);
+    } else {
+      if (c == '"' || c == '\\') q += '\\';
+      q += static_cast<char>(c);
+    }
+  }
+  if (line.size() > 120) q += "...";
+  return q + "\"";
 }
 
 // A command made only of plain words (no quoting, expansion, redirection or operators) means the
@@ -58,6 +62,28 @@ bool PlainWords(const std::string& command, std::vector<std::string>* words) {
 }
 
 }  // namespace
+
+void ParseCheckerLine(std::string_view line, uint64_t line_number, CheckerOutput* out) {
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) {
+    line.remove_suffix(1);
+  }
+  if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank
+  for (auto [prefix, set] : {std::pair{std::string_view("have "), &out->have},
+                             std::pair{std::string_view("corrupt "), &out->corrupt}}) {
+    if (line.substr(0, prefix.size()) != prefix) continue;
+    std::string_view id = line.substr(prefix.size());
+    if (IsValidAckId(id)) {
+      set->insert(std::string(id));
+      return;
+    }
+  }
+  if (out->protocol_error_lines++ == 0) {
+    out->protocol_error = fmt::format(
+        "checker stdout line {} is not the protocol: {} (expected `have <id>` or `corrupt <id>`, "
+        "ids of 1-{} characters [A-Za-z0-9_.:-]; diagnostics belong on stderr)",
+        line_number, Quote(line), kMaxAckIdBytes);
+  }
+}
 
 absl::StatusOr<CheckerOutput> RunChecker(
     const std::string& command, const std::vector<std::pair<std::string, std::string>>& env,
@@ -143,6 +169,7 @@ absl::StatusOr<CheckerOutput> RunChecker(
   }
 
   CheckerOutput out;
+  uint64_t line_number = 0;
   std::string line_buf;
   std::string err_buf;
   auto deadline = std::chrono::steady_clock::now() +
@@ -187,18 +214,21 @@ absl::StatusOr<CheckerOutput> RunChecker(
         size_t start = 0;
         size_t nl;
         while ((nl = line_buf.find('\n', start)) != std::string::npos) {
-          ParseLine(std::string_view(line_buf).substr(start, nl - start), &out);
+          ParseCheckerLine(std::string_view(line_buf).substr(start, nl - start), ++line_number,
+                           &out);
           start = nl + 1;
         }
         line_buf.erase(0, start);
-        if (line_buf.size() > (1 << 20)) line_buf.clear();  // an absurd line: drop it
+        if (line_buf.size() > (1 << 20)) {  // an absurd line: not the protocol
+          ParseCheckerLine(line_buf, ++line_number, &out);
+          line_buf.clear();
+        }
       } else {
         err_buf.append(buf, static_cast<size_t>(r));
         if (err_buf.size() > 4 * kStderrTail) err_buf.erase(0, err_buf.size() - kStderrTail);
       }
     }
   }
-  if (!line_buf.empty()) ParseLine(line_buf, &out);
   for (auto& f : fds) {
     if (f.fd >= 0) ::close(f.fd);
   }
@@ -210,6 +240,11 @@ absl::StatusOr<CheckerOutput> RunChecker(
     out.exit_code = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {
     out.signal = WTERMSIG(status);
+  }
+  // A last line without its newline counts only when the checker ended by itself: a kill
+  // (timeout, signal) may have cut it short.
+  if (!line_buf.empty() && !out.timed_out && out.signal == 0) {
+    ParseCheckerLine(line_buf, ++line_number, &out);
   }
   if (err_buf.size() > kStderrTail) err_buf.erase(0, err_buf.size() - kStderrTail);
   out.stderr_tail = std::move(err_buf);

@@ -5,11 +5,15 @@
 // given extra environment variables (inherited POWERCUT_DIR and POWERCUT_DEV are dropped: only
 // `env` sets them), stdin from /dev/null, and a timeout after which the whole
 // group is killed (SIGKILL). After it exits the group is killed too, so that nothing it started
-// outlives the check. stdout lines `have <id>` and `corrupt <id>` are collected; other lines are
-// ignored.
+// outlives the check. stdout is the protocol: `have <id>` and `corrupt <id>` lines are collected
+// and blank lines are allowed; any other line (or an id outside the grammar of
+// harness/trace/ack_id.h) is a protocol error, quoted in CheckerOutput::protocol_error. stderr is
+// free-form diagnostics and never parsed.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,9 +32,20 @@ struct CheckerOutput {
   // Non-empty when the checker could not run on the image (e.g. the mount failed): the state is
   // not recoverable.
   std::string setup_error;
+  // The first stdout line that is not the protocol, quoted with its line number ("" when every
+  // line was): the output cannot be trusted, so the state could not be checked (not a violation).
+  std::string protocol_error;
+  uint64_t protocol_error_lines = 0;  // how many stdout lines were not the protocol
 
   bool recovered() const { return setup_error.empty() && exit_code == 0 && !timed_out; }
+  // sh's "command not found" (127) or "not executable" (126): the checker never ran.
+  bool cannot_start() const { return signal == 0 && (exit_code == 126 || exit_code == 127); }
 };
+
+// Parses one stdout line (without its newline) into `out`: `have <id>` / `corrupt <id>` (one
+// space, trailing blanks and a CR tolerated), or a blank line. Any other line counts as a
+// protocol error; the first one is quoted with `line_number` in out->protocol_error.
+void ParseCheckerLine(std::string_view line, uint64_t line_number, CheckerOutput* out);
 
 // Fails only when the command cannot be started at all.
 absl::StatusOr<CheckerOutput> RunChecker(

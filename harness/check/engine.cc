@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/cord.h"
 #include "absl/synchronization/mutex.h"
 #include "base/image_io.h"
 #include "base/signal_cleanup.h"
@@ -90,12 +91,11 @@ struct Shared {
   uint64_t states_done ABSL_GUARDED_BY(mu) = 0;   // for CheckOptions::on_state_checked
   uint64_t states_total ABSL_GUARDED_BY(mu) = 0;  // likewise
   std::string method ABSL_GUARDED_BY(mu);         // how file-system states were read
+  std::optional<std::pair<uint64_t, Verdict>> worst ABSL_GUARDED_BY(mu);  // by seq
+  uint64_t broken_runs ABSL_GUARDED_BY(mu) = 0;  // checker runs that were not the protocol
 };
 
-std::string RebuildCommand(const CheckOptions& o, const std::string& base, const std::string& id) {
-  return fmt::format("{} state materialize --trace {} --base {} --state {} --out crash.img",
-                     o.powercut, o.trace_path, base, id);
-}
+constexpr char kBrokenChecker[] = "powercut/broken-checker";
 
 // Since Linux 6.7 ("btrfs: support cloned-device mount capability") btrfs mounts a second
 // single-device file system with an fsid that is already mounted under a temporary in-memory
@@ -193,7 +193,7 @@ void RunWorker(const CheckOptions& o, const std::string& base, const std::string
         v.dropped.erase(std::remove(v.dropped.begin(), v.dropped.end(), *state.torn_entry),
                         v.dropped.end());
       }
-      v.rebuild = RebuildCommand(o, base, v.state_id);
+      v.rebuild = RebuildCommand(o.powercut, o.trace_path, base, v.state_id);
       powercut::MutexLock lock(&shared.mu);
       ModelResult& r = *shared.result;
       ++r.states;
@@ -214,7 +214,26 @@ void RunWorker(const CheckOptions& o, const std::string& base, const std::string
         ++r.fs_unrecoverable;
         if (!r.first_fs_unrecoverable) r.first_fs_unrecoverable = v;
       }
+      if (!v.could_not_check.empty()) {
+        ++r.could_not_check;
+        if (!r.first_could_not_check) r.first_could_not_check = v;
+        if (!dedup && shared.error.ok() &&
+            (cached->cannot_start || ++shared.broken_runs >= o.max_could_not_check)) {
+          shared.error = absl::FailedPreconditionError(
+              cached->cannot_start
+                  ? fmt::format("{}: fix --checker '{}'", v.could_not_check, o.checker)
+                  : fmt::format("the checker's output is not the protocol on {} crash images, "
+                                "the first: {}",
+                                shared.broken_runs, r.first_could_not_check->could_not_check));
+          shared.error.SetPayload(kBrokenChecker, absl::Cord("1"));
+          return;
+        }
+      }
       if (v.violation()) {
+        if (!shared.worst || v.lost.size() > shared.worst->second.lost.size() ||
+            (v.lost.size() == shared.worst->second.lost.size() && item.seq < shared.worst->first)) {
+          shared.worst.emplace(item.seq, v);
+        }
         ++r.violations;
         shared.violations.emplace_back(item.seq, std::move(v));
         std::sort(shared.violations.begin(), shared.violations.end(),
@@ -228,6 +247,16 @@ void RunWorker(const CheckOptions& o, const std::string& base, const std::string
 }
 
 }  // namespace
+
+bool IsBrokenChecker(const absl::Status& status) {
+  return status.GetPayload(kBrokenChecker).has_value();
+}
+
+std::string RebuildCommand(const std::string& powercut, const std::string& trace,
+                           const std::string& base, const std::string& state_id) {
+  return fmt::format("{} state materialize --trace {} --base {} --state {} --out crash.img",
+                     powercut, trace, base, state_id);
+}
 
 absl::StatusOr<std::string> ResolveBase(const std::string& trace_path, const std::string& base,
                                         std::optional<TraceManifest>* manifest) {
@@ -419,6 +448,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
       powercut::MutexLock lock(&shared.mu);
       shared.result = &result;
       shared.violations.clear();
+      shared.worst.reset();
     }
     std::vector<std::thread> threads;
     for (Worker& w : pool) {
@@ -432,6 +462,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
     for (auto& [seq, v] : shared.violations) result.examples.push_back(v);
     if (report.check_method.empty()) report.check_method = shared.method;
     if (!result.examples.empty()) result.first_violation = result.examples.front();
+    if (shared.worst) result.worst_violation = shared.worst->second;
     result.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - model_start).count();
     report.results.push_back(std::move(result));

@@ -52,6 +52,9 @@ struct CheckOptions {
   // and the total this check will judge (all cache models). Called from the worker threads, one
   // call at a time (under the engine's lock): keep it short.
   std::function<void(uint64_t done, uint64_t total)> on_state_checked;
+  // The check stops (IsBrokenChecker) once this many checker runs printed lines that are not the
+  // protocol, and at the first checker that cannot start (exit 126/127).
+  uint64_t max_could_not_check = 10;
 };
 
 struct ModelResult {
@@ -70,7 +73,14 @@ struct ModelResult {
   std::optional<Verdict> first_violation;
   std::optional<Verdict> first_fs_unrecoverable;
   std::optional<Verdict> first_fs_repaired;
+  // The violating state that loses the most acks (lost_acks_max; the first in generation order
+  // among equals): the state the tables' "lost max" column describes.
+  std::optional<Verdict> worst_violation;
   std::vector<Verdict> examples;  // the first violations, in generation order
+  // States whose checker output was not the protocol (Verdict::could_not_check): neither passed
+  // nor violating.
+  uint64_t could_not_check = 0;
+  std::optional<Verdict> first_could_not_check;
   double seconds = 0;
   std::vector<std::string> notes;
 };
@@ -109,6 +119,14 @@ struct CheckReport {
 };
 
 absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options);
+
+// Whether RunCheck stopped because the checker is broken (it cannot start, or its output was not
+// the protocol on CheckOptions::max_could_not_check images); the message quotes the evidence.
+bool IsBrokenChecker(const absl::Status& status);
+
+// The command that rebuilds one crash state's image (Verdict::rebuild).
+std::string RebuildCommand(const std::string& powercut, const std::string& trace,
+                           const std::string& base, const std::string& state_id);
 
 // Loads a trace with its manifest (when present) and resolves the base image: `base` if given,
 // else the manifest's. Validates the manifest against log and image.

@@ -31,6 +31,14 @@ CompactOutput Oracle::Compact(const CheckerOutput& output) const {
   c.timed_out = output.timed_out;
   c.setup_error = output.setup_error;
   if (!c.recovered()) c.stderr_tail = output.stderr_tail;
+  c.protocol_error = output.protocol_error;
+  if (output.setup_error.empty() && output.cannot_start()) {
+    c.cannot_start = true;
+    std::string why = output.stderr_tail;
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    c.protocol_error = fmt::format("checker cannot start (exit {}{}{})", output.exit_code,
+                                   why.empty() ? "" : ": ", why.substr(why.rfind('\n') + 1));
+  }
   return c;
 }
 
@@ -41,6 +49,8 @@ void Oracle::Judge(uint64_t point, const CompactOutput& output, Verdict* v) cons
   v->acked_before = before;
   v->lost.clear();
   v->gaps.clear();
+  v->could_not_check = output.protocol_error;
+  if (!v->could_not_check.empty()) return;  // its `have` lines cannot be trusted
   std::vector<bool> reported(first_position_.size(), false);
   for (size_t i = 0; i < before; ++i) {
     size_t u = ack_unique_[i];
@@ -87,6 +97,7 @@ void Oracle::Judge(uint64_t point, const CompactOutput& output, Verdict* v) cons
 
 std::string Verdict::Describe() const {
   std::vector<std::string> what;
+  if (!could_not_check.empty()) what.push_back("could not check: " + could_not_check);
   if (!lost.empty()) {
     what.push_back(fmt::format("lost {} of {} acked commits [{}]", lost.size(), acked_before,
                                fmt::join(lost, " ")));

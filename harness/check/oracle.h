@@ -44,10 +44,14 @@ struct Verdict {
   std::optional<uint64_t> torn_entry;
   std::string torn_units;
   std::string rebuild;  // the command that rebuilds this image
+  // Non-empty: the checker's output is not the protocol (the line, quoted) or the checker cannot
+  // start; the state could not be checked. Not a violation: nothing is known about the image.
+  std::string could_not_check;
 
   // The program's violation: the file system came back and an acknowledged commit is missing
   // or corrupt, or the checker failed.
   bool violation() const {
+    if (!could_not_check.empty()) return false;
     if (fs_unrecoverable) return fs_failure_is_violation;
     return !lost.empty() || !gaps.empty() || !corrupt.empty() || !recovered;
   }
@@ -64,7 +68,9 @@ struct CompactOutput {
   int signal = 0;
   bool timed_out = false;
   std::string setup_error;
-  std::string stderr_tail;  // kept only when the checker failed
+  std::string stderr_tail;     // kept only when the checker failed
+  std::string protocol_error;  // CheckerOutput::protocol_error, or why the checker cannot start
+  bool cannot_start = false;   // CheckerOutput::cannot_start()
   bool fs_unrecoverable = false;
   bool fs_repaired = false;
   std::string fs_steps;

@@ -29,6 +29,7 @@ nlohmann::json VerdictJson(const Verdict& v) {
   j["fs_repaired"] = v.fs_repaired;
   if (!v.fs_steps.empty()) j["fs_steps"] = v.fs_steps;
   if (!v.torn_unacked.empty()) j["torn_unacked"] = v.torn_unacked;
+  if (!v.could_not_check.empty()) j["could_not_check"] = v.could_not_check;
   if (v.torn_entry) j["torn"] = {{"entry", *v.torn_entry}, {"units", v.torn_units}};
   if (!v.stderr_tail.empty()) j["checker_stderr_tail"] = v.stderr_tail;
   return j;
@@ -64,6 +65,11 @@ nlohmann::json ReportToJson(const CheckReport& r) {
                                                             : nlohmann::json(nullptr)},
         {"first_fs_repaired",
          m.first_fs_repaired ? VerdictJson(*m.first_fs_repaired) : nlohmann::json(nullptr)},
+        {"worst_violation",
+         m.worst_violation ? VerdictJson(*m.worst_violation) : nlohmann::json(nullptr)},
+        {"could_not_check", m.could_not_check},
+        {"first_could_not_check",
+         m.first_could_not_check ? VerdictJson(*m.first_could_not_check) : nlohmann::json(nullptr)},
         {"examples", examples},
         {"seconds", m.seconds},
         {"states_per_second", m.seconds > 0 ? m.states / m.seconds : 0.0},
@@ -191,6 +197,10 @@ std::string ReportSummaryTable(const CheckReport& r) {
           "file system ({}): {} of {} states needed repairs by the file system's tools before "
           "the program's data was judged; first: {}\n",
           m.model.Code(), m.fs_repaired, m.states, m.first_fs_repaired->fs_steps);
+    }
+    if (m.could_not_check > 0) {
+      out += fmt::format("{} states could not be checked ({}): {}\n", m.could_not_check,
+                         m.model.Code(), m.first_could_not_check->could_not_check);
     }
   }
   out += fmt::format("{} in {:.2f} s\n", r.passed() ? "PASS" : "FAIL", r.seconds);

@@ -1,6 +1,9 @@
 #include "harness/product/cell_result.h"
 
+#include <algorithm>
+
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 
 namespace powercut::product {
 
@@ -36,6 +39,47 @@ CellExpect CellExpect::FromJson(const nlohmann::json& j) {
   return e;
 }
 
+absl::StatusOr<CellExpect> ParseExpect(const std::string& text,
+                                       const std::vector<std::string>& caches) {
+  CellExpect e;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t eq = item.find('=');
+    std::string cache = item.substr(0, eq);
+    std::string verdict = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (cache != "off" && cache != "on" && cache != "lying") {
+      return absl::InvalidArgumentError(
+          fmt::format("--expect {}: \"{}\": expected <cache>=<verdict> with cache off, on or lying",
+                      text, item));
+    }
+    if (verdict != "survives" && verdict != "loses" && verdict != "may-lose") {
+      return absl::InvalidArgumentError(fmt::format(
+          "--expect {}: \"{}\": the verdict is survives, loses or may-lose", text, item));
+    }
+    if (std::find(caches.begin(), caches.end(), cache) == caches.end()) {
+      return absl::InvalidArgumentError(
+          fmt::format("--expect {}: cache {} is not checked (--cache {})", text, cache,
+                      fmt::join(caches, ",")));
+    }
+    if (!e.models.emplace(cache, verdict).second) {
+      return absl::InvalidArgumentError(
+          fmt::format("--expect {}: cache {} given twice", text, cache));
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (const std::string& cache : caches) {
+    if (!e.models.contains(cache)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "--expect {}: no verdict for cache {} (give one for every --cache model)", text, cache));
+    }
+  }
+  return e;
+}
+
 bool VerdictMatches(const std::string& expectation, uint64_t violations) {
   if (expectation == "loses") return violations > 0;
   if (expectation == "may-lose") return true;
@@ -43,10 +87,11 @@ bool VerdictMatches(const std::string& expectation, uint64_t violations) {
 }
 
 bool CellResult::AsExpected(const CellModel& m) const {
-  return VerdictMatches(expect.For(m.cache), m.violations);
+  return !judged || VerdictMatches(expect.For(m.cache), m.violations);
 }
 
 std::string CellResult::Unexpected() const {
+  if (!judged) return "";
   if (!ran) {
     if (expect.error.empty() || expect.error == error_kind) return "";
     return fmt::format("expected error {}, got error {}", expect.error, error_kind);
@@ -81,6 +126,7 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
   cell->check_seconds = o.check_seconds;
   cell->timeline = o.timeline;
   cell->notes = o.notes;
+  cell->recording = o.recording_dir;
   cell->models.clear();
   if (!o.report) return;
   for (const auto& m : o.report->results) {
@@ -104,6 +150,13 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
     if (m.first_fs_repaired) {
       cm.first_fs_repaired = m.first_fs_repaired->state_id;
       cm.fs_repair_steps = m.first_fs_repaired->fs_steps;
+    }
+    if (m.worst_violation) cm.worst_violation = m.worst_violation->state_id;
+    cm.could_not_check = m.could_not_check;
+    if (m.first_could_not_check) {
+      cell->notes.push_back(fmt::format("cache {}: {} states could not be checked: {}", cm.cache,
+                                        m.could_not_check,
+                                        m.first_could_not_check->could_not_check));
     }
     cell->models.push_back(std::move(cm));
   }
@@ -129,11 +182,14 @@ nlohmann::json CellToJson(const CellResult& c) {
                                                            : nlohmann::json(m.first_fs_repaired)},
          {"fs_repair_steps", m.fs_repair_steps},
          {"passed", m.violations == 0},
-         {"expect", c.expect.For(m.cache)},
+         {"expect", c.judged ? nlohmann::json(c.expect.For(m.cache)) : nlohmann::json(nullptr)},
          {"as_expected", c.AsExpected(m)},
          {"lost_acks_max", m.lost_acks_max},
          {"first_violation",
           m.first_violation.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.first_violation)},
+         {"worst_violation",
+          m.worst_violation.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.worst_violation)},
+         {"could_not_check", m.could_not_check},
          {"summary", m.summary}});
   }
   nlohmann::json j = {{"index", c.index},
@@ -150,7 +206,8 @@ nlohmann::json CellToJson(const CellResult& c) {
                       {"check_seconds", c.check_seconds},
                       {"verdict", c.Verdict()},
                       {"unexpected", c.Unexpected()},
-                      {"expect", c.expect.ToJson()},
+                      {"expect", c.judged ? c.expect.ToJson() : nlohmann::json(nullptr)},
+                      {"recording", c.recording},
                       {"results", results},
                       {"notes", c.notes}};
   if (!c.ran) {
@@ -179,7 +236,11 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.record_seconds = j.value("record_seconds", 0.0);
     c.check_seconds = j.value("check_seconds", 0.0);
     c.notes = j.value("notes", std::vector<std::string>{});
-    if (j.contains("expect")) c.expect = CellExpect::FromJson(j.at("expect"));
+    c.recording = j.value("recording", "");
+    if (j.contains("expect")) {
+      c.judged = !j.at("expect").is_null();
+      if (c.judged) c.expect = CellExpect::FromJson(j.at("expect"));
+    }
     for (const auto& r : j.at("results")) {
       CellModel m{.cache = r.at("cache").get<std::string>(),
                   .points = r.value("points", uint64_t{0}),
@@ -191,6 +252,7 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
                   .torn_unacked = r.value("torn_unacked", uint64_t{0}),
                   .lost_acks_max = r.at("lost_acks_max").get<uint64_t>(),
                   .summary = r.value("summary", ""),
+                  .could_not_check = r.value("could_not_check", uint64_t{0}),
                   .fs_summary = r.value("fs_summary", ""),
                   .fs_repair_steps = r.value("fs_repair_steps", "")};
       if (r.contains("first_fs_unrecoverable") && r.at("first_fs_unrecoverable").is_string()) {
@@ -198,6 +260,9 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
       }
       if (r.contains("first_fs_repaired") && r.at("first_fs_repaired").is_string()) {
         m.first_fs_repaired = r.at("first_fs_repaired").get<std::string>();
+      }
+      if (r.contains("worst_violation") && !r.at("worst_violation").is_null()) {
+        m.worst_violation = r.at("worst_violation").get<std::string>();
       }
       if (!r.at("first_violation").is_null()) {
         m.first_violation = r.at("first_violation").get<std::string>();
@@ -213,6 +278,16 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
   } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(fmt::format("cell: {}", e.what()));
   }
+}
+
+}  // namespace powercut::product
+
+namespace powercut::product {
+
+int RunExitCode(const RunOutcome& outcome, const CellResult& cell) {
+  if (!cell.judged || !outcome.ran) return outcome.exit_code();
+  if (cell.Verdict() != "ok") return 1;
+  return outcome.could_not_check() > 0 ? 2 : 0;
 }
 
 }  // namespace powercut::product

@@ -26,9 +26,11 @@ struct CellModel {
   uint64_t fs_repaired = 0;       // it came back only after repairs (a note)
   uint64_t torn_unacked = 0;      // states with a torn never-acked record (not violations)
   uint64_t lost_acks_max = 0;
-  std::string first_violation;  // state id, "" when none
-  std::string summary;          // the first violation, described
-  std::string fs_summary;       // the first fs-unrecoverable state, described ("" when none)
+  std::string first_violation;   // state id, "" when none
+  std::string worst_violation;   // state id of the state losing lost_acks_max acks, "" when none
+  std::string summary;           // the first violation, described
+  uint64_t could_not_check = 0;  // states whose checker output was not the protocol
+  std::string fs_summary;        // the first fs-unrecoverable state, described ("" when none)
   // "e2fsck -fy exit 1 (repaired); mount ok": the first repaired state's steps ("" when none).
   std::string fs_repair_steps;
   std::string first_fs_unrecoverable;  // state id
@@ -53,6 +55,11 @@ struct CellExpect {
   bool empty() const { return models.empty() && error.empty(); }
 };
 
+// `--expect off=survives,on=survives,lying=loses` of `powercut run`: a verdict (survives, loses,
+// may-lose) for every cache model in `caches` (model names) and none other.
+absl::StatusOr<CellExpect> ParseExpect(const std::string& text,
+                                       const std::vector<std::string>& caches);
+
 // Whether `violations` agrees with `expectation`: survives = none, loses = some, may-lose = any.
 bool VerdictMatches(const std::string& expectation, uint64_t violations);
 
@@ -71,6 +78,10 @@ struct CellResult {
   std::vector<std::string> notes;
 
   CellExpect expect;
+  // false: no expectation at all (`powercut run` without --expect): the numbers are reported and
+  // nothing is judged against them (AsExpected is true, Unexpected empty, JSON "expect": null).
+  bool judged = true;
+  std::string recording;  // where its recording was kept for the rebuild commands ("": nowhere)
 
   bool failed() const;  // ran and some model has violations
   // Did the model's verdict match the cell's expectation?
@@ -85,6 +96,11 @@ struct CellResult {
 
 // Fills the run part of `cell` from a RunOutcome.
 void FillCell(const RunOutcome& outcome, CellResult* cell);
+
+// The exit status of `powercut run`: without an expectation (cell.judged false) the outcome's
+// own (0 pass, 1 violations, 2 could not run or check); with --expect, 0 when every cache model
+// matched it, 1 when one did not, 2 when it could not run or some state could not be checked.
+int RunExitCode(const RunOutcome& outcome, const CellResult& cell);
 
 nlohmann::json CellToJson(const CellResult& cell);
 absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j);

@@ -10,10 +10,17 @@ namespace powercut::product {
 namespace {
 
 const std::set<std::string>& ErrorKinds() {
-  static const std::set<std::string> kKinds = {
-      "vm",        "timeout",        "workload-exit", "no-acks",
-      "ack-flood", "malformed-acks", "checker-crash", "check",
-      "usage"};
+  static const std::set<std::string> kKinds = {"vm",
+                                               "timeout",
+                                               "workload-exit",
+                                               "no-acks",
+                                               "ack-flood",
+                                               "malformed-acks",
+                                               "checker-crash",
+                                               "checker-cannot-start",
+                                               "checker-protocol",
+                                               "check",
+                                               "usage"};
   return kKinds;
 }
 

@@ -121,11 +121,17 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
   h += "<th>acks</th><th>entries</th><th>verdict</th></tr></thead><tbody>\n";
   for (const CellResult& c : r.cells) {
     std::string verdict = c.Verdict();
+    std::string verdict_text = verdict == "ok" ? std::string("as expected")
+                               : verdict == "unexpected"
+                                   ? "UNEXPECTED: " + XmlEscape(c.Unexpected())
+                                   : std::string("could not run");
+    if (!c.judged && c.ran) {  // `powercut run` without --expect: nothing to compare with
+      verdict = c.failed() ? "fail" : "pass";
+      verdict_text =
+          c.failed() ? "violations (no expectation given)" : "no violation (no expectation given)";
+    }
     std::string verdict_cell =
-        fmt::format("<td class=\"verdict-{}\">{}</td>", verdict,
-                    verdict == "ok"           ? std::string("as expected")
-                    : verdict == "unexpected" ? "UNEXPECTED: " + XmlEscape(c.Unexpected())
-                                              : std::string("could not run"));
+        fmt::format("<td class=\"verdict-{}\">{}</td>", verdict, verdict_text);
     h += fmt::format(
         "<tr id=\"cell-{}\" data-cell=\"{}\" data-verdict=\"{}\"><td>{}</td><td>{}</td><td>{}</td>",
         c.index, XmlEscape(c.name), verdict, XmlEscape(c.workload), XmlEscape(c.setting),
@@ -159,16 +165,24 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
             "<br><span class=\"small\" title=\"{}\">file system repaired in {} states</span>",
             XmlEscape(m->fs_repair_steps), m->fs_repaired);
       }
-      h += fmt::format("<td class=\"{} num{}\" title=\"expected {}. {}\">{} {} / {} / {}{}</td>",
-                       m->violations ? "fail" : "pass", c.AsExpected(*m) ? "" : " unexpected",
-                       XmlEscape(c.expect.For(m->cache)), XmlEscape(m->summary),
-                       m->violations ? "FAIL" : "pass", m->lost_acks_max, m->states, m->violations,
-                       fs_note);
+      if (m->could_not_check) {
+        fs_note += fmt::format(" <span class=\"unchecked\">({} could not be checked)</span>",
+                               m->could_not_check);
+      }
+      h += fmt::format(
+          "<td class=\"{} num{}\" title=\"{}{}\">{} {} / {} / {}{}</td>",
+          m->violations ? "fail" : "pass", c.AsExpected(*m) ? "" : " unexpected",
+          c.judged ? "expected " + XmlEscape(c.expect.For(m->cache)) + ". " : "",
+          XmlEscape(m->summary), m->violations ? "FAIL" : "pass", m->lost_acks_max, m->states,
+          m->violations, fs_note);
     }
     h += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td>{}</tr>\n", c.acks,
                      c.trace_entries, verdict_cell);
   }
   h += "</tbody></table>\n";
+  if (std::string summary = r.recordings.Summary(); !summary.empty()) {
+    h += fmt::format("<p class=\"small\" id=\"recordings\">{}</p>\n", XmlEscape(summary));
+  }
   h += "<p class=\"legend small\"><span style=\"color:#4a7bd0\">&#9632; write</span>"
        "<span style=\"color:#8e44ad\">&#9632; FUA write</span>"
        "<span style=\"color:#2e8b57\">&#9632; flush</span>"
@@ -180,10 +194,17 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
     h += fmt::format("<section class=\"failing\" id=\"failing-{}\"><h2>{}</h2>\n", c.index,
                      XmlEscape(c.name));
     h += fmt::format("<p class=\"small\"><code>{}</code></p>\n", XmlEscape(c.workload_command));
+    if (!c.recording.empty()) {
+      h += fmt::format(
+          "<p class=\"small\">recording kept in <code class=\"recording\">{}</code>: the "
+          "rebuild commands below name it</p>\n",
+          XmlEscape(c.recording));
+    }
     h += TimelineSvg(*c.timeline, fmt::format("timeline-{}", c.index));
     h += "<ul class=\"small\">\n";
     for (const TimelineCrash& crash : c.timeline->crashes) {
-      h += fmt::format("<li>cache {}: {}</li>\n", XmlEscape(crash.cache), XmlEscape(crash.summary));
+      h += fmt::format("<li>cache {}, worst state: {}</li>\n", XmlEscape(crash.cache),
+                       XmlEscape(crash.summary));
     }
     h += "</ul></section>\n";
   }

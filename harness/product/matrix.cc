@@ -44,6 +44,12 @@ std::vector<std::pair<std::string, std::string>> HeadlineCells() {
 }  // namespace
 
 absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
+  // Every flag is checked here, before --list and before any VM boots.
+  for (const absl::Status& s :
+       {ParseCacheList(o.cache, o.window).status(), ParsePoints(o.points).status(),
+        ParseStates(o.states).status(), ValidateAtomicUnit(o.atomic_unit)}) {
+    if (!s.ok()) return s;
+  }
   std::vector<std::pair<std::string, std::string>> pairs;
   bool builtin = !o.preset.empty() || !o.workloads.empty() || o.custom_cells.empty();
   if (!builtin) {
@@ -171,6 +177,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     if (o.shard.Contains(c.Name())) mine.push_back(c);
   }
   Progress progress("matrix: cells", mine.size(), o.progress);
+  report.recordings = o.recordings;
   for (size_t i = 0; i < mine.size(); ++i) {
     const MatrixCell& c = mine[i];
     progress.Update(i, "running " + c.Name());
@@ -225,6 +232,8 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
       std::string name = c.Name();
       std::replace(name.begin(), name.end(), '/', '_');
       r.keep_dir = o.keep_dir + "/" + name;
+    } else {
+      r.recordings = &report.recordings;
     }
     CellResult cell{.index = c.index,
                     .name = c.Name(),
@@ -246,8 +255,9 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
 nlohmann::json MatrixToJson(const MatrixReport& r) {
   nlohmann::json cells = nlohmann::json::array();
   for (const CellResult& c : r.cells) cells.push_back(CellToJson(c));
-  return {{"schema", "powercut-matrix/1"}, {"parameters", r.parameters}, {"shard", r.shard},
-          {"plan_cells", r.plan_cells},    {"seconds", r.seconds},       {"cells", cells}};
+  return {{"schema", "powercut-matrix/1"},      {"parameters", r.parameters}, {"shard", r.shard},
+          {"plan_cells", r.plan_cells},         {"seconds", r.seconds},       {"cells", cells},
+          {"recordings", r.recordings.ToJson()}};
 }
 
 absl::StatusOr<MatrixReport> MatrixFromJson(const nlohmann::json& j) {
@@ -309,7 +319,9 @@ std::string HeadlineTable(const MatrixReport& r) {
       for (const CellModel& m : c.models) {
         if (m.cache != cache) continue;
         cellText = fmt::format("{} {}/{}/{}{}{}", m.violations ? "FAIL" : "pass", m.lost_acks_max,
-                               m.states, m.violations, FsMarks(m), c.AsExpected(m) ? "" : " !");
+                               m.states, m.violations, FsMarks(m),
+                               m.could_not_check ? fmt::format(" ?{}", m.could_not_check) : "",
+                               c.AsExpected(m) ? "" : " !");
       }
       s += fmt::format("  {:<24}", cellText);
     }
@@ -330,6 +342,7 @@ std::string HeadlineTable(const MatrixReport& r) {
       "{} cells: {} as expected, {} unexpected, {} could not run (shard {}, plan {}) in {:.0f} "
       "s\n",
       r.cells.size(), ok, unexpected, errors, r.shard, r.plan_cells, r.seconds);
+  if (std::string summary = r.recordings.Summary(); !summary.empty()) s += summary + "\n";
   return s;
 }
 

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "harness/product/cell_result.h"
 #include "harness/product/custom_cells.h"
+#include "harness/product/recordings.h"
 #include "harness/product/shard.h"
 #include "harness/vm/vm_run.h"
 #include "nlohmann/json.hpp"
@@ -44,6 +45,8 @@ struct MatrixOptions {
   bool fsck = false;
   std::string workload_binary;  // powercut-workload (absolute)
   std::string keep_dir;         // keep each cell's recording in <keep_dir>/<cell name>
+  // Failing cells' recordings (when not --keep): where and how much (harness/product/recordings.h).
+  RecordingStore recordings;
   int timeout_s = 600;
   double checker_timeout_s = 60;
   std::string powercut = "powercut";
@@ -76,6 +79,7 @@ struct MatrixReport {
   size_t plan_cells = 0;      // cells in the unsharded plan
   std::vector<CellResult> cells;
   double seconds = 0;
+  RecordingStore recordings;  // failing cells' recordings kept for the rebuild commands
 };
 
 // Runs the shard's cells. `run_cell` runs one cell (tests pass a fake; the default boots the VM).

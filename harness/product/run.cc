@@ -10,6 +10,7 @@
 #include "harness/check/file_system.h"
 #include "harness/check/fsck.h"
 #include "harness/check/report.h"
+#include "harness/product/recordings.h"
 
 namespace powercut::product {
 namespace {
@@ -63,17 +64,50 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   c.workload = o.name.empty() ? "run" : o.name;
   c.powercut = o.powercut;
   c.on_state_checked = o.on_state_checked;
+  c.max_could_not_check = o.max_could_not_check;
   if (o.fsck && !RawFs(o.fs)) c.before_mount = harness::FsckHook(c.fs);
   return c;
 }
 
 }  // namespace
 
+uint64_t RunOutcome::could_not_check() const {
+  uint64_t n = 0;
+  if (report) {
+    for (const auto& m : report->results) n += m.could_not_check;
+  }
+  return n;
+}
+
+int RunOutcome::exit_code() const {
+  if (!ran || !report) return 2;
+  if (!report->passed()) return 1;
+  return could_not_check() > 0 ? 2 : 0;
+}
+
+absl::Status ValidateAtomicUnit(uint32_t unit) {
+  if (unit == 0 || unit == 512 || unit == 4096) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      fmt::format("--atomic {}: expected 512 or 4096 (bytes; default: the disk's sector)", unit));
+}
+
+absl::Status ValidateRunOptions(const RunOptions& o) {
+  if (o.checker.empty()) return absl::InvalidArgumentError("--checker CMD is required");
+  auto fs = harness::ParseFsKind(o.fs);
+  if (!fs.ok()) return fs.status();
+  if (auto s = ValidateAtomicUnit(o.atomic_unit); !s.ok()) return s;
+  if (o.fsck && harness::FileSystemOf(*fs).raw()) {
+    return absl::InvalidArgumentError(
+        "--fsck needs a file system (--fs ext4, xfs or btrfs), not raw");
+  }
+  return absl::OkStatus();
+}
+
 RunOutcome CheckRecording(const std::string& trace, const RunOptions& o) {
   RunOutcome out;
-  if (o.fsck && RawFs(o.fs)) {
+  if (auto s = ValidateRunOptions(o); !s.ok()) {
     out.error_kind = "usage";
-    out.error = "--fsck needs a file system (--fs ext4, xfs or btrfs), not raw";
+    out.error = std::string(s.message());
     return out;
   }
   auto start = std::chrono::steady_clock::now();
@@ -81,14 +115,36 @@ RunOutcome CheckRecording(const std::string& trace, const RunOptions& o) {
   out.check_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!report.ok()) {
+    std::string why(report.status().message());
+    if (harness::IsBrokenChecker(report.status())) {
+      bool start_failed = why.rfind("checker cannot start", 0) == 0;
+      out.error_kind = start_failed ? "checker-cannot-start" : "checker-protocol";
+      out.error = fmt::format("the check stopped: {}", why);
+      return out;
+    }
     out.error_kind = "check";
-    out.error =
-        fmt::format("checking the recording failed: {}", std::string(report.status().message()));
+    out.error = fmt::format("checking the recording failed: {}", why);
     return out;
   }
   out.ran = true;
   out.trace_entries = report->trace_entries;
   out.acks = report->trace_acks;
+  uint64_t states = 0, unjudged = 0;
+  const harness::ModelResult* unchecked = nullptr;
+  for (const auto& m : report->results) {
+    states += m.states;
+    unjudged += m.could_not_check;
+    if (m.first_could_not_check && unchecked == nullptr) unchecked = &m;
+  }
+  if (unchecked != nullptr && unjudged == states) {
+    // Fewer states than the stop threshold, and not one of them could be judged.
+    out.ran = false;
+    out.error_kind = "checker-protocol";
+    out.error = fmt::format("the checker's output could not be judged on any of the {} states: {}",
+                            states, unchecked->first_could_not_check->could_not_check);
+    out.report = std::move(*report);
+    return out;
+  }
   bool checker_always_failed = !report->results.empty();
   for (const auto& m : report->results) {
     checker_always_failed = checker_always_failed && m.states > 0 && m.violations == m.states &&
@@ -130,20 +186,11 @@ RunOutcome CheckRecording(const std::string& trace, const RunOptions& o) {
 
 RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
   RunOutcome out;
-  if (o.workload.empty() || o.checker.empty()) {
+  absl::Status valid = o.workload.empty() ? absl::InvalidArgumentError("--workload CMD is required")
+                                          : ValidateRunOptions(o);
+  if (!valid.ok()) {
     out.error_kind = "usage";
-    out.error = "both --workload CMD and --checker CMD are required";
-    return out;
-  }
-  absl::StatusOr<harness::FsKind> fs_kind = harness::ParseFsKind(o.fs);
-  if (!fs_kind.ok()) {
-    out.error_kind = "usage";
-    out.error = std::string(fs_kind.status().message());
-    return out;
-  }
-  if (o.fsck && harness::FileSystemOf(*fs_kind).raw()) {
-    out.error_kind = "usage";
-    out.error = "--fsck needs a file system (--fs ext4, xfs or btrfs), not raw";
+    out.error = std::string(valid.message());
     return out;
   }
   std::string dir = o.keep_dir;
@@ -169,7 +216,7 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
   if (!temporary) out.recording_dir = dir;
 
   vm::RunSpec spec;
-  spec.fs = *fs_kind;
+  spec.fs = harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw);  // validated above
   spec.sector = o.sector;
   spec.command = o.workload;
   spec.recording = o.recording;
@@ -237,6 +284,12 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
   checked.invalid_ack_lines = out.invalid_ack_lines;
   checked.record_seconds = out.record_seconds;
   checked.recording_dir = out.recording_dir;
+  if (temporary && o.recordings != nullptr && checked.ran && checked.report &&
+      !checked.report->passed()) {
+    // The temporary folder goes away below: move the recording where the report's rebuild
+    // commands can name it.
+    KeepRecording(run->trace, o.name.empty() ? "run" : o.name, o.powercut, o.recordings, &checked);
+  }
   if (!checked.ran) {
     checked.acks = out.acks;
     checked.trace_entries = out.trace_entries;
@@ -246,6 +299,11 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
 
 absl::StatusOr<std::vector<harness::CacheModel>> ParseCacheList(const std::string& text,
                                                                 const std::string& window) {
+  harness::CacheModel probe;
+  if (auto s = harness::ParseWindow(window, &probe); !s.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("--window {}: {}", window, std::string(s.message())));
+  }
   std::string list = text == "all" ? "off,on,lying" : text;
   std::vector<harness::CacheModel> models;
   size_t start = 0;
@@ -255,15 +313,11 @@ absl::StatusOr<std::vector<harness::CacheModel>> ParseCacheList(const std::strin
         list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     auto model = harness::ParseCacheModel(name);
     if (!model.ok()) {
-      return absl::InvalidArgumentError(
-          fmt::format("--cache {}: {} (expected off, on, lying or all)", text,
-                      std::string(model.status().message())));
+      return absl::InvalidArgumentError(fmt::format(
+          "--cache {}: \"{}\" is not a cache model: off, on, lying or all (comma-separated)", text,
+          name));
     }
-    if (name == "lying" && !window.empty()) {
-      if (auto s = harness::ParseWindow(window, &*model); !s.ok()) {
-        return absl::InvalidArgumentError(fmt::format("--window: {}", std::string(s.message())));
-      }
-    }
+    if (name == "lying") (void)harness::ParseWindow(window, &*model);
     models.push_back(*model);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -272,30 +326,7 @@ absl::StatusOr<std::vector<harness::CacheModel>> ParseCacheList(const std::strin
 }
 
 absl::StatusOr<harness::PointSelection> ParsePoints(const std::string& text) {
-  std::string engine;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string word =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    std::string mapped = word == "every"     ? "entry"
-                         : word == "acks"    ? "ack"
-                         : word == "flushes" ? "flush"
-                                             : word;
-    if (!word.empty() && word.find_first_not_of("0123456789") == std::string::npos) {
-      mapped = "sample:" + word;
-    }
-    engine += (engine.empty() ? "" : ",") + mapped;
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  auto points = harness::ParsePointSelection(engine);
-  if (!points.ok()) {
-    return absl::InvalidArgumentError(
-        fmt::format("--points {}: {} (expected every, acks, flushes or a number, comma-separated)",
-                    text, std::string(points.status().message())));
-  }
-  return points;
+  return harness::ParsePointSelection(text);
 }
 
 absl::StatusOr<harness::StateOptions> ParseStates(const std::string& text) {
@@ -334,7 +365,14 @@ std::string RunSummary(const RunOutcome& o) {
                    o.trace_entries, o.acks, o.record_seconds, o.check_seconds);
   s += harness::ReportSummaryTable(*o.report);
   for (const auto& n : o.notes) s += "note: " + n + "\n";
-  if (!o.recording_dir.empty()) s += fmt::format("recording kept in {}\n", o.recording_dir);
+  if (!o.recording_dir.empty()) {
+    s += o.recording_bytes > 0
+             ? fmt::format(
+                   "recording of the failing run kept in {} ({}): the rebuild commands "
+                   "above name it\n",
+                   o.recording_dir, FormatBytes(o.recording_bytes))
+             : fmt::format("recording kept in {}\n", o.recording_dir);
+  }
   return s;
 }
 

@@ -30,6 +30,8 @@ namespace powercut::product {
 inline constexpr char kDefaultPoints[] = "acks,flushes";
 inline constexpr char kDefaultStates[] = "16";
 
+struct RecordingStore;  // harness/product/recordings.h
+
 struct RunOptions {
   std::string name;      // in reports; empty: "run"
   std::string workload;  // command, run in the guest with /bin/sh -c
@@ -51,17 +53,23 @@ struct RunOptions {
   std::chrono::seconds timeout{600};  // the whole VM run (boot included)
   uint64_t max_acks = 1000000;        // more is an ack flood
   std::string keep_dir;  // keep the recording (trace, manifest, base image) here; "" = temporary
+  // Where a temporary recording goes when the run has violating states, so that the report's
+  // rebuild commands keep working (harness/product/recordings.h); nullptr: it is deleted.
+  RecordingStore* recordings = nullptr;
   std::string powercut = "powercut";  // how rebuild commands name the binary
   // Progress of the check (harness::CheckOptions::on_state_checked); called from worker threads.
   std::function<void(uint64_t done, uint64_t total)> on_state_checked;
+  // The check stops once this many checker runs were not the protocol (CheckOptions).
+  uint64_t max_could_not_check = 10;
 };
 
 struct RunOutcome {
   bool ran = false;
   // When !ran: "vm" (the VM could not run it), "timeout", "workload-exit", "no-acks",
   // "ack-flood", "malformed-acks", "checker-crash" (the checker was killed by a signal on every
-  // crash state: the checker, not the image, is broken), "check" (the engine could not check
-  // the trace), "usage".
+  // crash state: the checker, not the image, is broken), "checker-cannot-start" (exit 126/127),
+  // "checker-protocol" (its stdout was not `have`/`corrupt` lines on every state, or on
+  // max_could_not_check images), "check" (the engine could not check the trace), "usage".
   std::string error_kind;
   std::string error;
   int workload_exit = -1;
@@ -72,11 +80,15 @@ struct RunOutcome {
   double check_seconds = 0;
   std::optional<harness::CheckReport> report;
   std::optional<Timeline> timeline;
-  std::string recording_dir;  // kept recording ("" when temporary)
+  std::string recording_dir;     // kept recording ("" when temporary)
+  uint64_t recording_bytes = 0;  // its size on disk, when kept for the report
   std::vector<std::string> notes;
 
-  bool passed() const { return ran && report && report->passed(); }
-  int exit_code() const { return !ran ? 2 : passed() ? 0 : 1; }
+  // States whose checker output could not be judged (harness::Verdict::could_not_check).
+  uint64_t could_not_check() const;
+  bool passed() const { return ran && report && report->passed() && could_not_check() == 0; }
+  // 2 could not run; 1 violations; 2 some states could not be checked; 0 otherwise.
+  int exit_code() const;
 };
 
 RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& options);
@@ -84,11 +96,17 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& options);
 // Checks an existing recording (the part of RunWorkload after the VM): trace + manifest.
 RunOutcome CheckRecording(const std::string& trace, const RunOptions& options);
 
-// "off,on,lying", "all"; `window` is the lying window ("16", "64KiB").
+// Everything about the options that can be wrong before the VM boots: commands given, --fs,
+// --atomic, --fsck with a file system.
+absl::Status ValidateRunOptions(const RunOptions& options);
+// --atomic: 0 (the trace's sector size), 512 or 4096.
+absl::Status ValidateAtomicUnit(uint32_t unit);
+
+// "off,on,lying", "all"; `window` is the lying window ("16", "64KiB"), checked even when lying
+// is not in the list.
 absl::StatusOr<std::vector<harness::CacheModel>> ParseCacheList(const std::string& text,
                                                                 const std::string& window);
-// "every", "acks", "flushes", "N" (a seeded sample of N entry points), comma-separated; also
-// the engine's "entry,ack,flush,sample:N".
+// harness::kPointChoices (every, acks, flushes, N); the same parser as `powercut check`.
 absl::StatusOr<harness::PointSelection> ParsePoints(const std::string& text);
 // "exhaustive" (every subset up to 16 volatile writes) or N: about N states per point (every
 // subset up to log2(N) writes, else the extremes and N seeded samples).

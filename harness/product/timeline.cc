@@ -30,8 +30,11 @@ absl::StatusOr<Timeline> BuildTimeline(const std::string& trace_path,
     t.kinds.push_back(kind);
   }
   for (const harness::ModelResult& m : report.results) {
-    if (!m.first_violation) continue;
-    const harness::Verdict& v = *m.first_violation;
+    // The worst state (most acks lost), the one the tables' "lost max" column counts.
+    const std::optional<harness::Verdict>& worst =
+        m.worst_violation ? m.worst_violation : m.first_violation;
+    if (!worst) continue;
+    const harness::Verdict& v = *worst;
     TimelineCrash c{.cache = m.model.Name(),
                     .state = v.state_id,
                     .point = v.point,

@@ -1,6 +1,7 @@
 // The compact timeline of one recording for the HTML figure: one character per trace entry, the
-// ack marks, and for each cache model that failed its first violating state (crash point, lost
-// acks, dropped and torn writes). Kept in the matrix JSON so that a merged report can still draw
+// ack marks, and for each cache model that failed its worst violating state (the one that loses
+// the most acks, which the tables' "lost max" counts: crash point, lost acks, dropped and torn
+// writes). Kept in the matrix JSON so that a merged report can still draw
 // it without the trace.
 //
 // Entry kinds: 'w' write, 'u' FUA write, 'f' flush, 'F' flush with data (and FUA), 'd' discard,
@@ -36,7 +37,7 @@ struct Timeline {
   std::vector<TimelineCrash> crashes;
 };
 
-// Reads the trace and takes the first violation of every failing model of `report`.
+// Reads the trace and takes the worst violation of every failing model of `report`.
 absl::StatusOr<Timeline> BuildTimeline(const std::string& trace_path,
                                        const harness::CheckReport& report);
 

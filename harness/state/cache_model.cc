@@ -48,9 +48,10 @@ absl::Status ParseWindow(std::string_view text, CacheModel* model) {
     model->window_in_bytes = true;
     model->window = value << 20;
   } else {
-    return absl::InvalidArgumentError(
-        fmt::format("lying window \"{}\": unknown unit \"{}\" (use e, b, KiB or MiB)",
-                    std::string(text), std::string(unit)));
+    return absl::InvalidArgumentError(fmt::format(
+        "lying window \"{}\": expected a positive count of entries (16, 16e) or bytes (4096b, "
+        "64KiB, 1MiB)",
+        std::string(text)));
   }
   return absl::OkStatus();
 }

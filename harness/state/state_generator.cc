@@ -40,28 +40,28 @@ void TornVariants(uint64_t units, uint64_t seed, const StateOptions& options,
 absl::StatusOr<PointSelection> ParsePointSelection(std::string_view text) {
   PointSelection s;
   s.acks = s.flushes = false;
+  auto bad = [&](std::string_view item) {
+    return absl::InvalidArgumentError(
+        fmt::format("--points {}: \"{}\" is not a crash-point choice: {}", std::string(text),
+                    std::string(item), kPointChoices));
+  };
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
     std::string_view item = text.substr(
         start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-    if (item == "entry" || item == "entries") {
+    if (item == "every" || item == "entry" || item == "entries") {
       s.every_entry = true;
-    } else if (item == "ack" || item == "acks") {
+    } else if (item == "acks" || item == "ack") {
       s.acks = true;
-    } else if (item == "flush" || item == "flushes") {
+    } else if (item == "flushes" || item == "flush") {
       s.flushes = true;
-    } else if (item.substr(0, 7) == "sample:") {
-      std::string_view n = item.substr(7);
-      auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), s.sample);
-      if (ec != std::errc() || ptr != n.data() + n.size() || s.sample == 0) {
-        return absl::InvalidArgumentError(
-            fmt::format("--points: \"{}\": expected sample:N with N > 0", std::string(item)));
-      }
     } else {
-      return absl::InvalidArgumentError(
-          fmt::format("--points: \"{}\": expected entry, ack, flush or sample:N (comma-separated)",
-                      std::string(item)));
+      std::string_view n = item.substr(0, 7) == "sample:" ? item.substr(7) : item;
+      auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), s.sample);
+      if (n.empty() || ec != std::errc() || ptr != n.data() + n.size() || s.sample == 0) {
+        return bad(item);
+      }
     }
     if (comma == std::string_view::npos) break;
     start = comma + 1;

@@ -28,7 +28,10 @@ struct PointSelection {
   uint64_t sample = 0;  // plus a seeded sample of this many entry points
 };
 
-// "entry", "ack", "flush", "sample:N", comma-separated.
+// The one vocabulary of --points (run, matrix, check, state list), for help texts and errors.
+inline constexpr std::string_view kPointChoices =
+    "every, acks, flushes or N (a seeded sample of N entry points), comma-separated";
+// kPointChoices; also the older spellings entry, ack, flush and sample:N.
 absl::StatusOr<PointSelection> ParsePointSelection(std::string_view text);
 
 struct StateOptions {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/check/checker.h"
@@ -196,19 +197,127 @@ TEST_F(RawLogEngine, MissingBaseAndBadCheckerOptionsAreClearErrors) {
   EXPECT_THAT(std::string(RunCheck(o).status().message()), HasSubstr("ext4 only"));
 }
 
+// A broken checker is not data loss: each of these makes every state "could not check" (no
+// violation, the line quoted), and past max_could_not_check checker runs the check stops.
+TEST_F(RawLogEngine, ACheckerThatDoesNotSpeakTheProtocolIsNotDataLoss) {
+  std::string log = Record(RawLogBarrier::kFlushBeforeAck, 3);
+  for (const std::string line : {"hello world", "have", "have 1 2", "HAVE 2"}) {
+    CheckOptions o;
+    o.trace_path = log;
+    o.checker = fmt::format("echo '{}'", line);
+    o.workers = 2;
+    o.models = {*ParseCacheModel("on")};
+    o.work_dir = dir_.File("work");
+    o.max_could_not_check = 1000000;
+    auto report = RunCheck(o);
+    ASSERT_TRUE(report.ok()) << report.status();
+    const ModelResult& m = report->results[0];
+    EXPECT_GT(m.states, 1u);
+    EXPECT_EQ(m.could_not_check, m.states) << line;
+    EXPECT_EQ(m.violations, 0u) << line;  // not "lost 1 of 1 acked commits"
+    EXPECT_TRUE(report->passed());        // no violation; the product layers exit 2 on these
+    ASSERT_TRUE(m.first_could_not_check.has_value());
+    EXPECT_FALSE(m.first_could_not_check->violation());
+    EXPECT_THAT(m.first_could_not_check->could_not_check,
+                HasSubstr(fmt::format("line 1 is not the protocol: \"{}\"", line)));
+    EXPECT_THAT(m.first_could_not_check->Describe(), HasSubstr("could not check"));
+    EXPECT_EQ(ReportToJson(*report)["results"][0]["could_not_check"], m.states);
+
+    // With the default threshold the check stops, quoting the line.
+    o.max_could_not_check = 3;
+    auto stopped = RunCheck(o);
+    ASSERT_FALSE(stopped.ok()) << line;
+    EXPECT_TRUE(IsBrokenChecker(stopped.status())) << stopped.status();
+    EXPECT_THAT(std::string(stopped.status().message()),
+                HasSubstr(fmt::format("not the protocol on 3 crash images, the first: checker "
+                                      "stdout line 1 is not the protocol: \"{}\"",
+                                      line)));
+  }
+}
+
+TEST_F(RawLogEngine, ACheckerThatCannotStartStopsTheCheck) {
+  std::string log = Record(RawLogBarrier::kFlushBeforeAck, 3);
+  for (const char* checker : {"powercut-no-such-checker --check", "/dev/null"}) {
+    CheckOptions o;
+    o.trace_path = log;
+    o.checker = checker;
+    o.models = {*ParseCacheModel("off")};
+    o.work_dir = dir_.File("work");
+    auto report = RunCheck(o);
+    ASSERT_FALSE(report.ok()) << checker;
+    EXPECT_TRUE(IsBrokenChecker(report.status())) << report.status();
+    EXPECT_THAT(std::string(report.status().message()), HasSubstr("checker cannot start (exit 12"));
+    EXPECT_THAT(std::string(report.status().message()), HasSubstr(checker));
+  }
+  // Any other failure is not a broken checker.
+  CheckOptions o;
+  o.trace_path = dir_.File("missing.log");
+  o.checker = "true";
+  EXPECT_FALSE(IsBrokenChecker(RunCheck(o).status()));
+}
+
+TEST_F(RawLogEngine, TheWorstViolationLosesLostAcksMax) {
+  CheckReport r = Check(Record(RawLogBarrier::kNone, 6), "on");
+  const ModelResult& m = r.results[0];
+  ASSERT_TRUE(m.worst_violation.has_value());
+  ASSERT_TRUE(m.first_violation.has_value());
+  EXPECT_EQ(m.worst_violation->lost.size(), m.lost_acks_max);
+  EXPECT_EQ(m.lost_acks_max, 6u);
+  EXPECT_LT(m.first_violation->lost.size(), m.lost_acks_max);  // the first state is not the worst
+  EXPECT_EQ(ReportToJson(r)["results"][0]["worst_violation"]["state"], m.worst_violation->state_id);
+  // Among equals the first in generation order: one worker and two agree.
+  CheckReport one = Check(Record(RawLogBarrier::kNone, 6), "on", 1);
+  EXPECT_EQ(one.results[0].worst_violation->state_id, m.worst_violation->state_id);
+}
+
 TEST(Checker, ParsesHaveAndCorruptAndPassesTheEnvironment) {
   auto out = RunChecker(
-      "echo \"have $POWERCUT_DEV\"; echo 'have 2'; echo 'corrupt 3'; echo noise; echo 'have bad "
-      "id'; "
-      "exit 3",
+      "echo \"have $POWERCUT_DEV\"; echo 'have 2'; echo; echo 'corrupt 3'; echo 'have 4 '; "
+      "echo diagnostics >&2; printf 'have 5'; exit 3",
       {{"POWERCUT_DEV", "dev1"}}, 10);
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(out->exit_code, 3);
   EXPECT_FALSE(out->recovered());
-  EXPECT_TRUE(out->have.contains("dev1"));
-  EXPECT_TRUE(out->have.contains("2"));
-  EXPECT_EQ(out->have.size(), 2u);
-  EXPECT_TRUE(out->corrupt.contains("3"));
+  EXPECT_EQ(out->have, (absl::flat_hash_set<std::string>{"dev1", "2", "4", "5"}));
+  EXPECT_EQ(out->corrupt, (absl::flat_hash_set<std::string>{"3"}));
+  EXPECT_EQ(out->protocol_error, "");  // blank lines and stderr are not protocol errors
+  EXPECT_EQ(out->stderr_tail, "diagnostics\n");
+}
+
+TEST(Checker, EveryLineThatIsNotTheProtocolIsAProtocolError) {
+  for (const char* good : {"have 1", "corrupt x.y:z-1_", "", "   ", "have 7\r", "have 7 \t"}) {
+    CheckerOutput out;
+    ParseCheckerLine(good, 1, &out);
+    EXPECT_EQ(out.protocol_error, "") << good;
+    EXPECT_EQ(out.protocol_error_lines, 0u) << good;
+  }
+  for (const char* bad : {"hello world", "have", "have 1 2", "HAVE 2", "have  1", " have 1",
+                          "corrupt", "have bad/id", "ack 1"}) {
+    CheckerOutput out;
+    ParseCheckerLine("have 1", 1, &out);
+    ParseCheckerLine(bad, 2, &out);
+    ParseCheckerLine("more noise", 3, &out);
+    EXPECT_EQ(out.protocol_error_lines, 2u) << bad;
+    // The first offending line, quoted, with its number.
+    EXPECT_THAT(out.protocol_error,
+                HasSubstr(fmt::format("line 2 is not the protocol: \"{}\"", bad)));
+    EXPECT_THAT(out.protocol_error, HasSubstr("`have <id>` or `corrupt <id>`"));
+    EXPECT_EQ(out.have.size(), 1u) << bad;  // nothing taken from the bad line
+  }
+  CheckerOutput long_id;
+  ParseCheckerLine("have " + std::string(65, '1'), 4, &long_id);
+  EXPECT_THAT(long_id.protocol_error, HasSubstr("line 4"));
+  CheckerOutput binary;
+  ParseCheckerLine(std::string("have \x01\xff", 7), 1, &binary);
+  EXPECT_THAT(binary.protocol_error, HasSubstr("\"have \\x01\\xff\""));
+}
+
+TEST(Checker, AKilledCheckersCutLastLineIsNotJudged) {
+  auto out = RunChecker("echo 'have 1'; printf 'hav'; sleep 30", {}, 0.5);
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->timed_out);
+  EXPECT_EQ(out->protocol_error, "");
+  EXPECT_TRUE(out->have.contains("1"));
 }
 
 TEST(Checker, PlainWordsThatAreNoProgramRunThroughTheShell) {
@@ -220,6 +329,8 @@ TEST(Checker, PlainWordsThatAreNoProgramRunThroughTheShell) {
   auto missing = RunChecker("powercut-no-such-checker have", {}, 10);
   ASSERT_TRUE(missing.ok()) << missing.status();
   EXPECT_EQ(missing->exit_code, 127);
+  EXPECT_TRUE(missing->cannot_start());
+  EXPECT_FALSE(builtin->cannot_start());
   auto direct = RunChecker("echo have 7", {}, 10);
   ASSERT_TRUE(direct.ok()) << direct.status();
   EXPECT_TRUE(direct->recovered());

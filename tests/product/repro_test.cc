@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "absl/synchronization/mutex.h"
@@ -13,8 +14,13 @@
 #include "harness/check/engine.h"
 #include "harness/check/fsck.h"
 #include "harness/check/image_check.h"
+#include "harness/check/report.h"
+#include "harness/product/cell_result.h"
 #include "harness/product/html_report.h"
+#include "harness/product/recordings.h"
 #include "harness/product/run.h"
+#include "harness/state/materialize.h"
+#include "harness/trace/manifest.h"
 #include "harness/trace/raw_log.h"
 #include "harness/trace/recorder.h"
 #include "tests/product/test_util.h"
@@ -147,6 +153,231 @@ TEST(RunCommand, ACrashingCheckerIsReportedAsSuchAndTheJsonHasTheContract) {
                              POWERCUT_BIN, dir.File("missing.log"), RAW_LOG_CHECKER));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("missing.log"));
+}
+
+// Item 9: a checker that does not speak the protocol, or cannot start, is exit 2 with the line
+// quoted, never "lost 1 of 1 acked commits".
+TEST(RunCommand, ABrokenCheckerIsExitTwoQuotingTheLine) {
+  TempDir dir;
+  std::string log = Record(dir, harness::RawLogBarrier::kFlushBeforeAck, 3);
+  std::string json = dir.File("r.json");
+  auto run = [&](const std::string& checker, const std::string& flags) {
+    return RunCommand(fmt::format("{} run --trace {} --fs raw --workload x --checker {} {} --quiet",
+                                  POWERCUT_BIN, log, checker, flags));
+  };
+  for (const std::string line : {"hello world", "have", "have 1 2", "HAVE 2"}) {
+    auto r = run(fmt::format("\"echo '{}'\"", line), "--cache off,on --json " + json);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("COULD NOT RUN (checker-protocol)")) << line;
+    EXPECT_THAT(r.output, HasSubstr(fmt::format("is not the protocol: \"{}\"", line)));
+    EXPECT_EQ(r.output.find("lost"), std::string::npos) << r.output;
+    nlohmann::json j = nlohmann::json::parse(ReadFile(json));
+    EXPECT_EQ(j["run"]["error_kind"], "checker-protocol");
+  }
+  // Broken on some images only: those states could not be checked, the rest is judged; no
+  // violation, so exit 2 (not everything was checked), and the JSON counts them.
+  auto r = run(fmt::format("'{} | sed \"s/^have 2$/have two!/\"'", RAW_LOG_CHECKER),
+               "--cache off --points every --max-unchecked 1000 --json " + json);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("could not be checked"));
+  EXPECT_THAT(r.output, HasSubstr("\"have two!\""));
+  nlohmann::json j = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(j["run"]["status"], "incomplete");
+  EXPECT_GT(j["run"]["could_not_check"].get<int>(), 0);
+  EXPECT_LT(j["run"]["could_not_check"].get<int>(), j["results"][0]["states"].get<int>());
+  EXPECT_EQ(j["results"][0]["violations"], 0);
+
+  for (const char* checker : {"powercut-no-such-checker", "/dev/null"}) {
+    r = run(checker, "");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("COULD NOT RUN (checker-cannot-start)"));
+    EXPECT_THAT(r.output, HasSubstr("checker cannot start (exit 12"));
+  }
+  // `powercut check` says the same with exit 2.
+  r = RunCommand(
+      fmt::format("{} check --trace {} --checker 'echo hello world'", POWERCUT_BIN, log));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"hello world\""));
+}
+
+// Every flag is checked before the VM boots (no --trace: a flag that slipped through would boot
+// the VM and the test would notice the time and the message), with one vocabulary.
+TEST(RunCommand, EveryFlagIsValidatedBeforeTheVmBoots) {
+  struct Case {
+    std::string flags, message;
+  };
+  std::string points_message = "--points bogus: \"bogus\" is not a crash-point choice: " +
+                               std::string(harness::kPointChoices);
+  for (const Case& c : std::vector<Case>{
+           {"--atomic 1000", "--atomic 1000: expected 512 or 4096"},
+           {"--points bogus", points_message},
+           {"--states 0", "--states 0: expected exhaustive or a positive number"},
+           {"--states many", "--states many: expected exhaustive"},
+           {"--cache sometimes",
+            "--cache sometimes: \"sometimes\" is not a cache model: off, on, "
+            "lying or all"},
+           {"--window 16parsecs", "--window 16parsecs: lying window"},
+           {"--fs ntfs", "--fs ntfs: expected ext4, xfs, btrfs or raw"},
+           {"--recordings-cap lots", "--recordings-cap lots: expected a size"},
+           {"--cache off --expect on=survives", "--expect on=survives: cache on is not checked"},
+           {"--cache off,on --expect off=survives", "no verdict for cache on"},
+           {"--cache off --expect off=fine", "the verdict is survives, loses or may-lose"},
+       }) {
+    for (const char* command : {"run --workload true --checker true", "matrix --workloads xlog"}) {
+      if (std::string(command).rfind("matrix", 0) == 0 &&
+          (c.flags.find("--expect") != std::string::npos ||
+           c.flags.find("--fs") != std::string::npos)) {
+        continue;  // run-only flags; matrix --fs has its own test (Plan)
+      }
+      auto start = std::chrono::steady_clock::now();
+      auto r = RunCommand(fmt::format("{} {} {} --quiet", POWERCUT_BIN, command, c.flags));
+      EXPECT_EQ(r.exit_code, 2) << command << " " << c.flags << ": " << r.output;
+      EXPECT_THAT(r.output, HasSubstr(c.message)) << command << " " << c.flags;
+      EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << c.flags;
+    }
+  }
+  // One list of choices per message: `--points bogus` names them once.
+  auto r = RunCommand(
+      fmt::format("{} run --workload true --checker true --points bogus --quiet", POWERCUT_BIN));
+  EXPECT_EQ(r.output.find("every"), r.output.rfind("every")) << r.output;
+  r = RunCommand(fmt::format("{} check --trace x.log --checker true --points bogus", POWERCUT_BIN));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(points_message));
+  r = RunCommand(fmt::format("{} check --trace x.log --checker true --atomic 1000", POWERCUT_BIN));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--atomic 1000: expected 512 or 4096"));
+}
+
+// Item 10: no expectation unless given; with --expect the exit status says whether each model
+// matched it; the timeline marks the worst state, the one the table's "lost max" counts.
+TEST(RunCommand, ExpectationsOnlyWhenGivenAndTheTimelineMarksTheWorstState) {
+  TempDir dir;
+  std::string log = Record(dir, harness::RawLogBarrier::kNone, 6);
+  auto run = [&](const std::string& extra) {
+    return RunCommand(fmt::format(
+        "{} run --trace {} --fs raw --cache off,on --workload x --checker {} --html {} --json {} "
+        "--recordings-cap 0 --quiet {}",
+        POWERCUT_BIN, log, RAW_LOG_CHECKER, dir.File("r.html"), dir.File("r.json"), extra));
+  };
+  auto r = run("");
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // violations, no expectation: the raw rule
+  std::string html = ReadFile(dir.File("r.html"));
+  EXPECT_EQ(html.find("UNEXPECTED"), std::string::npos);
+  EXPECT_EQ(html.find("expected survives"), std::string::npos);
+  EXPECT_THAT(html, HasSubstr("violations (no expectation given)"));
+  nlohmann::json j = nlohmann::json::parse(ReadFile(dir.File("r.json")));
+  EXPECT_TRUE(j["run"]["expect"].is_null());
+  // The timeline's crash is the worst state: the table's lost max (6) and its state id.
+  const nlohmann::json& on = j["results"][1];
+  ASSERT_EQ(on["cache"], "on");
+  EXPECT_EQ(on["lost_acks_max"], 6);
+  std::string worst = on["worst_violation"]["state"].get<std::string>();
+  EXPECT_NE(worst, on["first_violation"]["state"].get<std::string>());
+  EXPECT_THAT(html, HasSubstr("crash (on): 6 lost"));
+  EXPECT_THAT(html, HasSubstr(worst));
+  EXPECT_THAT(html, HasSubstr("FAIL 6 / "));
+
+  r = run("--expect off=survives,on=loses");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("every cache model as expected"));
+  EXPECT_THAT(ReadFile(dir.File("r.html")), HasSubstr("as expected"));
+  j = nlohmann::json::parse(ReadFile(dir.File("r.json")));
+  EXPECT_EQ(j["run"]["verdict"], "ok");
+  EXPECT_EQ(j["run"]["expect"]["models"]["on"], "loses");
+
+  r = run("--expect off=survives,on=survives");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("UNEXPECTED: cache on: expected survives"));
+  EXPECT_THAT(ReadFile(dir.File("r.html")), HasSubstr("UNEXPECTED: cache on: expected survives"));
+
+  r = run("--expect off=loses,on=may-lose");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cache off: expected loses, got no violation"));
+}
+
+// Item 8: the rebuild commands of a finished run still work. The recording of a failing run
+// moves beside the report; its commands name it; running one rebuilds exactly the state.
+TEST(Recordings, ARebuildCommandWorksAfterTheRunFolderIsGone) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.File("run"));
+  TempDir original;
+  std::string log = Record(original, harness::RawLogBarrier::kNone, 6);
+  // The "temporary" run folder: trace, manifest and base image as the VM leaves them.
+  for (const char* f : {"raw.log", "raw.log.manifest.json", "base.img"}) {
+    std::filesystem::copy_file(original.File(f), dir.File(std::string("run/") + f));
+  }
+  std::string run_trace = dir.File("run/raw.log");
+  auto manifest = harness::ReadManifest(run_trace + ".manifest.json");
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  manifest->base_image = "base.img";  // as the VM writes it: beside the trace
+  ASSERT_TRUE(harness::WriteManifest(run_trace + ".manifest.json", *manifest).ok());
+  RunOutcome out = CheckRecording(run_trace, RawOptions("on"));
+  ASSERT_TRUE(out.ran) << out.error;
+  ASSERT_FALSE(out.passed());
+  RecordingStore store;
+  store.dir = dir.File("report/recordings");
+  KeepRecording(run_trace, "rawlog/none/raw", POWERCUT_BIN, &store, &out);
+  std::filesystem::remove_all(dir.File("run"));  // the run ended: its folder is gone
+
+  ASSERT_EQ(store.kept.size(), 1u);
+  EXPECT_EQ(out.recording_dir, dir.File("report/recordings/rawlog_none_raw"));
+  EXPECT_GT(out.recording_bytes, 0u);
+  EXPECT_EQ(store.kept_bytes, out.recording_bytes);
+  EXPECT_THAT(store.Summary(), HasSubstr("1 kept in " + dir.File("report/recordings")));
+  const harness::Verdict& worst = *out.report->results[0].worst_violation;
+  EXPECT_THAT(worst.rebuild, HasSubstr(out.recording_dir + "/trace.log"));
+  EXPECT_THAT(worst.Describe(), HasSubstr(out.recording_dir));
+  // The JSON and the cell (table/HTML) carry the same command.
+  nlohmann::json j = harness::ReportToJson(*out.report);
+  EXPECT_EQ(j["results"][0]["worst_violation"]["rebuild"], worst.rebuild);
+  CellResult cell;
+  FillCell(out, &cell);
+  EXPECT_EQ(cell.recording, out.recording_dir);
+  EXPECT_THAT(cell.models[0].summary, HasSubstr(out.recording_dir + "/trace.log"));
+  ASSERT_TRUE(out.timeline.has_value());
+  EXPECT_THAT(out.timeline->crashes[0].summary, HasSubstr(out.recording_dir));
+
+  // Run the printed command from elsewhere; compare with the same state rebuilt from the
+  // original recording.
+  auto r = RunCommand(fmt::format("cd {} && {}", dir.path(), worst.rebuild));
+  ASSERT_EQ(r.exit_code, 0) << worst.rebuild << "\n" << r.output;
+  std::string expected = original.File("expected.img");
+  ASSERT_TRUE(harness::MaterializeState(log, "", worst.state_id, expected).ok());
+  std::string rebuilt = ReadFile(dir.File("crash.img"));
+  EXPECT_EQ(rebuilt.size(), kDevice);
+  EXPECT_TRUE(rebuilt == ReadFile(expected)) << "the rebuilt image differs";
+  // And it is the losing image: the checker finds none of the acked commits on it.
+  auto check =
+      RunCommand(fmt::format("POWERCUT_DEV={} {}", dir.File("crash.img"), RAW_LOG_CHECKER));
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_EQ(check.output.find("have"), std::string::npos) << check.output;
+}
+
+TEST(Recordings, OverTheCapTheRecordingIsDroppedAndTheReportSaysSo) {
+  TempDir dir;
+  std::string log = Record(dir, harness::RawLogBarrier::kNone, 4);
+  RunOutcome out = CheckRecording(log, RawOptions("on"));
+  ASSERT_FALSE(out.passed());
+  RecordingStore store;
+  store.dir = dir.File("recordings");
+  store.cap_bytes = 1024;
+  KeepRecording(log, "rawlog", POWERCUT_BIN, &store, &out);
+  EXPECT_TRUE(store.kept.empty());
+  ASSERT_EQ(store.dropped.size(), 1u);
+  EXPECT_THAT(store.Summary(), HasSubstr("1 dropped: rawlog ("));
+  EXPECT_THAT(store.Summary(), HasSubstr("--recordings-cap of 1.0 KiB"));
+  EXPECT_EQ(out.recording_dir, "");
+  EXPECT_THAT(out.report->results[0].first_violation->rebuild, HasSubstr("recording not kept"));
+  EXPECT_TRUE(std::filesystem::exists(log));  // nothing moved
+  EXPECT_EQ(store.ToJson()["dropped"][0]["name"], "rawlog");
+
+  EXPECT_EQ(*ParseByteSize("1GiB", "--recordings-cap"), uint64_t{1} << 30);
+  EXPECT_EQ(*ParseByteSize("4096", "--recordings-cap"), 4096u);
+  EXPECT_EQ(*ParseByteSize("0", "--recordings-cap"), 0u);
+  EXPECT_FALSE(ParseByteSize("1 GB", "--recordings-cap").ok());
+  EXPECT_FALSE(ParseByteSize("GiB", "--recordings-cap").ok());
+  EXPECT_EQ(FormatBytes(1536), "1.5 KiB");
+  EXPECT_EQ(FormatBytes(12), "12 B");
 }
 
 TEST(Repro, ShrinksToOneDroppedWriteAndTheBundleRechecksOnItsOwn) {

@@ -226,6 +226,101 @@ TEST(Options, ParseAndRejectWithTheFlagName) {
   EXPECT_FALSE(ParseRecorder("tcpdump").ok());
 }
 
+TEST(Options, OneVocabularyPerFlag) {
+  auto points = ParsePoints("bogus");
+  ASSERT_FALSE(points.ok());
+  EXPECT_EQ(points.status().message(),
+            "--points bogus: \"bogus\" is not a crash-point choice: every, acks, flushes or N (a "
+            "seeded sample of N entry points), comma-separated");
+  EXPECT_TRUE(ParsePoints("every,25")->every_entry);
+  EXPECT_EQ(ParsePoints("entry,sample:5")->sample, 5u);  // `check`'s older spellings
+  EXPECT_FALSE(ParsePoints("0").ok());
+  EXPECT_FALSE(ParsePoints("").ok());
+  auto cache = ParseCacheList("off,sometimes", "16");
+  ASSERT_FALSE(cache.ok());
+  EXPECT_EQ(cache.status().message(),
+            "--cache off,sometimes: \"sometimes\" is not a cache model: off, on, lying or all "
+            "(comma-separated)");
+  // The window is checked even when lying is not among the models.
+  EXPECT_FALSE(ParseCacheList("off", "16parsecs").ok());
+  EXPECT_THAT(ParseCacheList("off", "16parsecs").status().message(), HasSubstr("--window"));
+  EXPECT_TRUE(ValidateAtomicUnit(4096).ok());
+  EXPECT_TRUE(ValidateAtomicUnit(0).ok());
+  EXPECT_THAT(ValidateAtomicUnit(1000).message(), HasSubstr("--atomic 1000: expected 512 or 4096"));
+  RunOptions o;
+  o.checker = "c";
+  o.fs = "ntfs";
+  EXPECT_THAT(ValidateRunOptions(o).message(), HasSubstr("--fs ntfs"));
+  o.fs = "raw";
+  o.fsck = true;
+  EXPECT_THAT(ValidateRunOptions(o).message(), HasSubstr("--fsck"));
+  MatrixOptions m;
+  m.atomic_unit = 1000;
+  EXPECT_THAT(PlanMatrix(m).status().message(), HasSubstr("--atomic 1000"));
+}
+
+TEST(Expect, ParsesRunsExpectFlag) {
+  auto e = ParseExpect("off=survives,on=survives,lying=loses", {"off", "on", "lying"});
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->For("lying"), "loses");
+  EXPECT_EQ(e->For("on"), "survives");
+  EXPECT_TRUE(ParseExpect("on=may-lose", {"on"}).ok());
+  for (const char* bad : {"off=survives", "off=survives,on=maybe", "off", "sideways=loses,on=loses",
+                          "off=survives,on=loses,off=loses", "off=survives,on=loses,lying=loses"}) {
+    auto r = ParseExpect(bad, {"off", "on"});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(r.status().message(), HasSubstr(std::string("--expect ") + bad));
+  }
+}
+
+TEST(Expect, ARunWithoutExpectationsIsNotJudged) {
+  CellResult c{.name = "run/ext4", .workload = "run", .setting = "-", .fs = "ext4", .ran = true};
+  c.models = {{.cache = "off", .states = 4, .violations = 2, .lost_acks_max = 1}};
+  c.judged = false;
+  EXPECT_TRUE(c.AsExpected(c.models[0]));
+  EXPECT_EQ(c.Unexpected(), "");
+  MatrixReport r;
+  r.cells = {c};
+  std::string html = HtmlReport(r, "powercut run");
+  EXPECT_EQ(html.find("UNEXPECTED"), std::string::npos);
+  EXPECT_EQ(html.find("expected survives"), std::string::npos);
+  EXPECT_THAT(html, HasSubstr("violations (no expectation given)"));
+  nlohmann::json j = CellToJson(c);
+  EXPECT_TRUE(j["expect"].is_null());
+  auto back = CellFromJson(j);
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back->judged);
+  RunOutcome failing;
+  failing.ran = true;
+  failing.report = harness::CheckReport{};
+  failing.report->results.push_back({.violations = 2});
+  EXPECT_EQ(RunExitCode(failing, c), 1);  // no expectation: the raw rule
+  c.judged = true;
+  c.expect.models = {{"off", "loses"}};
+  EXPECT_EQ(RunExitCode(failing, c), 0);  // --expect off=loses
+  c.expect.models = {{"off", "survives"}};
+  EXPECT_EQ(RunExitCode(failing, c), 1);
+}
+
+TEST(Expect, StatesThatCouldNotBeCheckedAreShownNotPassed) {
+  RunOutcome out;
+  out.ran = true;
+  out.report = harness::CheckReport{};
+  harness::ModelResult m{.model = *harness::ParseCacheModel("on"), .states = 9};
+  m.could_not_check = 3;
+  m.first_could_not_check = harness::Verdict{.could_not_check = "line 1: \"hello\""};
+  out.report->results.push_back(m);
+  EXPECT_FALSE(out.passed());
+  EXPECT_EQ(out.exit_code(), 2);
+  CellResult cell{.name = "c/s/ext4", .workload = "c", .setting = "s", .fs = "ext4"};
+  FillCell(out, &cell);
+  EXPECT_THAT(cell.notes,
+              ::testing::Contains("cache on: 3 states could not be checked: line 1: \"hello\""));
+  MatrixReport r;
+  r.cells = {cell};
+  EXPECT_THAT(HeadlineTable(r), HasSubstr("pass 0/9/0 ?3"));
+}
+
 TEST(Progress, FormatsRateAndEta) {
   EXPECT_EQ(Progress::Format(5, 10, 10.0), "5/10, 0.50/s, ETA 00:10");
   EXPECT_EQ(Progress::Format(0, 10, 0.0), "0/10, 0.00/s, ETA --:--");

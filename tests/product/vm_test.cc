@@ -3,6 +3,8 @@
 // a workload that never acks is reported as "could not run". Small counts and ack points only, to
 // stay within a few minutes of TCG time. No torn variants: ext4 on the 128 MiB disk has 1 KiB
 // blocks, so the in-flight overwrite can be torn inside a 4 KiB unit (docs/results.md).
+#include <filesystem>
+
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -47,6 +49,37 @@ TEST(RunInVm, NoBarrierLosesAcksUnderOn) {
   EXPECT_GT(j["results"][0]["violations"].get<int>(), 0);
   EXPECT_GT(j["results"][0]["lost_acks_max"].get<int>(), 0);
   EXPECT_FALSE(j["results"][0]["first_violation"].is_null());
+}
+
+// The rebuild command a failing run prints still works after powercut exited and removed its
+// /var/tmp run folder: the recording was kept beside the report.
+TEST(RunInVm, TheRebuildCommandOfAFailingRunWorksAfterItEnded) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.File("report"));
+  auto r = RunCommand(XlogRun("none", "on", dir.File("report/r.json")));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  nlohmann::json j = nlohmann::json::parse(ReadFile(dir.File("report/r.json")));
+  std::string recording = j["run"]["recording"].get<std::string>();
+  EXPECT_EQ(recording, dir.File("report/recordings/run"));
+  EXPECT_THAT(r.output, HasSubstr("recording of the failing run kept in " + recording));
+  EXPECT_GT(j["run"]["recording_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["run"]["recordings"]["kept"].size(), 1u);
+  const nlohmann::json& worst = j["results"][0]["worst_violation"];
+  ASSERT_TRUE(worst.is_object()) << j.dump(2);
+  std::string rebuild = worst["rebuild"].get<std::string>();
+  EXPECT_THAT(rebuild, HasSubstr(recording + "/trace.log"));
+  EXPECT_EQ(rebuild.find("/var/tmp/powercut-run-"), std::string::npos) << rebuild;
+  EXPECT_THAT(r.output, HasSubstr(recording + "/trace.log"));  // the table prints the same paths
+
+  auto rebuilt = RunCommand(fmt::format("cd {} && {}", dir.path(), rebuild));
+  ASSERT_EQ(rebuilt.exit_code, 0) << rebuild << "\n" << rebuilt.output;
+  std::error_code ec;
+  EXPECT_EQ(std::filesystem::file_size(dir.File("crash.img"), ec),
+            std::filesystem::file_size(recording + "/base.img", ec));
+  // An ext4 image (no torn writes in this run, so its superblock is whole).
+  auto super = RunCommand(fmt::format("dumpe2fs -h {}", dir.File("crash.img")));
+  EXPECT_EQ(super.exit_code, 0) << super.output;
+  EXPECT_THAT(super.output, HasSubstr("Filesystem magic number:  0xEF53"));
 }
 
 TEST(RunInVm, AWorkloadThatNeverAcksCouldNotRun) {

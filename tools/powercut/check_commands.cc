@@ -9,6 +9,7 @@
 #include "fmt/format.h"
 #include "harness/check/engine.h"
 #include "harness/check/report.h"
+#include "harness/product/run.h"
 #include "tools/powercut/commands.h"
 
 namespace powercut::cli {
@@ -21,12 +22,18 @@ std::string SelfPath(const char* fallback) {
   return std::string(buf, static_cast<size_t>(n));
 }
 
+// Prints "powercut: <message>" to stderr and returns 2 (bad usage, broken checker).
+int Usage(const std::string& message) {
+  Fail(message);
+  return 2;
+}
+
 }  // namespace
 
 void AddCheckCommands(CLI::App& app, int* exit_code) {
   struct Args {
     harness::CheckOptions o;
-    std::string cache = "off,on,lying", points = "ack,flush", window = "16", order, json, junit;
+    std::string cache = "off,on,lying", points = "acks,flushes", window = "16", order, json, junit;
     bool no_torn = false;
   };
   auto a = std::make_shared<Args>();
@@ -51,7 +58,7 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
                     "atomic unit for torn writes: 512 or 4096 "
                     "(default: the disk's physical sector from the manifest, else the log's "
                     "sector size)");
-  check->add_option("--points", a->points, "crash points: entry,ack,flush,sample:N");
+  check->add_option("--points", a->points, "crash points: " + std::string(harness::kPointChoices));
   check->add_option("--states", a->o.states.max_exhaustive,
                     "all subsets of the volatile writes up to this many (K, default 10)");
   check->add_option("--samples", a->o.states.samples, "seeded random subsets per point beyond K");
@@ -73,31 +80,25 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
     harness::CheckOptions o = a->o;
     o.states.torn = !a->no_torn;
     o.powercut = SelfPath("powercut");
-    auto points = harness::ParsePointSelection(a->points);
-    if (!points.ok()) {
-      *exit_code = Fail(std::string(points.status().message()));
+    // The same parsers, and so the same messages, as `powercut run` and `powercut matrix`.
+    auto points = product::ParsePoints(a->points);
+    auto models = product::ParseCacheList(a->cache, a->window);
+    for (const absl::Status& s :
+         {points.status(), models.status(), product::ValidateAtomicUnit(a->o.atomic_unit)}) {
+      if (!s.ok()) {
+        *exit_code = Usage(std::string(s.message()));
+        return;
+      }
+    }
+    if (a->o.states.max_exhaustive > 16) {
+      *exit_code = Usage(fmt::format(
+          "--states {}: expected 0-16 (every subset of up to K volatile writes; beyond that the "
+          "--samples seeded subsets)",
+          a->o.states.max_exhaustive));
       return;
     }
     o.points = *points;
-    size_t start = 0;
-    while (start <= a->cache.size()) {
-      size_t comma = a->cache.find(',', start);
-      std::string name = a->cache.substr(start, comma == std::string::npos ? comma : comma - start);
-      auto model = harness::ParseCacheModel(name);
-      if (!model.ok()) {
-        *exit_code = Fail("--cache: " + std::string(model.status().message()));
-        return;
-      }
-      if (model->mode == harness::CacheMode::kLying && name == "lying") {
-        if (auto s = harness::ParseWindow(a->window, &*model); !s.ok()) {
-          *exit_code = Fail("--window: " + std::string(s.message()));
-          return;
-        }
-      }
-      o.models.push_back(*model);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
+    o.models = *models;
     if (!a->order.empty()) {
       auto order = harness::ParseOrderSemantics(a->order);
       if (!order.ok()) {
@@ -108,7 +109,10 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
     }
     auto report = harness::RunCheck(o);
     if (!report.ok()) {
-      *exit_code = Fail(std::string(report.status().message()));
+      // A broken checker (cannot start, output not the protocol) is not a finding: exit 2.
+      *exit_code = harness::IsBrokenChecker(report.status())
+                       ? Usage(std::string(report.status().message()))
+                       : Fail(std::string(report.status().message()));
       return;
     }
     std::printf("%s", harness::ReportSummaryTable(*report).c_str());
@@ -125,7 +129,9 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
         return;
       }
     }
-    *exit_code = report->passed() ? 0 : 1;
+    uint64_t unchecked = 0;
+    for (const auto& m : report->results) unchecked += m.could_not_check;
+    *exit_code = !report->passed() ? 1 : unchecked > 0 ? 2 : 0;
   });
 }
 

@@ -37,7 +37,8 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
   struct Args {
     product::MatrixOptions o;
     std::vector<std::string> workloads, barriers, fs;
-    std::string sector = "512e", shard = "1/1", json, junit, html, workload_binary, agent, cells;
+    std::string sector = "512e", shard = "1/1", json, junit, html, workload_binary, agent, cells,
+                recordings, recordings_cap = "1GiB";
     bool quiet = false, list = false, no_torn = false, no_expect = false;
   };
   auto a = std::make_shared<Args>();
@@ -59,7 +60,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   m->add_option("--cache", a->o.cache, "off,on,lying or all")->capture_default_str();
   m->add_option("--window", a->o.window, "lying window")->capture_default_str();
-  m->add_option("--points", a->o.points, "crash points: every, acks, flushes or N")
+  m->add_option("--points", a->o.points, "crash points: " + std::string(harness::kPointChoices))
       ->capture_default_str();
   m->add_option("--states", a->o.states, "per point: exhaustive or about N states")
       ->capture_default_str();
@@ -74,6 +75,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
   m->add_flag("--no-torn", a->no_torn, "no torn-write variants");
   m->add_option("--timeout", a->o.timeout_s, "seconds per VM run")->capture_default_str();
   m->add_option("--keep", a->o.keep_dir, "keep each cell's recording under this folder");
+  AddRecordingsOptions(m, &a->recordings, &a->recordings_cap);
   m->add_option("--workload-binary", a->workload_binary, "the powercut-workload binary");
   m->add_option("--json", a->json, "write the JSON report (powercut-matrix/1) here");
   m->add_option("--junit", a->junit, "write a JUnit XML report here");
@@ -110,6 +112,13 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
       }
       o.custom_cells = std::move(*cells);
     }
+    auto recordings =
+        product::RecordingStoreFor(a->recordings, a->recordings_cap, {a->html, a->json, a->junit});
+    if (!recordings.ok()) {
+      *exit_code = CouldNotRun(std::string(recordings.status().message()));
+      return;
+    }
+    o.recordings = *recordings;
     auto shard = product::ParseShard(a->shard);
     if (!shard.ok()) {
       *exit_code = CouldNotRun(std::string(shard.status().message()));

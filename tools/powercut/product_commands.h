@@ -20,6 +20,9 @@ inline void AddProductCommands(CLI::App& app, int* exit_code) {
   AddReproCommand(app, exit_code);
 }
 
+// --recordings DIR and --recordings-cap SIZE of `run` and `matrix` (docs/run.md, "Recordings").
+void AddRecordingsOptions(CLI::App* command, std::string* dir, std::string* cap);
+
 // Prints "powercut: <message>" to stderr and returns 2 (could not run).
 int CouldNotRun(const std::string& message);
 

@@ -10,11 +10,21 @@
 #include "harness/product/cell_result.h"
 #include "harness/product/html_report.h"
 #include "harness/product/progress.h"
+#include "harness/product/recordings.h"
 #include "harness/product/run.h"
 #include "harness/vm/vm_run.h"
 #include "tools/powercut/product_commands.h"
 
 namespace powercut::cli {
+
+void AddRecordingsOptions(CLI::App* command, std::string* dir, std::string* cap) {
+  command->add_option("--recordings", *dir,
+                      "keep failing runs' recordings here for the rebuild commands (default: "
+                      "<report folder>/recordings, or a new /var/tmp/powercut-recordings-* "
+                      "folder)");
+  command->add_option("--recordings-cap", *cap, "most bytes of kept recordings (0: keep none)")
+      ->capture_default_str();
+}
 
 int CouldNotRun(const std::string& message) {
   std::fprintf(stderr, "powercut: %s\n", message.c_str());
@@ -25,7 +35,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   struct Args {
     product::RunOptions o;
     std::string cache = "all", window = "16", recorder = "nbd", points = product::kDefaultPoints,
-                states = product::kDefaultStates, json, junit, html, trace, sector = "512e";
+                states = product::kDefaultStates, json, junit, html, trace, sector = "512e", expect,
+                recordings, recordings_cap = "1GiB";
     int timeout = 600;
     bool quiet = false, no_torn = false;
   };
@@ -49,7 +60,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   run->add_option("--window", a->window, "lying window: entries (16) or bytes (64KiB)")
       ->capture_default_str();
   run->add_option("--recorder", a->recorder, "nbd | dm-log-writes")->capture_default_str();
-  run->add_option("--points", a->points, "crash points: every, acks, flushes or N (a sample)")
+  run->add_option("--points", a->points, "crash points: " + std::string(harness::kPointChoices))
       ->capture_default_str();
   run->add_option("--states", a->states, "per point: exhaustive or about N states")
       ->capture_default_str();
@@ -70,6 +81,13 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   run->add_option("--checker-timeout", a->o.checker_timeout_s, "seconds per checker run");
   run->add_option("--max-acks", a->o.max_acks, "more acks than this is an ack flood");
   run->add_option("--keep", a->o.keep_dir, "keep the recording (trace, base image) here");
+  run->add_option("--expect", a->expect,
+                  "expected verdict per cache model, e.g. off=survives,on=survives,lying=loses "
+                  "(survives, loses, may-lose); exit 0 when every model matches it, 1 otherwise");
+  AddRecordingsOptions(run, &a->recordings, &a->recordings_cap);
+  run->add_option("--max-unchecked", a->o.max_could_not_check,
+                  "stop (exit 2) after this many checker runs whose output is not the protocol")
+      ->capture_default_str();
   run->add_option("--trace", a->trace,
                   "skip the VM: check this existing recording (with its manifest)");
   run->add_option("--name", a->o.name, "name in reports");
@@ -81,18 +99,35 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     product::RunOptions o = a->o;
     o.powercut = product::SelfPath();
     o.timeout = std::chrono::seconds(a->timeout);
+    // Every flag is checked before the VM boots.
     auto models = product::ParseCacheList(a->cache, a->window);
     auto points = product::ParsePoints(a->points);
     auto states = product::ParseStates(a->states);
     auto recorder = product::ParseRecorder(a->recorder);
     auto sector = harness::ParseSectorFormat(a->sector);
+    auto recordings =
+        product::RecordingStoreFor(a->recordings, a->recordings_cap, {a->html, a->json, a->junit});
     for (const absl::Status& s :
-         {models.status(), points.status(), states.status(), recorder.status(), sector.status()}) {
+         {models.status(), points.status(), states.status(), recorder.status(), sector.status(),
+          recordings.status(), product::ValidateRunOptions(o)}) {
       if (!s.ok()) {
         *exit_code = CouldNotRun(std::string(s.message()));
         return;
       }
     }
+    product::CellResult cell{.workload_command = o.workload, .checker_command = o.checker};
+    cell.judged = !a->expect.empty();
+    if (cell.judged) {
+      std::vector<std::string> caches;
+      for (const auto& m : *models) caches.push_back(m.Name());
+      auto expect = product::ParseExpect(a->expect, caches);
+      if (!expect.ok()) {
+        *exit_code = CouldNotRun(std::string(expect.status().message()));
+        return;
+      }
+      cell.expect = *expect;
+    }
+    o.recordings = &*recordings;
     o.models = *models;
     o.points = *points;
     o.states = *states;
@@ -125,6 +160,16 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       outcome = product::RunWorkload(*env, o);
     }
     std::printf("%s", product::RunSummary(outcome).c_str());
+    cell.name = o.name + "/" + o.fs;
+    cell.workload = o.name;
+    cell.setting = "-";
+    cell.fs = o.fs;
+    product::FillCell(outcome, &cell);
+    if (cell.judged && outcome.ran) {
+      std::printf("expect %s: %s\n", a->expect.c_str(),
+                  cell.Verdict() == "ok" ? "every cache model as expected"
+                                         : ("UNEXPECTED: " + cell.Unexpected()).c_str());
+    }
     std::fflush(stdout);
     nlohmann::json j;
     if (outcome.report) {
@@ -136,9 +181,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                 {"checker", o.checker},
                 {"fs", o.fs},
                 {"sector", harness::SectorFormatName(o.sector)},
-                {"status", !outcome.ran       ? "error"
-                           : outcome.passed() ? "pass"
-                                              : "fail"},
+                {"status", !outcome.ran                    ? "error"
+                           : !outcome.report->passed()     ? "fail"
+                           : outcome.could_not_check() > 0 ? "incomplete"
+                                                           : "pass"},
                 {"error_kind", outcome.error_kind},
                 {"error", outcome.error},
                 {"workload_exit", outcome.workload_exit},
@@ -147,8 +193,14 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                 {"record_seconds", outcome.record_seconds},
                 {"check_seconds", outcome.check_seconds},
                 {"recording", outcome.recording_dir},
+                {"recording_bytes", outcome.recording_bytes},
+                {"recordings", recordings->ToJson()},
+                {"could_not_check", outcome.could_not_check()},
+                {"expect", cell.judged ? cell.expect.ToJson() : nlohmann::json(nullptr)},
+                {"verdict", cell.judged && outcome.ran ? cell.Verdict() : ""},
+                {"unexpected", cell.Unexpected()},
                 {"notes", outcome.notes}};
-    *exit_code = outcome.exit_code();
+    *exit_code = product::RunExitCode(outcome, cell);
     auto write = [&](const std::string& path, const std::string& text) {
       if (path.empty()) return;
       if (auto s = harness::WriteTextFile(path, text); !s.ok()) {
@@ -172,14 +224,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       product::MatrixReport m;
       m.plan_cells = 1;
       m.seconds = outcome.record_seconds + outcome.check_seconds;
-      product::CellResult cell{.name = o.name + "/" + o.fs,
-                               .workload = o.name,
-                               .setting = "-",
-                               .fs = o.fs,
-                               .workload_command = o.workload,
-                               .checker_command = o.checker};
-      product::FillCell(outcome, &cell);
-      m.cells.push_back(std::move(cell));
+      m.recordings = *recordings;
+      m.cells.push_back(cell);
       write(a->html, product::HtmlReport(m, "powercut run: " + o.name));
     }
   });

@@ -47,7 +47,7 @@ void AddStateCommands(CLI::App& app, int* exit_code) {
   CLI::App* list = state->add_subcommand("list", "print the crash state ids `check` would test");
   list->add_option("--trace", l->trace, "the dm-log-writes log")->required();
   list->add_option("--cache", l->cache, "cache models: off,on,lying");
-  list->add_option("--points", l->points, "entry,ack,flush,sample:N");
+  list->add_option("--points", l->points, std::string(harness::kPointChoices));
   list->add_option("--window", l->window, "lying window: entries (16) or bytes (64KiB)");
   list->add_option("--atomic", l->unit, "atomic unit in bytes (512 or 4096)");
   list->add_option("--max-exhaustive", l->k, "enumerate all subsets up to this many writes");
