@@ -318,7 +318,7 @@ std::string HeadlineTable(const MatrixReport& r) {
       std::string cellText = "-";
       for (const CellModel& m : c.models) {
         if (m.cache != cache) continue;
-        cellText = fmt::format("{} {}/{}/{}{}{}", m.violations ? "FAIL" : "pass", m.lost_acks_max,
+        cellText = fmt::format("{} {}/{}/{}{}{}{}", m.violations ? "FAIL" : "pass", m.lost_acks_max,
                                m.states, m.violations, FsMarks(m),
                                m.could_not_check ? fmt::format(" ?{}", m.could_not_check) : "",
                                c.AsExpected(m) ? "" : " !");
