@@ -139,6 +139,27 @@ std::string LastLines(const std::string& text, int lines) {
   return pos == 0 ? text : text.substr(pos + 1);
 }
 
+std::string LastLinesOnOneLine(const std::string& text, int lines) {
+  std::string tail = LastLines(text, lines);
+  while (!tail.empty() && tail.back() == '\n') tail.pop_back();
+  std::string out;
+  size_t start = 0;
+  while (start <= tail.size()) {
+    size_t end = tail.find('\n', start);
+    if (end == std::string::npos) end = tail.size();
+    if (end > start) out += (out.empty() ? "" : " | ") + tail.substr(start, end - start);
+    start = end + 1;
+  }
+  return out;
+}
+
+bool SystemToolInstalled(const std::string& tool) {
+  for (const char* dir : {"/usr/sbin", "/sbin", "/usr/bin", "/bin"}) {
+    if (::access((std::string(dir) + "/" + tool).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<std::string> RunCommandOrError(const std::string& step,
                                               const std::vector<std::string>& argv,
                                               const std::string& working_dir) {

@@ -43,6 +43,12 @@ absl::StatusOr<std::string> RunCommandOrError(const std::string& step,
 
 // The last `lines` lines of `text`.
 std::string LastLines(const std::string& text, int lines);
+// The same on one line, the lines joined with " | " (for one-line reports).
+std::string LastLinesOnOneLine(const std::string& text, int lines);
+
+// Whether `tool` is an executable in /usr/sbin, /sbin, /usr/bin or /bin (where Debian installs
+// the file-system tools; PATH of an ordinary user lacks the sbin folders).
+bool SystemToolInstalled(const std::string& tool);
 
 class ChildProcess {
  public:

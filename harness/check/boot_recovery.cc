@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/process.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/check/checker.h"
@@ -11,34 +12,9 @@
 namespace powercut::harness {
 namespace {
 
-bool Installed(const std::string& tool) {
-  for (const char* dir : {"/usr/sbin", "/sbin", "/usr/bin", "/bin"}) {
-    if (::access(fmt::format("{}/{}", dir, tool).c_str(), X_OK) == 0) return true;
-  }
-  return false;
-}
-
-// The last `lines` lines of `text`, joined with " | ".
-std::string Tail(const std::string& text, size_t lines) {
-  std::vector<std::string> all;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    if (!line.empty()) all.push_back(std::move(line));
-    start = end + 1;
-  }
-  std::string out;
-  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) {
-    out += (out.empty() ? "" : " | ") + all[i];
-  }
-  return out;
-}
-
 absl::StatusOr<FsStepResult> RunStep(const FileSystem& fs, const FsStep& step,
                                      const std::string& image, double timeout_seconds) {
-  if (!Installed(step.argv.front())) {
+  if (!SystemToolInstalled(step.argv.front())) {
     return absl::FailedPreconditionError(
         fmt::format("{} is not installed, so {} images cannot be recovered as a booting machine "
                     "would: apt-get install {}",
@@ -55,7 +31,7 @@ absl::StatusOr<FsStepResult> RunStep(const FileSystem& fs, const FsStep& step,
   r.changed = ok && std::find(step.repaired_exits.begin(), step.repaired_exits.end(),
                               r.exit_code) != step.repaired_exits.end();
   r.detail = out.timed_out ? fmt::format("timed out after {} s", timeout_seconds)
-                           : Tail(out.stderr_tail, 3);
+                           : LastLinesOnOneLine(out.stderr_tail, 3);
   return r;
 }
 

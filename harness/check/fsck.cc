@@ -2,36 +2,11 @@
 
 #include <unistd.h>
 
+#include "base/process.h"
 #include "fmt/format.h"
 #include "harness/check/checker.h"
 
 namespace powercut::harness {
-namespace {
-
-bool OnPath(const std::string& tool) {
-  for (const char* dir : {"/usr/sbin", "/sbin", "/usr/bin", "/bin"}) {
-    if (::access(fmt::format("{}/{}", dir, tool).c_str(), X_OK) == 0) return true;
-  }
-  return false;
-}
-
-std::string LastLines(const std::string& text, size_t lines) {
-  size_t end = text.size();
-  while (end > 0 && text[end - 1] == '\n') --end;
-  size_t pos = end;
-  for (size_t n = 0; pos > 0 && n < lines;) {
-    --pos;
-    if (text[pos] == '\n') ++n;
-  }
-  std::string tail = text.substr(pos == 0 ? 0 : pos + 1, end - (pos == 0 ? 0 : pos + 1));
-  for (char& c : tail) {
-    if (c == '\n') c = '|';
-  }
-  return tail;
-}
-
-}  // namespace
-
 absl::StatusOr<std::string> FsckCommand(FsKind fs, const std::string& image) {
   std::vector<std::string> argv = FileSystemOf(fs).ReadOnlyCheckArgv();
   if (argv.empty()) {
@@ -46,7 +21,7 @@ absl::StatusOr<std::string> FsckImage(FsKind fs, const std::string& image, doubl
   if (!command.ok()) return command.status();
   const std::string tool = FileSystemOf(fs).ReadOnlyCheckArgv().front();
   const char* package = FileSystemOf(fs).package;
-  if (!OnPath(tool)) {
+  if (!SystemToolInstalled(tool)) {
     return absl::NotFoundError(
         fmt::format("--fsck: {} not found: apt-get install {}", tool, package));
   }
@@ -58,7 +33,7 @@ absl::StatusOr<std::string> FsckImage(FsKind fs, const std::string& image, doubl
     if (!replay.ok()) return replay.status();
     if (replay->timed_out || (replay->exit_code != 0 && replay->exit_code != 1)) {
       return fmt::format("fsck: e2fsck journal replay exit {}: {}", replay->exit_code,
-                         LastLines(replay->stderr_tail, 3));
+                         LastLinesOnOneLine(replay->stderr_tail, 3));
     }
   }
   auto out = harness::RunChecker(*command + " >&2", {}, timeout_seconds);
@@ -69,7 +44,7 @@ absl::StatusOr<std::string> FsckImage(FsKind fs, const std::string& image, doubl
       out->stderr_tail.find("metadata changes in a log") != std::string::npos) {
     return std::string();  // a dirty log: only a mount can replay it, so fsck cannot judge it
   }
-  return fmt::format("fsck: {} exit {}: {}", tool, out->exit_code, LastLines(out->stderr_tail, 4));
+  return fmt::format("fsck: {} exit {}: {}", tool, out->exit_code, LastLinesOnOneLine(out->stderr_tail, 4));
 }
 
 std::function<std::string(const std::string&)> FsckHook(FsKind fs) {
