@@ -15,17 +15,20 @@ double Seconds(std::chrono::steady_clock::duration d) {
 
 }  // namespace
 
-Progress::Progress(std::string what, uint64_t total, bool enabled)
+Progress::Progress(std::string what, uint64_t total, bool enabled,
+                   std::chrono::milliseconds log_interval)
     : what_(std::move(what)),
       total_(total),
-      enabled_(enabled && ::isatty(STDERR_FILENO) == 1),
+      enabled_(enabled),
+      terminal_(::isatty(STDERR_FILENO) == 1),
+      log_interval_(log_interval),
       start_(std::chrono::steady_clock::now()),
       states_start_(start_),
       last_draw_(start_) {}
 
 Progress::~Progress() {
   absl::MutexLock lock(&mu_);
-  if (enabled_ && printed_) std::fputs("\n", stderr);
+  if (enabled_ && terminal_ && printed_) std::fputs("\n", stderr);
 }
 
 std::string Progress::Format(uint64_t done, uint64_t total, double elapsed) {
@@ -58,7 +61,7 @@ void Progress::Update(uint64_t done, const std::string& detail) {
   detail_ = detail;
   states_done_ = states_total_ = 0;
   states_start_ = std::chrono::steady_clock::now();
-  DrawLocked(states_start_);
+  if (terminal_ || states_start_ - last_draw_ >= log_interval_) DrawLocked(states_start_);
 }
 
 void Progress::UpdateStates(uint64_t done, uint64_t total) {
@@ -68,14 +71,19 @@ void Progress::UpdateStates(uint64_t done, uint64_t total) {
   if (states_total_ == 0) states_start_ = now;  // the check begins (the VM run is over)
   states_done_ = done;
   states_total_ = total;
-  if (done < total && now - last_draw_ < std::chrono::milliseconds(200)) return;
+  auto interval = terminal_ ? std::chrono::milliseconds(200) : log_interval_;
+  if (now - last_draw_ < interval && (done < total || !terminal_)) return;
   DrawLocked(now);
 }
 
 void Progress::DrawLocked(std::chrono::steady_clock::time_point now) {
   std::string line = Line(what_, done_, total_, Seconds(now - start_), detail_, states_done_,
                           states_total_, Seconds(now - states_start_));
-  std::fprintf(stderr, "\r%s\033[K", line.c_str());
+  if (terminal_) {
+    std::fprintf(stderr, "\r%s\033[K", line.c_str());
+  } else {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
   std::fflush(stderr);
   printed_ = true;
   last_draw_ = now;

@@ -1,7 +1,8 @@
-// Progress lines on stderr for long work (matrix cells, the crash states of one check): one line
-// rewritten in place with done/total, rate and ETA for the cells and for the states of the cell
-// being checked. Silent when stderr is not a terminal or when disabled (--quiet), so logs and CI
-// output stay clean. Thread-safe: the engine reports states from its worker threads.
+// Progress lines on stderr for long work (matrix cells, the crash states of one check): done/total,
+// rate and ETA for the cells and for the states of the cell being checked. On a terminal, one line
+// rewritten in place; where stderr is not a terminal (CI logs, a file), a whole line every 30 s, so
+// a long check is never a silent wait and a log stays short. Off with --quiet. Thread-safe: the
+// engine reports states from its worker threads.
 #pragma once
 
 #include <chrono>
@@ -15,8 +16,9 @@ namespace powercut::product {
 
 class Progress {
  public:
-  // `enabled` && isatty(2).
-  Progress(std::string what, uint64_t total, bool enabled);
+  // Draws only when `enabled`: in place on a terminal, else every `log_interval`.
+  Progress(std::string what, uint64_t total, bool enabled,
+           std::chrono::milliseconds log_interval = std::chrono::seconds(30));
   ~Progress();  // ends the line
 
   // `done` of `total` finished; `detail` is appended (e.g. the cell now running). Starts a new
@@ -41,6 +43,8 @@ class Progress {
   const std::string what_;
   const uint64_t total_;
   const bool enabled_;
+  const bool terminal_;  // stderr is a terminal: redraw in place
+  const std::chrono::milliseconds log_interval_;
   const std::chrono::steady_clock::time_point start_;
   absl::Mutex mu_;
   bool printed_ ABSL_GUARDED_BY(mu_) = false;

@@ -321,6 +321,40 @@ TEST(Expect, StatesThatCouldNotBeCheckedAreShownNotPassed) {
   EXPECT_THAT(HeadlineTable(r), HasSubstr("pass 0/9/0 ?3"));
 }
 
+// Where stderr is not a terminal (a CI log), whole lines at the interval and never a carriage
+// return: a long check is not a silent wait, and the log stays readable.
+TEST(Progress, WithoutATerminalPrintsWholeLinesAtTheInterval) {
+  char path[] = "/tmp/powercut-progress-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  int saved = ::dup(STDERR_FILENO);
+  ::fflush(stderr);
+  ::dup2(fd, STDERR_FILENO);
+  {
+    Progress every_time("check", 0, true, std::chrono::milliseconds(0));
+    every_time.UpdateStates(1, 4);
+    every_time.UpdateStates(2, 4);
+    Progress rarely("quiet-ish", 0, true, std::chrono::hours(1));
+    rarely.UpdateStates(1, 4);
+    rarely.UpdateStates(4, 4);  // the last state is not forced out in a log
+    Progress off("off", 0, false, std::chrono::milliseconds(0));
+    off.UpdateStates(1, 4);
+  }
+  ::fflush(stderr);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  std::string text(4096, '\0');
+  ssize_t n = ::pread(fd, text.data(), text.size(), 0);
+  ::close(fd);
+  ::unlink(path);
+  text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  EXPECT_EQ(text.find('\r'), std::string::npos) << text;
+  EXPECT_THAT(text, HasSubstr("check states 1/4"));
+  EXPECT_THAT(text, HasSubstr("check states 2/4"));
+  EXPECT_EQ(text.find("quiet-ish"), std::string::npos) << text;
+  EXPECT_EQ(text.find("off"), std::string::npos) << text;
+}
+
 TEST(Progress, FormatsRateAndEta) {
   EXPECT_EQ(Progress::Format(5, 10, 10.0), "5/10, 0.50/s, ETA 00:10");
   EXPECT_EQ(Progress::Format(0, 10, 0.0), "0/10, 0.00/s, ETA --:--");
@@ -347,9 +381,7 @@ TEST(Progress, TheLineHasCellsAndTheStatesOfTheCurrentCell) {
     });
   }
   for (auto& t : threads) t.join();
-  if (::isatty(2) == 0) {
-    EXPECT_FALSE(p.enabled());
-  }
+  EXPECT_TRUE(p.enabled());  // also without a terminal: then a line every 30 s (issue 12)
 }
 
 // What FakeCell does, written as the catalog would say it.
