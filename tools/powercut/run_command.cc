@@ -46,8 +46,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       "record a workload once in the VM, replay its crash states under each cache model "
       "and check them (exit 0 pass, 1 violations, 2 could not run)");
   run->add_option("--workload", a->o.workload,
-                  "the workload command (runs in the guest; acks on $POWERCUT_ACK_FD)")
-      ->required();
+                  "the workload command (runs in the guest; acks on $POWERCUT_ACK_FD); not "
+                  "needed with --trace");
   run->add_option("--checker", a->o.checker,
                   "the checker command (runs on each crash image; prints `have <id>`)")
       ->required();
