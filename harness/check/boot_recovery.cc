@@ -12,13 +12,15 @@
 namespace powercut::harness {
 namespace {
 
-absl::StatusOr<FsStepResult> RunStep(const FileSystem& fs, const FsStep& step,
+absl::StatusOr<FsStepResult> RunStep(const BootPath& fs, const FsStep& step,
                                      const std::string& image, double timeout_seconds) {
   if (!SystemToolInstalled(step.argv.front())) {
-    return absl::FailedPreconditionError(
+    // Not FailedPrecondition: the engine reads that as one state's failure; a missing tool stops
+    // the whole check with this message instead (never a silent pass, never a false loss).
+    return absl::NotFoundError(
         fmt::format("{} is not installed, so {} images cannot be recovered as a booting machine "
                     "would: apt-get install {}",
-                    step.argv.front(), fs.name, fs.package));
+                    step.argv.front(), fs.fs_name, fs.package));
   }
   // All of the tool's output goes to stderr, whose tail the checker runner keeps.
   ASSIGN_OR_RETURN(CheckerOutput out, RunChecker(ShellJoin(WithImage(step.argv, image)) + " 1>&2",
@@ -58,6 +60,13 @@ std::string FsRecovery::Describe() const {
 absl::StatusOr<FsRecovery> RecoverFileSystem(const FileSystem& fs, const std::string& image,
                                              const std::function<absl::Status()>& mount,
                                              double timeout_seconds) {
+  return RunBootPath({fs.name, fs.package, fs.BootSteps(), fs.RecoverySteps()}, image, mount,
+                     timeout_seconds);
+}
+
+absl::StatusOr<FsRecovery> RunBootPath(const BootPath& fs, const std::string& image,
+                                       const std::function<absl::Status()>& mount,
+                                       double timeout_seconds) {
   FsRecovery rec;
   auto try_mount = [&]() {
     absl::Status s = mount();
@@ -67,7 +76,7 @@ absl::StatusOr<FsRecovery> RecoverFileSystem(const FileSystem& fs, const std::st
     return s.ok();
   };
   bool boot_ok = true;
-  for (const FsStep& step : fs.BootSteps()) {
+  for (const FsStep& step : fs.boot) {
     auto r = RunStep(fs, step, image, timeout_seconds);
     if (!r.ok()) return r.status();
     rec.repaired = rec.repaired || r->changed;
@@ -76,7 +85,7 @@ absl::StatusOr<FsRecovery> RecoverFileSystem(const FileSystem& fs, const std::st
   }
   // A boot check that gave up would stop the boot for an administrator, who runs the recovery.
   if (boot_ok && try_mount()) return rec;
-  for (const FsStep& step : fs.RecoverySteps()) {
+  for (const FsStep& step : fs.recovery) {
     auto r = RunStep(fs, step, image, timeout_seconds);
     if (!r.ok()) return r.status();
     rec.steps.push_back(*r);

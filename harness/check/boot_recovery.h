@@ -40,10 +40,21 @@ struct FsRecovery {
 
 // Runs `fs`'s boot steps on `image` (a scratch copy: they write to it), then `mount`; where the
 // mount fails, each recovery step and another `mount`. `mount` returns OK once the file system
-// is usable (for the caller to keep). Fails only when a tool cannot be started at all (not
-// installed: the error names the Debian package).
+// is usable (for the caller to keep). Fails (NotFound) only when a tool is not installed: the
+// error names the Debian package, and the caller stops rather than judge the image.
 absl::StatusOr<FsRecovery> RecoverFileSystem(const FileSystem& fs, const std::string& image,
                                              const std::function<absl::Status()>& mount,
                                              double timeout_seconds);
+
+// The same with the steps given (what RecoverFileSystem takes from the table): for tests.
+struct BootPath {
+  std::string fs_name;
+  std::string package;  // named when a tool is missing
+  std::vector<FsStep> boot;
+  std::vector<FsStep> recovery;
+};
+absl::StatusOr<FsRecovery> RunBootPath(const BootPath& path, const std::string& image,
+                                       const std::function<absl::Status()>& mount,
+                                       double timeout_seconds);
 
 }  // namespace powercut::harness

@@ -44,7 +44,8 @@ absl::StatusOr<std::string> FsckImage(FsKind fs, const std::string& image, doubl
       out->stderr_tail.find("metadata changes in a log") != std::string::npos) {
     return std::string();  // a dirty log: only a mount can replay it, so fsck cannot judge it
   }
-  return fmt::format("fsck: {} exit {}: {}", tool, out->exit_code, LastLinesOnOneLine(out->stderr_tail, 4));
+  return fmt::format("fsck: {} exit {}: {}", tool, out->exit_code,
+                     LastLinesOnOneLine(out->stderr_tail, 4));
 }
 
 std::function<std::string(const std::string&)> FsckHook(FsKind fs) {

@@ -102,6 +102,41 @@ TEST_F(Ext4BootPath, AFileSystemWithNoSuperblockLeftIsUnrecoverable) {
   EXPECT_THAT(r->fs.Describe(), HasSubstr("e2fsck -fy -b 8193 -B 1024 exit"));
 }
 
+TEST(BootPath, AMissingRecoveryToolIsAnErrorNamingThePackageNotAVerdict) {
+  int mounts = 0;
+  auto failing_mount = [&]() -> absl::Status {
+    ++mounts;
+    return absl::InvalidArgumentError("mount failed");
+  };
+  BootPath path{
+      .fs_name = "myfs",
+      .package = "myfs-tools",
+      .recovery = {{.name = "myfs-repair", .argv = {"powercut-no-such-repair-tool", "{image}"}}}};
+  auto r = RunBootPath(path, "/nonexistent.img", failing_mount, 5);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsNotFound(r.status())) << r.status();
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("apt-get install myfs-tools"));
+  EXPECT_EQ(mounts, 1);  // the boot mount was tried; the missing tool stopped the recovery
+}
+
+TEST(BootPath, EveryRecoveryStepIsTriedAndEachIsFollowedByAMount) {
+  int mounts = 0;
+  auto mount_after_second_repair = [&]() -> absl::Status {
+    return ++mounts == 3 ? absl::OkStatus() : absl::InvalidArgumentError("mount failed");
+  };
+  BootPath path{
+      .fs_name = "myfs",
+      .recovery = {{.name = "first", .argv = {"true", "{image}"}, .repaired_exits = {0}},
+                   {.name = "second", .argv = {"true", "{image}"}, .repaired_exits = {0}}}};
+  auto r = RunBootPath(path, "/nonexistent.img", mount_after_second_repair, 5);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->repaired);
+  EXPECT_FALSE(r->unrecoverable);
+  EXPECT_EQ(r->Describe(),
+            "mount failed: mount failed; first exit 0 (repaired); mount failed: mount failed; "
+            "second exit 0 (repaired); mount ok");
+}
+
 // Acks "0" then "1": a crash between them.
 class OracleOutcomes : public ::testing::Test {
  protected:
