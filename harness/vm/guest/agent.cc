@@ -4,7 +4,9 @@
 //             POWERCUT_DEV and POWERCUT_ACK_FD -> relay each `ack <id>` over virtio-serial (and as
 //             a dm-log-writes mark) -> [flakey: switch table at the chosen ack; remount; checker]
 //             -> unmount -> remove dm devices;
-//   check:    mount (the kernel replays the journal) -> run the checker -> parse have/corrupt.
+//   check:    the boot path a machine runs after a power cut (harness/check/boot_recovery.h:
+//             e2fsck -p for ext4, the mount's journal replay, the recovery tools where the mount
+//             fails) -> run the checker -> parse have/corrupt.
 // It writes /run/powercut/result.json and exits; the init powers the guest off.
 #include <fcntl.h>
 #include <linux/dm-ioctl.h>
@@ -24,6 +26,7 @@
 
 #include "base/process.h"
 #include "fmt/format.h"
+#include "harness/check/boot_recovery.h"
 #include "harness/trace/ack_id.h"
 #include "harness/vm/guest_job.h"
 
@@ -444,8 +447,26 @@ class Agent {
     return true;
   }
 
+  // The boot path, then the mount it ends with; an unrecoverable file system fails the "mount"
+  // step with every step tried.
+  bool RecoverAndMount() {
+    if (Raw()) return true;
+    auto mount = [this]() -> absl::Status {
+      if (!Mount()) return absl::UnavailableError(result_.error);
+      result_.failed_step.clear();
+      result_.error.clear();
+      return absl::OkStatus();
+    };
+    auto rec = powercut::harness::RecoverFileSystem(powercut::harness::FileSystemOf(job_.fs),
+                                                    device_, mount, 300);
+    if (!rec.ok()) return Fail("boot-recovery", std::string(rec.status().message()));
+    std::fprintf(stderr, "powercut-agent: boot path: %s\n", rec->Describe().c_str());
+    if (rec->unrecoverable) return Fail("mount", "file system unrecoverable: " + rec->Describe());
+    return true;
+  }
+
   bool CheckOne(const std::string& log_name) {
-    if (!Setup() || !Mount()) return false;
+    if (!Setup() || !RecoverAndMount()) return false;
     std::string out;
     result_.checker_exit_code = RunCommand(job_.command, log_name, false, &out);
     result_.exit_code = result_.checker_exit_code;
