@@ -160,7 +160,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
           e = c.custom->expect;
         } else if (auto it = o.expectations.find(c.workload + "-" + c.setting);
                    it != o.expectations.end()) {
-          e = it->second;
+          e = it->second.ForFs(c.fs);  // the per-fs expectations, as the run applies them
         }
         if (!o.expect) e = product::CellExpect{};
         std::string expect = e.error.empty() ? fmt::format("off={} on={} lying={}", e.For("off"),
