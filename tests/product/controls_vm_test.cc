@@ -1,5 +1,7 @@
 // The controls (issue 10, item 6), at the defaults (512e disk, atomic unit = the physical sector,
-// torn writes on, every cache model), in the real VM: `powercut matrix --preset controls` on ext4
+// torn writes on, the boot's recovery before every checker), in the real VM, under cache off and
+// on (the lying model is ~95% of the states and asserts nothing here; docs/results.md has it):
+// `powercut matrix --preset controls` on ext4
 // and xfs must exit 0 (every cell as the catalog expects), and from its JSON, independently of the
 // catalog: the known-good programs lose nothing under cache off and on; the known-bad ones lose
 // acked commits where physics says. Seeds 2..5 re-check the same recordings (`powercut run
@@ -80,8 +82,10 @@ uint64_t ExpectPhysics(const std::string& cell, const std::string& workload,
 TEST(Controls, Ext4AndXfsAtTheDefaultsAcrossFiveSeeds) {
   TempDir dir;
   const std::string keep = dir.File("keep");
-  auto r = RunCommand(fmt::format("{} matrix --preset controls --keep {} --json {} --quiet",
-                                  POWERCUT_BIN, keep, dir.File("m.json")));
+  auto r =
+      RunCommand(fmt::format("{} matrix --preset controls --cache off,on --keep {} --json {} "
+                             "--quiet",
+                             POWERCUT_BIN, keep, dir.File("m.json")));
   SaveReport(dir.File("m.json"), "controls-seed1.json");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   nlohmann::json j = nlohmann::json::parse(ReadFile(dir.File("m.json")));
@@ -92,7 +96,7 @@ TEST(Controls, Ext4AndXfsAtTheDefaultsAcrossFiveSeeds) {
     fs.insert(c["fs"].get<std::string>());
     ASSERT_EQ(c["status"] == "error", false) << c.dump(2);
     EXPECT_EQ(c["acks"], 8) << name;
-    EXPECT_EQ(c["unexpected"], false) << name;
+    EXPECT_EQ(c["unexpected"].get<std::string>(), "") << name;  // "" when as expected
     ExpectPhysics(name, c["workload"], c["setting"], c["results"]);
   }
   EXPECT_EQ(fs, (std::set<std::string>{"ext4", "xfs"}));
@@ -103,7 +107,8 @@ TEST(Controls, Ext4AndXfsAtTheDefaultsAcrossFiveSeeds) {
       std::replace(folder.begin(), folder.end(), '/', '_');
       const std::string report = dir.File(fmt::format("{}-seed{}.json", folder, seed));
       auto check = RunCommand(fmt::format(
-          "{} run --trace {}/{}/trace.log --workload '{}' --checker '{}' --fs {} --cache off,on --seed {} "
+          "{} run --trace {}/{}/trace.log --workload '{}' --checker '{}' --fs {} --cache off,on "
+          "--seed {} "
           "--json {} --quiet",
           POWERCUT_BIN, keep, folder, c["workload_command"].get<std::string>(),
           c["checker_command"].get<std::string>(), c["fs"].get<std::string>(), seed, report));
@@ -121,16 +126,17 @@ TEST(Controls, Ext4AndXfsAtTheDefaultsAcrossFiveSeeds) {
 TEST(Controls, SixBlackBoxProgramsOn512nKeepTheirVerdicts) {
   TempDir dir;
   uint64_t repaired = 0;
-  size_t cells = 0;
+  size_t cells = 0, superblock_repairs = 0;
   for (const auto& [workload, settings] :
        {std::pair<std::string, std::string>{"xlog-append",
                                             "fdatasync,ackfirst,none,sync_file_range"},
         {"xlog", "odsync,direct"}}) {
     const std::string json = dir.File(workload + ".json");
-    auto r = RunCommand(fmt::format(
-        "{} matrix --workloads {} --barriers {} --fs ext4 --sector 512n --count 8 --json {} "
-        "--quiet",
-        POWERCUT_BIN, workload, settings, json));
+    auto r =
+        RunCommand(fmt::format("{} matrix --workloads {} --barriers {} --fs ext4 --sector 512n "
+                               "--count 8 --cache off,on --json {} "
+                               "--quiet",
+                               POWERCUT_BIN, workload, settings, json));
     SaveReport(json, "controls-512n-" + workload + ".json");
     EXPECT_EQ(r.exit_code, 0) << r.output;
     nlohmann::json j = nlohmann::json::parse(ReadFile(json));
@@ -138,12 +144,19 @@ TEST(Controls, SixBlackBoxProgramsOn512nKeepTheirVerdicts) {
     for (const auto& c : j["cells"]) {
       ++cells;
       ASSERT_EQ(c["status"] == "error", false) << c.dump(2);
-      EXPECT_EQ(c["unexpected"], false) << c["cell"];
+      EXPECT_EQ(c["unexpected"].get<std::string>(), "") << c["cell"];  // "" when as expected
       repaired += ExpectPhysics(c["cell"], c["workload"], c["setting"], c["results"]);
+      for (const auto& m : c["results"]) {
+        // e2fsck -p cannot open the file system (exit 8: the primary superblock is torn); the
+        // next step, e2fsck -fy, takes a backup superblock.
+        const std::string steps = m["fs_repair_steps"];
+        superblock_repairs += steps.find("e2fsck -p exit 8") != std::string::npos ? 1 : 0;
+      }
     }
   }
   EXPECT_EQ(cells, 6u);
   EXPECT_GT(repaired, 0u) << "no crash state of the six programs needed a file-system repair";
+  EXPECT_GT(superblock_repairs, 0u) << "no repair of a torn superblock";
 }
 
 }  // namespace
