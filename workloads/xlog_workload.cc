@@ -170,6 +170,16 @@ class BarrierWriter {
     return absl::OkStatus();
   }
 
+  // The write alone, for --ack-first (fdatasync and fsync only); Sync() is its barrier.
+  absl::Status WriteWithoutBarrier(const uint8_t* block, uint64_t offset) {
+    return PwriteAll(fd_->get(), block, kXlogBlockSize, offset, path_);
+  }
+  absl::Status Sync() {
+    if (barrier_ == Barrier::kFsync) return Fsync(fd_->get(), path_);
+    if (::fdatasync(fd_->get()) != 0) return ErrnoError("fdatasync", path_, errno);
+    return absl::OkStatus();
+  }
+
   absl::Status Write(const uint8_t* block, uint64_t offset) {
     const int fd = fd_->get();
     switch (barrier_) {
@@ -333,6 +343,13 @@ void CheckOverwrite(const XlogBlockScan& scan, CheckResult& result) {
 
 absl::Status RunXlog(const Target& target, const XlogOptions& options, AckChannel& acks) {
   if (options.count == 0) return absl::InvalidArgumentError("--count must be at least 1");
+  if (options.ack_first && options.barrier != Barrier::kFdatasync &&
+      options.barrier != Barrier::kFsync) {
+    return absl::InvalidArgumentError(
+        fmt::format("--ack-first acks between the write and its barrier: it needs --barrier "
+                    "fdatasync or fsync, not {}",
+                    wal::BarrierName(options.barrier)));
+  }
   ASSIGN_OR_RETURN(const std::string path, SetUp(target, options));
   BarrierWriter writer(options.barrier, path);
   RETURN_IF_ERROR(writer.Open());
@@ -341,14 +358,24 @@ absl::Status RunXlog(const Target& target, const XlogOptions& options, AckChanne
   for (uint64_t seq = 1; seq <= options.count; ++seq) {
     EncodeXlogBlock(nonce, seq, block.get());
     const uint64_t index = options.append ? seq : 1;
-    absl::Status status = writer.Write(block.get(), index * kXlogBlockSize);
+    absl::Status status;
+    if (options.ack_first) {
+      // The known-bad control: the ack goes out while the record is only in the page cache.
+      status = writer.WriteWithoutBarrier(block.get(), index * kXlogBlockSize);
+      if (status.ok()) {
+        RETURN_IF_ERROR(acks.Ack(seq));
+        status = writer.Sync();
+      }
+    } else {
+      status = writer.Write(block.get(), index * kXlogBlockSize);
+    }
     if (!status.ok()) {
       return absl::Status(
           status.code(),
           fmt::format("xlog seq {} ({}): {}; stopped, no further acks", seq,
                       wal::BarrierName(options.barrier), std::string(status.message())));
     }
-    RETURN_IF_ERROR(acks.Ack(seq));
+    if (!options.ack_first) RETURN_IF_ERROR(acks.Ack(seq));
   }
   return writer.Close();
 }
@@ -445,6 +472,8 @@ class XlogWorkload final : public Workload {
   void AddOptions(CLI::App& run, CLI::App& /*check*/) override {
     AddBarrierOption(run, barrier_);
     run.add_flag("--append", options_.append, "append 4 KiB blocks instead of rewriting one block");
+    run.add_flag("--ack-first", options_.ack_first,
+                 "known-bad control: ack each block before its fdatasync/fsync (after the write)");
     AddCountOption(run, options_.count, "blocks to write");
     run.add_option("--seed", options_.seed, "seed of the block contents")->capture_default_str();
   }
@@ -455,7 +484,8 @@ class XlogWorkload final : public Workload {
     return RunXlog(target, options_, acks);
   }
   absl::StatusOr<CheckResult> Check(const Target& target) override { return CheckXlog(target); }
-  // One configuration per barrier, overwriting one block, then the same appending.
+  // One configuration per barrier, overwriting one block, then the same appending, then the
+  // ack-before-sync control.
   std::vector<WorkloadConfig> CatalogEntries() const override {
     std::vector<WorkloadConfig> entries;
     for (const bool append : {false, true}) {
@@ -470,6 +500,13 @@ class XlogWorkload final : public Workload {
         entries.push_back(c);
       }
     }
+    // The known-bad control: ack before the fdatasync. The record is in the page cache when it
+    // is acked (a process crash keeps it), but a power cut right after the ack loses it under
+    // every cache model: with the cache off the write has not even been issued to the disk.
+    entries.push_back({.name = "xlog-append-ackfirst",
+                       .workload = "xlog",
+                       .setting = "ackfirst",
+                       .run_args = {"--barrier", "fdatasync", "--append", "--ack-first"}});
     return entries;
   }
 

@@ -4,6 +4,8 @@
 // with seq 1..N, each write followed by the barrier, then "ack <seq>". An ack is cumulative: the
 // block holds seq >= n for every acked n.
 // Append variant (--append): block i (i = 1..N) is appended, then the barrier, then "ack <i>".
+// --ack-first (a known-bad control): "ack <i>" is sent after the write returns but before its
+// fdatasync/fsync, so the ack claims a record that is only in the page cache.
 //
 // The barrier syscalls are issued here directly (not through wal::Env), so the workload measures
 // and exposes exactly what the kernel does for each mode. Layout: workloads/xlog_format.h.
@@ -26,6 +28,9 @@ inline constexpr char kXlogFileName[] = "xlog.dat";
 struct XlogOptions {
   wal::Barrier barrier = wal::Barrier::kFdatasync;
   bool append = false;
+  // Ack each record after its write but before its barrier (fdatasync or fsync only): survives a
+  // process crash, loses acked records to a power cut under every cache model.
+  bool ack_first = false;
   uint64_t count = 2000;
   uint64_t seed = 1;
 };

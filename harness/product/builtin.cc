@@ -39,7 +39,12 @@ std::vector<std::string> BuiltinWorkloads() {
 }
 
 absl::StatusOr<std::vector<std::string>> BuiltinSettings(const std::string& workload) {
-  if (workload == "xlog" || workload == "xlog-append" || workload == "wal") return Barriers();
+  if (workload == "xlog-append") {
+    std::vector<std::string> settings = Barriers();
+    settings.push_back("ackfirst");  // the known-bad control: ack before the fdatasync
+    return settings;
+  }
+  if (workload == "xlog" || workload == "wal") return Barriers();
   if (workload == "rocksdb") return std::vector<std::string>{"sync", "nosync", "nowal"};
   if (workload == "sqlite-wal" || workload == "sqlite-delete") {
     return std::vector<std::string>{"full", "extra", "normal", "off"};
@@ -63,8 +68,9 @@ absl::StatusOr<BuiltinCell> LookupBuiltin(const std::string& workload, const std
   BuiltinCell cell{.workload = workload, .setting = setting};
   if (workload == "xlog" || workload == "xlog-append" || workload == "wal") {
     cell.kind = workload == "wal" ? "wal" : "xlog";
-    cell.run_args = "--barrier " + setting;
+    cell.run_args = setting == "ackfirst" ? "--barrier fdatasync" : "--barrier " + setting;
     if (workload == "xlog-append") cell.run_args += " --append";
+    if (setting == "ackfirst") cell.run_args += " --ack-first";
     if (workload == "wal") cell.run_args += " --threads 4";
   } else if (workload == "rocksdb") {
     cell.kind = "rocksdb";

@@ -14,7 +14,8 @@ namespace {
 
 using powercut::XmlEscape;
 
-uint64_t DefaultCount(const std::string& workload) {
+uint64_t DefaultCount(const std::string& preset, const std::string& workload) {
+  if (preset == "controls") return kControlsCount;
   return workload.rfind("xlog", 0) == 0 ? 20 : 10;
 }
 
@@ -41,7 +42,29 @@ std::vector<std::pair<std::string, std::string>> HeadlineCells() {
           {"sqlite-wal", "full"}};
 }
 
+// The controls preset (docs/results.md, "Controls"): the six black-box programs, then the known-
+// good programs: the WAL under every durable barrier, RocksDB sync=true, SQLite WAL FULL.
+std::vector<std::pair<std::string, std::string>> ControlsCells() {
+  std::vector<std::pair<std::string, std::string>> cells = {
+      {"xlog-append", "fdatasync"}, {"xlog", "odsync"},      {"xlog", "direct"},
+      {"xlog-append", "ackfirst"},  {"xlog-append", "none"}, {"xlog-append", "sync_file_range"}};
+  for (const char* barrier :
+       {"fdatasync", "fsync", "odsync", "rwf_dsync", "direct_dsync", "io_uring"}) {
+    cells.emplace_back("wal", barrier);
+  }
+  cells.emplace_back("rocksdb", "sync");
+  cells.emplace_back("sqlite-wal", "full");
+  return cells;
+}
+
 }  // namespace
+
+std::vector<std::string> PresetNames() { return {"headline", "controls"}; }
+
+std::vector<std::string> PresetDefaultFs(const std::string& preset) {
+  if (preset == "controls") return {"ext4", "xfs"};
+  return {"ext4"};
+}
 
 absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
   // Every flag is checked here, before --list and before any VM boots.
@@ -55,11 +78,14 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
   if (!builtin) {
     // Only the --cells file's cells.
   } else if (!o.preset.empty()) {
-    if (o.preset != "headline") {
+    if (o.preset == "headline") {
+      pairs = HeadlineCells();
+    } else if (o.preset == "controls") {
+      pairs = ControlsCells();
+    } else {
       return absl::InvalidArgumentError(
-          fmt::format("--preset {}: the only preset is 'headline'", o.preset));
+          fmt::format("--preset {}: expected one of {}", o.preset, fmt::join(PresetNames(), ", ")));
     }
-    pairs = HeadlineCells();
   } else {
     std::vector<std::string> workloads = o.workloads;
     if (workloads.empty()) workloads = {"xlog"};
@@ -101,7 +127,7 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
                        .workload = w,
                        .setting = s,
                        .fs = f,
-                       .count = o.count ? o.count : DefaultCount(w)});
+                       .count = o.count ? o.count : DefaultCount(o.preset, w)});
     }
   }
   for (const CustomCell& c : o.custom_cells) {

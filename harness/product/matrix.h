@@ -24,8 +24,17 @@
 
 namespace powercut::product {
 
+// The presets (`--preset`): "headline" (the 10 cells on ext4) and "controls" (the
+// known-good and known-bad programs the suite's controls test runs: harness/product/matrix.cc,
+// docs/results.md).
+std::vector<std::string> PresetNames();
+// The file systems a preset runs on when --fs is not given: controls ext4 and xfs, else ext4.
+std::vector<std::string> PresetDefaultFs(const std::string& preset);
+// Commits per cell of the controls preset (cheap: every cell boots a VM).
+inline constexpr uint64_t kControlsCount = 8;
+
 struct MatrixOptions {
-  std::string preset;                  // "" or "headline"
+  std::string preset;                  // "", "headline" or "controls"
   std::vector<std::string> workloads;  // built-in names (harness/product/builtin.h)
   std::vector<std::string> barriers;   // settings; empty: each workload's own list
   std::vector<std::string> fs = {"ext4"};
@@ -36,7 +45,8 @@ struct MatrixOptions {
   // The same defaults as `powercut run` (one physics: docs/cache-models.md).
   std::string points = kDefaultPoints;
   std::string states = kDefaultStates;
-  uint64_t count = 0;  // commits per workload run; 0: the per-workload default (xlog 20, others 10)
+  // Commits per workload run; 0: the default (controls preset 8; else xlog 20, others 10).
+  uint64_t count = 0;
   uint64_t seed = 1;
   uint32_t atomic_unit = 0;  // 0: the recorded disk's physical sector (4,096 B on the 512e default)
   bool torn = true;          // torn-write variants, on by default everywhere

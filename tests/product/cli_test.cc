@@ -1,5 +1,7 @@
 // The `powercut` binary on bad input: each mistake is a clear message naming what is wrong and
 // exit 2, never a crash.
+#include <algorithm>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/product/matrix.h"
@@ -49,6 +51,23 @@ TEST(Cli, ListShowsEachShardsCellsAndTheyPartitionThePlan) {
   };
   EXPECT_EQ(lines(all).size(), 10u);
   EXPECT_EQ(lines(all), lines(parts));
+}
+
+// The controls preset runs on ext4 and xfs unless --fs says otherwise; btrfs rows take the
+// catalog's per-fs expectations.
+TEST(Cli, ControlsPresetListsItsCellsOnExt4AndXfs) {
+  auto r = RunCommand(std::string(POWERCUT_BIN) + " matrix --preset controls --list");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 28) << r.output;
+  EXPECT_THAT(r.output, ::testing::MatchesRegex("(.|\n)*xlog-append/ackfirst/xfs +expect "
+                                                "off=loses on=loses lying=loses\n(.|\n)*"));
+  EXPECT_THAT(r.output, ::testing::MatchesRegex("(.|\n)*wal/io_uring/ext4 +expect off=survives "
+                                                "on=survives lying=loses\n(.|\n)*"));
+  r = RunCommand(std::string(POWERCUT_BIN) + " matrix --preset controls --fs btrfs --list");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 14) << r.output;
+  EXPECT_THAT(r.output, ::testing::MatchesRegex("(.|\n)*xlog/direct/btrfs +expect off=loses "
+                                                "on=loses lying=loses\n(.|\n)*"));
 }
 
 TEST(Cli, ListShowsTheCatalogsExpectedVerdictsAndCustomCells) {

@@ -84,7 +84,43 @@ TEST(Plan, PresetAndErrorsNameTheBadValue) {
 
   MatrixOptions preset;
   preset.preset = "everything";
-  EXPECT_FALSE(PlanMatrix(preset).ok());
+  r = PlanMatrix(preset);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("headline, controls"));
+}
+
+// The controls preset: the six black-box programs first, then the known-good ones, 8 commits
+// each, on the file systems the command line gives (the command defaults them to ext4 and xfs).
+TEST(Plan, ControlsPreset) {
+  EXPECT_EQ(PresetDefaultFs("controls"), (std::vector<std::string>{"ext4", "xfs"}));
+  EXPECT_EQ(PresetDefaultFs("headline"), (std::vector<std::string>{"ext4"}));
+  MatrixOptions o;
+  o.preset = "controls";
+  o.fs = PresetDefaultFs("controls");
+  auto plan = PlanMatrix(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->size(), 28u);
+  std::vector<std::string> names;
+  for (const auto& c : *plan) {
+    names.push_back(c.Name());
+    EXPECT_EQ(c.count, kControlsCount) << c.Name();
+  }
+  for (const char* name :
+       {"xlog-append/fdatasync/ext4", "xlog/odsync/xfs", "xlog/direct/ext4",
+        "xlog-append/ackfirst/xfs", "xlog-append/none/ext4", "xlog-append/sync_file_range/xfs",
+        "wal/io_uring/ext4", "wal/direct_dsync/xfs", "rocksdb/sync/ext4", "sqlite-wal/full/xfs"}) {
+    EXPECT_THAT(names, ::testing::Contains(std::string(name)));
+  }
+  auto ackfirst = LookupBuiltin("xlog-append", "ackfirst");
+  ASSERT_TRUE(ackfirst.ok());
+  EXPECT_EQ(ackfirst->run_args, "--barrier fdatasync --append --ack-first");
+  EXPECT_FALSE(LookupBuiltin("xlog", "ackfirst").ok());  // an append variant only
+  o.count = 3;
+  o.fs = {"btrfs"};
+  plan = PlanMatrix(o);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->size(), 14u);
+  EXPECT_EQ(plan->front().count, 3u);
 }
 
 // A deterministic stand-in for the VM: the outcome follows from the cell's name, so a sharded
