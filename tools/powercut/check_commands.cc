@@ -10,6 +10,7 @@
 #include "harness/check/engine.h"
 #include "harness/check/report.h"
 #include "harness/product/run.h"
+#include "harness/trace/manifest.h"
 #include "tools/powercut/commands.h"
 
 namespace powercut::cli {
@@ -47,7 +48,7 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
       ->required();
   AddFsOption(check, &a->o.fs,
               "raw (POWERCUT_DEV=image) or ext4|xfs|btrfs (boot recovery, loop mount, "
-              "POWERCUT_DIR)");
+              "POWERCUT_DIR); default: the file system the trace's manifest names, else raw");
   check->add_flag("--without-mount", a->o.without_mount,
                   "ext4: read each image with e2fsck + debugfs instead of a loop mount");
   check->add_flag("--fs-failures-are-violations", a->o.fs_failures_are_violations,
@@ -80,6 +81,15 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
     harness::CheckOptions o = a->o;
     o.states.torn = !a->no_torn;
     o.powercut = SelfPath("powercut");
+    if (check->count("--fs") == 0) {
+      // The recording says what its disk holds: judging an xfs recording as a raw device would
+      // report false losses.
+      auto manifest = harness::ReadManifest(harness::ManifestPathFor(o.trace_path));
+      if (manifest.ok() && !manifest->fs.empty()) {
+        auto kind = harness::ParseFsKind(manifest->fs);
+        if (kind.ok()) o.fs = *kind;
+      }
+    }
     // The same parsers, and so the same messages, as `powercut run` and `powercut matrix`.
     auto points = product::ParsePoints(a->points);
     auto models = product::ParseCacheList(a->cache, a->window);
