@@ -68,8 +68,13 @@ absl::StatusOr<FsRecovery> RunBootPath(const BootPath& fs, const std::string& im
                                        const std::function<absl::Status()>& mount,
                                        double timeout_seconds) {
   FsRecovery rec;
+  absl::Status not_permitted;  // a mount this process may not do says nothing about the image
   auto try_mount = [&]() {
     absl::Status s = mount();
+    if (absl::IsPermissionDenied(s)) {
+      not_permitted = s;
+      return false;
+    }
     rec.steps.push_back({.name = "mount",
                          .exit_code = s.ok() ? 0 : 1,
                          .detail = s.ok() ? "" : std::string(s.message())});
@@ -85,6 +90,7 @@ absl::StatusOr<FsRecovery> RunBootPath(const BootPath& fs, const std::string& im
   }
   // A boot check that gave up would stop the boot for an administrator, who runs the recovery.
   if (boot_ok && try_mount()) return rec;
+  if (!not_permitted.ok()) return not_permitted;
   for (const FsStep& step : fs.recovery) {
     auto r = RunStep(fs, step, image, timeout_seconds);
     if (!r.ok()) return r.status();
@@ -94,6 +100,7 @@ absl::StatusOr<FsRecovery> RunBootPath(const BootPath& fs, const std::string& im
       rec.repaired = true;
       return rec;
     }
+    if (!not_permitted.ok()) return not_permitted;
   }
   rec.unrecoverable = true;
   return rec;

@@ -40,8 +40,9 @@ struct FsRecovery {
 
 // Runs `fs`'s boot steps on `image` (a scratch copy: they write to it), then `mount`; where the
 // mount fails, each recovery step and another `mount`. `mount` returns OK once the file system
-// is usable (for the caller to keep). Fails (NotFound) only when a tool is not installed: the
-// error names the Debian package, and the caller stops rather than judge the image.
+// is usable (for the caller to keep). Fails (NotFound) when a tool is not installed: the error
+// names the Debian package; and (PermissionDenied, `mount`'s own error) when this process may not
+// mount at all: neither says anything about the image, so the caller stops rather than judge it.
 absl::StatusOr<FsRecovery> RecoverFileSystem(const FileSystem& fs, const std::string& image,
                                              const std::function<absl::Status()>& mount,
                                              double timeout_seconds);

@@ -70,9 +70,15 @@ absl::StatusOr<ImageCheckResult> CheckImageFile(const std::string& image,
       mount = std::move(*m);
       return absl::OkStatus();
     }
-    if (o.fs == FsKind::kExt4 && absl::IsPermissionDenied(m.status())) {
-      use_debugfs = true;  // mounting is not permitted here: read it with debugfs instead
-      return ExtractWithDebugfs(image, tree, o.timeout_seconds);
+    if (absl::IsPermissionDenied(m.status())) {
+      if (o.fs == FsKind::kExt4) {
+        use_debugfs = true;  // mounting is not permitted here: read it with debugfs instead
+        return ExtractWithDebugfs(image, tree, o.timeout_seconds);
+      }
+      return absl::PermissionDeniedError(fmt::format(
+          "{}: checking {} crash images loop-mounts them, which needs root (CAP_SYS_ADMIN) here; "
+          "run as root (ext4 images are read with debugfs without it)",
+          std::string(m.status().message()), fs.name));
     }
     return m.status();
   };

@@ -119,6 +119,21 @@ TEST(BootPath, AMissingRecoveryToolIsAnErrorNamingThePackageNotAVerdict) {
   EXPECT_EQ(mounts, 1);  // the boot mount was tried; the missing tool stopped the recovery
 }
 
+TEST(BootPath, AMountThisProcessMayNotDoIsAnErrorNotAnUnrecoverableFileSystem) {
+  int repairs_run = 0;
+  BootPath path{.fs_name = "myfs", .recovery = {{.name = "repair", .argv = {"true", "{image}"}}}};
+  auto r = RunBootPath(
+      path, "/nonexistent.img",
+      [&]() -> absl::Status {
+        ++repairs_run;
+        return absl::PermissionDeniedError("mount: Operation not permitted");
+      },
+      5);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsPermissionDenied(r.status())) << r.status();
+  EXPECT_EQ(repairs_run, 1);  // stopped at the first mount: no repair tool touched the image
+}
+
 TEST(BootPath, EveryRecoveryStepIsTriedAndEachIsFollowedByAMount) {
   int mounts = 0;
   auto mount_after_second_repair = [&]() -> absl::Status {
