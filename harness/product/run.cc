@@ -41,12 +41,6 @@ std::string Tail(const std::string& path, size_t bytes) {
   return out;
 }
 
-// The file-system table's answer for a name that RunWorkload validated (ParseFsKind).
-bool RawFs(const std::string& fs) {
-  absl::StatusOr<harness::FsKind> kind = harness::ParseFsKind(fs);
-  return kind.ok() && harness::FileSystemOf(*kind).raw();
-}
-
 harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& o) {
   harness::CheckOptions c;
   c.trace_path = trace;
@@ -65,7 +59,7 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   c.powercut = o.powercut;
   c.on_state_checked = o.on_state_checked;
   c.max_could_not_check = o.max_could_not_check;
-  if (o.fsck && !RawFs(o.fs)) c.before_mount = harness::FsckHook(c.fs);
+  if (o.fsck && !harness::FileSystemOf(c.fs).raw()) c.before_mount = harness::FsckHook(c.fs);
   return c;
 }
 
