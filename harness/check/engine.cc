@@ -173,17 +173,11 @@ void RunWorker(const CheckOptions& o, const std::string& base, const std::string
             return;
           }
         } else {
-          cached = oracle.Compact(out->checker);
-          cached->fs_unrecoverable = out->fs.unrecoverable;
-          cached->fs_repaired = out->fs.repaired;
-          cached->fs_steps = out->fs.Describe();
-          if (o.fs != FsKind::kRaw) {
-            powercut::MutexLock lock(&shared.mu);
-            shared.method = out->method;
-          }
+          cached = oracle.Compact(out->checker, out->fs);
         }
         powercut::MutexLock lock(&shared.mu);
         shared.outputs.try_emplace(key, *cached);
+        if (out.ok() && o.fs != FsKind::kRaw) shared.method = out->method;
       }
       oracle.Judge(state.point, *cached, &v);
       v.dropped = w.image->dropped();

@@ -42,6 +42,14 @@ CompactOutput Oracle::Compact(const CheckerOutput& output) const {
   return c;
 }
 
+CompactOutput Oracle::Compact(const CheckerOutput& output, const FsRecovery& fs) const {
+  CompactOutput c = Compact(output);
+  c.fs_unrecoverable = fs.unrecoverable;
+  c.fs_repaired = fs.repaired;
+  c.fs_steps = fs.Describe();
+  return c;
+}
+
 void Oracle::Judge(uint64_t point, const CompactOutput& output, Verdict* v) const {
   const auto& acks = index_.acks();
   const size_t before = index_.AcksBefore(point);

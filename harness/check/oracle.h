@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "harness/check/boot_recovery.h"
 #include "harness/check/checker.h"
 #include "harness/state/cache_model.h"
 
@@ -81,6 +82,8 @@ class Oracle {
  public:
   Oracle(const TraceIndex& index, bool ordered, bool fs_failures_are_violations = false);
   CompactOutput Compact(const CheckerOutput& output) const;
+  // The same, with the boot path's outcome (harness/check/boot_recovery.h).
+  CompactOutput Compact(const CheckerOutput& output, const FsRecovery& fs) const;
   // Fills the judgement fields of `verdict` (lost, gaps, corrupt, recovered...).
   void Judge(uint64_t point, const CompactOutput& output, Verdict* verdict) const;
   void Judge(uint64_t point, const CheckerOutput& output, Verdict* verdict) const {

@@ -136,11 +136,7 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
     harness::Verdict v;
     v.state_id = id;
     v.cache = state.model.Code();
-    harness::CompactOutput compact = oracle.Compact(out->checker);
-    compact.fs_unrecoverable = out->fs.unrecoverable;
-    compact.fs_repaired = out->fs.repaired;
-    compact.fs_steps = out->fs.Describe();
-    oracle.Judge(state.point, compact, &v);
+    oracle.Judge(state.point, oracle.Compact(out->checker, out->fs), &v);
     for (size_t i = 0; i < nvol; ++i) {
       if (!state.kept.Contains(i, nvol) && view.volatile_entries[i] != state.torn_entry) {
         v.dropped.push_back(view.volatile_entries[i]);
