@@ -3,10 +3,15 @@
 // mount of the file system) and judges it with the oracle. The library entry point for
 // `powercut check`, the VM crash domain and `powercut run`.
 //
-// States are generated lazily in increasing point order and handed to workers in batches; each
-// worker owns a WorkingImage (and, for file systems, a scratch copy and a mount point), so memory
-// grows with the trace, not the states. Identical images (equal content hashes) run the checker
-// once: the cached output is judged against each state's own acks.
+// Each model's states are checked in the StatePlan's order (ack points' extremes first) and handed
+// to workers in batches; each worker owns a WorkingImage (and, for file systems, a scratch copy
+// and a mount point), so memory grows with the trace, not the states. Identical images (equal
+// content hashes) run the checker once: the cached output is judged against each state's own acks.
+//
+// A model's verdict is FAIL at its first violating state, so by default a model stops there: the
+// first violation is the violating state earliest in check order, and every state before it is
+// checked, whatever the number of workers (docs/cache-models.md, "Check order and early stop").
+// `exhaustive` checks every state for full counts; `budget_seconds` bounds the whole check.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -55,14 +61,26 @@ struct CheckOptions {
   // The check stops (IsBrokenChecker) once this many checker runs printed lines that are not the
   // protocol, and at the first checker that cannot start (exit 126/127).
   uint64_t max_could_not_check = 10;
+  // false: a model stops at its first violating state (its verdict is decided there); true: every
+  // state is checked, for full counts (violations, distributions, examples).
+  bool exhaustive = false;
+  // > 0: the check stops taking new states after this many seconds (all models together); a
+  // model cut short reports the coverage it reached (ModelResult::complete()).
+  double budget_seconds = 0;
 };
+
+// Why a model's check ended before its plan did.
+enum class StopReason { kNone, kFirstViolation, kBudget };
+const char* StopReasonName(StopReason reason);         // "first_violation", "budget"; "" for kNone
+StopReason StopReasonFromName(std::string_view name);  // the inverse; kNone for anything else
 
 struct ModelResult {
   std::string workload;
   CacheModel model;
   uint64_t points = 0;
-  uint64_t states = 0;
-  uint64_t checked = 0;           // checker runs
+  uint64_t states_planned = 0;    // the plan: every state generated for this model
+  uint64_t states = 0;            // states judged: the plan's first `states`, in check order
+  uint64_t checked = 0;           // checker runs (distinct images among the states judged)
   uint64_t deduplicated = 0;      // states whose image equalled an already-checked one
   uint64_t violations = 0;        // the program's: see Verdict::violation()
   uint64_t fs_unrecoverable = 0;  // states the file system's own tools could not bring back
@@ -83,6 +101,12 @@ struct ModelResult {
   std::optional<Verdict> first_could_not_check;
   double seconds = 0;
   std::vector<std::string> notes;
+  StopReason stopped = StopReason::kNone;
+
+  uint64_t states_unchecked() const { return states_planned - states; }
+  // Whether the verdict is decided: a violation was found, or every planned state passed. A pass
+  // cut short by the budget is not (an incomplete pass).
+  bool complete() const { return violations > 0 || states >= states_planned; }
 };
 
 struct CheckReport {
@@ -104,6 +128,8 @@ struct CheckReport {
   bool ordered = false;
   bool fs_failures_are_violations = false;
   int workers = 0;
+  bool exhaustive = false;
+  double budget_seconds = 0;
   std::string points;
   StateOptions states;
   std::vector<std::string> trace_notes;
@@ -116,9 +142,19 @@ struct CheckReport {
     }
     return true;
   }
+  // Every model's verdict is decided (see ModelResult::complete()).
+  bool complete() const {
+    for (const auto& r : results) {
+      if (!r.complete()) return false;
+    }
+    return true;
+  }
 };
 
 absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options);
+
+// `--budget DURATION`: "30s", "2m", "1h" or a number of seconds; positive.
+absl::StatusOr<double> ParseBudget(std::string_view text);
 
 // Whether RunCheck stopped because the checker is broken (it cannot start, or its output was not
 // the protocol on CheckOptions::max_could_not_check images); the message quotes the evidence.

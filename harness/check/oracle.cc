@@ -19,10 +19,18 @@ Oracle::Oracle(const TraceIndex& index, bool ordered, bool fs_failures_are_viola
 
 CompactOutput Oracle::Compact(const CheckerOutput& output) const {
   CompactOutput c;
-  c.have.assign(first_position_.size(), false);
+  std::vector<uint32_t> numbers;
   for (const std::string& id : output.have) {
     auto it = unique_.find(id);
-    if (it != unique_.end()) c.have[it->second] = true;
+    if (it != unique_.end()) numbers.push_back(static_cast<uint32_t>(it->second));
+  }
+  std::sort(numbers.begin(), numbers.end());
+  for (uint32_t u : numbers) {
+    if (!c.present.empty() && c.present.back().second >= u) {
+      c.present.back().second = std::max(c.present.back().second, u + 1);
+    } else {
+      c.present.emplace_back(u, u + 1);
+    }
   }
   c.corrupt.assign(output.corrupt.begin(), output.corrupt.end());
   std::sort(c.corrupt.begin(), c.corrupt.end());
@@ -59,26 +67,26 @@ void Oracle::Judge(uint64_t point, const CompactOutput& output, Verdict* v) cons
   v->gaps.clear();
   v->could_not_check = output.protocol_error;
   if (!v->could_not_check.empty()) return;  // its `have` lines cannot be trusted
-  std::vector<bool> reported(first_position_.size(), false);
-  for (size_t i = 0; i < before; ++i) {
-    size_t u = ack_unique_[i];
-    if (!output.have[u] && !reported[u]) {
-      v->lost.push_back(acks[i].second);
-      reported[u] = true;
+  // Distinct ids are numbered in first-ack order, so those acked before the point are the
+  // numbers below `acked`, and the missing ones are the gaps between the present ranges: the
+  // work is the ranges plus what is lost, not the acks.
+  const size_t acked =
+      static_cast<size_t>(std::lower_bound(first_position_.begin(), first_position_.end(), before) -
+                          first_position_.begin());
+  auto each_missing = [&](size_t from, size_t to, std::vector<std::string>* out) {
+    size_t u = from;
+    for (const auto& [lo, hi] : output.present) {
+      if (u >= to) break;
+      for (; u < std::min<size_t>(lo, to); ++u) out->push_back(acks[first_position_[u]].second);
+      u = std::max<size_t>(u, hi);
     }
-  }
-  if (ordered_) {
-    size_t last = 0;
-    for (size_t u = 0; u < output.have.size(); ++u) {
-      if (output.have[u]) last = std::max(last, first_position_[u]);
-    }
-    for (size_t i = 0; i < last; ++i) {
-      size_t u = ack_unique_[i];
-      if (!output.have[u] && !reported[u]) {
-        v->gaps.push_back(acks[i].second);
-        reported[u] = true;
-      }
-    }
+    for (; u < to; ++u) out->push_back(acks[first_position_[u]].second);
+  };
+  each_missing(0, acked, &v->lost);
+  if (ordered_ && !output.present.empty()) {
+    // Missing ids acked before the last id present (and not already lost).
+    const size_t last = output.present.back().second - 1;
+    if (last > acked) each_missing(acked, last, &v->gaps);
   }
   v->corrupt.clear();
   v->torn_unacked.clear();

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -61,9 +62,12 @@ struct Verdict {
 };
 
 // What the oracle needs from one checker run, compact enough to cache per distinct image:
-// `have` is a bit per distinct acked id of the trace (ids the trace never acked are irrelevant).
+// `present` holds the distinct acked ids of the trace the checker reported, as sorted disjoint
+// ranges [first, last) of their numbers in first-ack order (ids the trace never acked are
+// irrelevant). A log's recovery reports a prefix, so this is one range or a few, whatever the
+// run's length: memory per distinct image and judging time stay independent of the acks.
 struct CompactOutput {
-  std::vector<bool> have;
+  std::vector<std::pair<uint32_t, uint32_t>> present;
   std::vector<std::string> corrupt;
   int exit_code = 0;
   int signal = 0;

@@ -37,6 +37,33 @@ nlohmann::json VerdictJson(const Verdict& v) {
 
 }  // namespace
 
+std::string StatesText(const ModelResult& m) {
+  if (m.stopped == StopReason::kNone) return std::to_string(m.states);
+  return fmt::format("{}of{}{}", m.states, m.states_planned,
+                     m.stopped == StopReason::kFirstViolation ? "*" : "~");
+}
+
+std::string StatesLegend(const std::vector<ModelResult>& results) {
+  bool first = false, budget = false;
+  for (const ModelResult& m : results) {
+    first = first || m.stopped == StopReason::kFirstViolation;
+    budget = budget || m.stopped == StopReason::kBudget;
+  }
+  std::string legend;
+  if (first) {
+    legend +=
+        "NofM*: the model's verdict is FAIL at its first violating state, where it stopped "
+        "after N of its M planned states (--exhaustive checks them all for full counts)";
+  }
+  if (budget) {
+    legend += fmt::format(
+        "{}NofM~: the --budget ran out after N of M planned states: a pass there is incomplete, "
+        "not a pass",
+        legend.empty() ? "" : "\n");
+  }
+  return legend;
+}
+
 nlohmann::json ReportToJson(const CheckReport& r) {
   nlohmann::json results = nlohmann::json::array();
   for (const ModelResult& m : r.results) {
@@ -50,6 +77,12 @@ nlohmann::json ReportToJson(const CheckReport& r) {
         {"cache_code", m.model.Code()},
         {"points", m.points},
         {"states", m.states},
+        {"states_planned", m.states_planned},
+        {"states_checked", m.states},
+        {"states_unchecked", m.states_unchecked()},
+        {"complete", m.complete()},
+        {"stopped", m.stopped == StopReason::kNone ? nlohmann::json(nullptr)
+                                                   : nlohmann::json(StopReasonName(m.stopped))},
         {"checked", m.checked},
         {"deduplicated", m.deduplicated},
         {"violations", m.violations},
@@ -105,9 +138,12 @@ nlohmann::json ReportToJson(const CheckReport& r) {
             {"torn", r.states.torn},
             {"seed", r.seed},
             {"ordered", r.ordered},
-            {"workers", r.workers}}},
+            {"workers", r.workers},
+            {"exhaustive", r.exhaustive},
+            {"budget_seconds", r.budget_seconds}}},
           {"results", results},
           {"passed", r.passed()},
+          {"complete", r.complete()},
           {"seconds", r.seconds}};
 }
 
@@ -140,6 +176,15 @@ std::string ReportToJunit(const CheckReport& r) {
     }
     xml += fmt::format("    <testcase classname=\"powercut.{}\" name=\"cache={}\" time=\"{:.3f}\"",
                        XmlEscape(m.workload), XmlEscape(m.model.Code()), m.seconds);
+    if (m.violations == 0 && !m.complete()) {
+      // An incomplete pass is not a pass: skipped, with the coverage it reached.
+      xml += fmt::format(
+          ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+          XmlEscape(fmt::format("incomplete: no violation in the {} of {} planned crash states "
+                                "checked before the budget ran out ({} unchecked)",
+                                m.states, m.states_planned, m.states_unchecked())));
+      continue;
+    }
     if (m.violations == 0) {
       xml += fmt::format(
           ">\n      <system-out>{} states ({} checked, {} deduplicated), no "
@@ -149,8 +194,14 @@ std::string ReportToJunit(const CheckReport& r) {
     }
     const Verdict& v = *m.first_violation;
     std::string message =
-        fmt::format("{} of {} crash states violate: first {}; worst case {} acked commits lost",
-                    m.violations, m.states, v.state_id, m.lost_acks_max);
+        m.stopped == StopReason::kFirstViolation
+            ? fmt::format(
+                  "crash state {} violates (the first of {} planned; the check stopped "
+                  "there, {} states unchecked: --exhaustive counts them all)",
+                  v.state_id, m.states_planned, m.states_unchecked())
+            : fmt::format(
+                  "{} of {} crash states violate: first {}; worst case {} acked commits lost",
+                  m.violations, m.states, v.state_id, m.lost_acks_max);
     xml += fmt::format(
         ">\n      <failure message=\"{}\" type=\"crash-consistency\">{}\nrebuild: "
         "{}</failure>\n    </testcase>\n",
@@ -179,10 +230,11 @@ std::string ReportSummaryTable(const CheckReport& r) {
                      "lost max", "fs unrec", "fs fixed", "first violation");
   for (const ModelResult& m : r.results) {
     out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9} {:>9} {:>9}  {}\n",
-                       m.workload, m.model.Code(), m.points, m.states, m.checked, m.deduplicated,
-                       m.violations, m.lost_acks_max, m.fs_unrecoverable, m.fs_repaired,
-                       m.first_violation ? m.first_violation->state_id : "-");
+                       m.workload, m.model.Code(), m.points, StatesText(m), m.checked,
+                       m.deduplicated, m.violations, m.lost_acks_max, m.fs_unrecoverable,
+                       m.fs_repaired, m.first_violation ? m.first_violation->state_id : "-");
   }
+  if (std::string legend = StatesLegend(r.results); !legend.empty()) out += legend + "\n";
   for (const ModelResult& m : r.results) {
     for (const auto& n : m.notes) out += fmt::format("note ({}): {}\n", m.model.Code(), n);
     if (m.first_violation) out += fmt::format("{}\n", m.first_violation->Describe());
@@ -203,7 +255,11 @@ std::string ReportSummaryTable(const CheckReport& r) {
                          m.model.Code(), m.first_could_not_check->could_not_check);
     }
   }
-  out += fmt::format("{} in {:.2f} s\n", r.passed() ? "PASS" : "FAIL", r.seconds);
+  out += fmt::format("{} in {:.2f} s\n",
+                     !r.passed()    ? "FAIL"
+                     : r.complete() ? "PASS"
+                                    : "INCOMPLETE (no violation yet)",
+                     r.seconds);
   return out;
 }
 

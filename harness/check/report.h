@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "harness/check/engine.h"
@@ -14,6 +15,12 @@ namespace powercut::harness {
 nlohmann::json ReportToJson(const CheckReport& report);
 std::string ReportToJunit(const CheckReport& report);
 std::string ReportSummaryTable(const CheckReport& report);
+
+// A model's states for the tables: "N" when every planned state was judged, "NofM*" when it
+// stopped at its first violation after N of M, "NofM~" when the budget ran out.
+std::string StatesText(const ModelResult& m);
+// The tables' legend line(s) for those markers; "" when no model stopped early.
+std::string StatesLegend(const std::vector<ModelResult>& results);
 
 // Writes `text` to `path` (via a temporary file and rename); the error names the path.
 absl::Status WriteTextFile(const std::string& path, const std::string& text);

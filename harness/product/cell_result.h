@@ -35,6 +35,13 @@ struct CellModel {
   std::string fs_repair_steps;
   std::string first_fs_unrecoverable;  // state id
   std::string first_fs_repaired;       // state id
+  // The engine's coverage (docs/report.md): the plan, and why the check ended before it did
+  // ("", "first_violation", "budget"). `states` is the states judged.
+  uint64_t states_planned = 0;
+  std::string stopped;
+
+  // A violation was found, or every planned state passed (harness::ModelResult::complete()).
+  bool complete() const { return violations > 0 || states >= states_planned; }
 };
 
 // What a cell is expected to do. Built-in cells take it from the workload catalog
@@ -63,6 +70,10 @@ absl::StatusOr<CellExpect> ParseExpect(const std::string& text,
 // Whether `violations` agrees with `expectation`: survives = none, loses = some, may-lose = any.
 bool VerdictMatches(const std::string& expectation, uint64_t violations);
 
+// A model's states for the tables: "N", or "NofM*" / "NofM~" when it stopped at its first
+// violation / when the budget ran out (harness::StatesText, the legend in harness::StatesLegend).
+std::string CellStatesText(const CellModel& model);
+
 struct CellResult {
   size_t index = 0;  // position in the unsharded plan
   std::string name;  // "<workload>/<setting>/<fs>"
@@ -84,7 +95,8 @@ struct CellResult {
   std::string recording;  // where its recording was kept for the rebuild commands ("": nowhere)
 
   bool failed() const;  // ran and some model has violations
-  // Did the model's verdict match the cell's expectation?
+  // Did the model's verdict match the cell's expectation? An incomplete pass (the budget ran out
+  // before a violation was found) matches only may-lose: it neither shows survival nor a loss.
   bool AsExpected(const CellModel& model) const;
   // "ok" (every model, or the expected error, as expected), "unexpected", or "error" (could not
   // run, and no error was expected).

@@ -169,11 +169,23 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
         fs_note += fmt::format(" <span class=\"unchecked\">({} could not be checked)</span>",
                                m->could_not_check);
       }
+      if (!m->stopped.empty()) {
+        fs_note +=
+            fmt::format("<br><span class=\"small\">{}</span>",
+                        m->stopped == "budget"
+                            ? fmt::format("incomplete: budget ran out after {} of {} states",
+                                          m->states, m->states_planned)
+                            : fmt::format("stopped at the first violation: {} of {} states checked",
+                                          m->states, m->states_planned));
+      }
       h += fmt::format("<td class=\"{} num{}\" title=\"{}{}\">{} {} / {} / {}{}</td>",
                        m->violations ? "fail" : "pass", c.AsExpected(*m) ? "" : " unexpected",
                        c.judged ? "expected " + XmlEscape(c.expect.For(m->cache)) + ". " : "",
-                       XmlEscape(m->summary), m->violations ? "FAIL" : "pass", m->lost_acks_max,
-                       m->states, m->violations, fs_note);
+                       XmlEscape(m->summary),
+                       m->violations   ? "FAIL"
+                       : m->complete() ? "pass"
+                                       : "incomplete",
+                       m->lost_acks_max, CellStatesText(*m), m->violations, fs_note);
     }
     h += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td>{}</tr>\n", c.acks,
                      c.trace_entries, verdict_cell);

@@ -6,6 +6,7 @@
 #include "base/xml_escape.h"
 #include "fmt/format.h"
 #include "harness/check/file_system.h"
+#include "harness/check/report.h"
 #include "harness/product/builtin.h"
 #include "harness/product/progress.h"
 
@@ -155,6 +156,8 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
           {"fsck", o.fsck},
           {"torn", o.torn},
           {"fs_failures_are_violations", o.fs_failures_are_violations},
+          {"exhaustive", o.exhaustive},
+          {"budget_seconds", o.budget_seconds},
           {"max_acks", o.max_acks},
           {"expect", o.expect},
           {"custom_cells", custom}};
@@ -242,6 +245,8 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     r.states = *states;
     r.states.torn = o.torn;
     r.fs_failures_are_violations = o.fs_failures_are_violations;
+    r.exhaustive = o.exhaustive;
+    r.budget_seconds = o.budget_seconds;
     r.atomic_unit = o.atomic_unit;
     r.sector = o.sector;
     r.seed = o.seed;
@@ -344,8 +349,11 @@ std::string HeadlineTable(const MatrixReport& r) {
       std::string cellText = "-";
       for (const CellModel& m : c.models) {
         if (m.cache != cache) continue;
-        cellText = fmt::format("{} {}/{}/{}{}{}{}", m.violations ? "FAIL" : "pass", m.lost_acks_max,
-                               m.states, m.violations, FsMarks(m),
+        cellText = fmt::format("{} {}/{}/{}{}{}{}",
+                               m.violations   ? "FAIL"
+                               : m.complete() ? "pass"
+                                              : "incomplete",
+                               m.lost_acks_max, CellStatesText(m), m.violations, FsMarks(m),
                                m.could_not_check ? fmt::format(" ?{}", m.could_not_check) : "",
                                c.AsExpected(m) ? "" : " !");
       }
@@ -359,6 +367,13 @@ std::string HeadlineTable(const MatrixReport& r) {
     for (const CellModel& m : c.models)
       fs_outcomes = fs_outcomes || m.fs_unrecoverable || m.fs_repaired;
   }
+  std::vector<harness::ModelResult> stops;
+  for (const CellResult& c : r.cells) {
+    for (const CellModel& m : c.models) {
+      stops.emplace_back().stopped = harness::StopReasonFromName(m.stopped);
+    }
+  }
+  if (std::string legend = harness::StatesLegend(stops); !legend.empty()) s += legend + "\n";
   if (fs_outcomes) {
     s += "fs!N: N crash states the file system's own tools could not bring back (the file "
          "system's outcome, not the program's); fsfixN: N states it came back from only by "

@@ -51,6 +51,10 @@ struct MatrixOptions {
   uint32_t atomic_unit = 0;  // 0: the recorded disk's physical sector (4,096 B on the 512e default)
   bool torn = true;          // torn-write variants, on by default everywhere
   bool fs_failures_are_violations = false;
+  // Every cell: check every state (harness::CheckOptions::exhaustive); bound each cell's
+  // checking time (budget_seconds, 0 = none).
+  bool exhaustive = false;
+  double budget_seconds = 0;
   Shard shard;
   bool fsck = false;
   std::string workload_binary;  // powercut-workload (absolute)

@@ -59,6 +59,8 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   c.powercut = o.powercut;
   c.on_state_checked = o.on_state_checked;
   c.max_could_not_check = o.max_could_not_check;
+  c.exhaustive = o.exhaustive;
+  c.budget_seconds = o.budget_seconds;
   if (o.fsck && !harness::FileSystemOf(c.fs).raw()) c.before_mount = harness::FsckHook(c.fs);
   return c;
 }
@@ -76,7 +78,8 @@ uint64_t RunOutcome::could_not_check() const {
 int RunOutcome::exit_code() const {
   if (!ran || !report) return 2;
   if (!report->passed()) return 1;
-  return could_not_check() > 0 ? 2 : 0;
+  // An incomplete pass (--budget ran out) did not show that the program survives.
+  return could_not_check() > 0 || !report->complete() ? 2 : 0;
 }
 
 absl::Status ValidateAtomicUnit(uint32_t unit) {

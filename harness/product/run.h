@@ -63,6 +63,9 @@ struct RunOptions {
   std::function<void(uint64_t done, uint64_t total)> on_state_checked;
   // The check stops once this many checker runs were not the protocol (CheckOptions).
   uint64_t max_could_not_check = 10;
+  // harness::CheckOptions::exhaustive and budget_seconds (`--exhaustive`, `--budget`).
+  bool exhaustive = false;
+  double budget_seconds = 0;
 };
 
 struct RunOutcome {

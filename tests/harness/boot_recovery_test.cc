@@ -181,7 +181,7 @@ class OracleOutcomes : public ::testing::Test {
 
   CompactOutput Have0(std::vector<std::string> corrupt = {}) {
     CompactOutput out;
-    out.have = {true, false};
+    out.present = {{0, 1}};  // have "0", not "1"
     out.corrupt = std::move(corrupt);
     return out;
   }
@@ -207,7 +207,7 @@ TEST_F(OracleOutcomes, ACorruptAckedRecordIsAViolation) {
 
 TEST_F(OracleOutcomes, AnUnrecoverableFileSystemIsTheFileSystemsOutcomeUnlessAsked) {
   CompactOutput out;
-  out.have = {false, false};
+  out.present.clear();  // neither
   out.exit_code = -1;
   out.setup_error = "file system unrecoverable: e2fsck -p exit 8; ...";
   out.fs_unrecoverable = true;
@@ -229,7 +229,7 @@ TEST_F(OracleOutcomes, ARepairedFileSystemIsJudgedOnTheProgramsData) {
   Verdict v = Judge(out);
   EXPECT_FALSE(v.violation());
   EXPECT_TRUE(v.fs_repaired);
-  out.have = {false, false};
+  out.present.clear();  // neither
   EXPECT_TRUE(Judge(out).violation());
 }
 

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "harness/check/checker.h"
 #include "harness/check/report.h"
+#include "harness/state/materialize.h"
 #include "harness/trace/raw_log.h"
 #include "harness/trace/raw_log_format.h"
 #include "harness/trace/recorder.h"
@@ -37,11 +38,14 @@ class RawLogEngine : public ::testing::Test {
     return log;
   }
 
-  CheckReport Check(const std::string& log, const std::string& cache, int workers = 2) {
+  // Exhaustive by default: most tests assert full counts. The early stop has its own tests.
+  CheckReport Check(const std::string& log, const std::string& cache, int workers = 2,
+                    bool exhaustive = true) {
     CheckOptions o;
     o.trace_path = log;
     o.checker = RAW_LOG_CHECKER;
     o.workers = workers;
+    o.exhaustive = exhaustive;
     o.models = {*ParseCacheModel(cache)};
     o.points.every_entry = true;
     o.work_dir = dir_.File("work");
@@ -134,6 +138,7 @@ TEST_F(RawLogEngine, FlushEpochCacheOffUsesOnlyTheFuaPointsTheLogProves) {
   o.checker = RAW_LOG_CHECKER;
   o.models = {*ParseCacheModel("off")};
   o.work_dir = dir_.File("work");
+  o.exhaustive = true;
   o.order = OrderSemantics::kCompletion;
   auto completion = RunCheck(o);
   ASSERT_TRUE(completion.ok()) << completion.status();
@@ -268,6 +273,129 @@ TEST_F(RawLogEngine, TheWorstViolationLosesLostAcksMax) {
   // Among equals the first in generation order: one worker and two agree.
   CheckReport one = Check(Record(RawLogBarrier::kNone, 6), "on", 1);
   EXPECT_EQ(one.results[0].worst_violation->state_id, m.worst_violation->state_id);
+}
+
+// Without --exhaustive a model stops at its first violating state in check order: the same
+// state, the same counts, whatever the number of workers; and the state the exhaustive check
+// names first.
+TEST_F(RawLogEngine, AModelStopsAtItsFirstViolationWhateverTheWorkers) {
+  std::string log = Record(RawLogBarrier::kNone, 8);
+  CheckReport all = Check(log, "on", 2, /*exhaustive=*/true);
+  const ModelResult& full = all.results[0];
+  ASSERT_GT(full.violations, 1u);
+  EXPECT_EQ(full.stopped, StopReason::kNone);
+  EXPECT_EQ(full.states, full.states_planned);
+  for (int workers : {1, 2}) {
+    CheckReport r = Check(log, "on", workers, /*exhaustive=*/false);
+    const ModelResult& m = r.results[0];
+    EXPECT_EQ(m.stopped, StopReason::kFirstViolation) << workers;
+    EXPECT_EQ(m.violations, 1u) << workers;
+    EXPECT_TRUE(m.complete());
+    EXPECT_EQ(m.states_planned, full.states_planned);
+    EXPECT_LT(m.states, m.states_planned);
+    EXPECT_EQ(m.states_unchecked(), m.states_planned - m.states);
+    ASSERT_TRUE(m.first_violation.has_value());
+    EXPECT_EQ(m.first_violation->state_id, full.first_violation->state_id) << workers;
+    EXPECT_EQ(m.examples.size(), 1u);
+    // Only the states up to the first violation count: a pass after it is never folded in.
+    uint64_t counted = 0;
+    for (const auto& [lost, n] : m.lost_acks_distribution) counted += n;
+    EXPECT_EQ(counted, m.states);
+    // The extremes at ack points come first: losing every volatile write after the first ack.
+    EXPECT_THAT(m.first_violation->state_id, HasSubstr("_kN"));
+    EXPECT_EQ(m.states, 1u) << ReportSummaryTable(r);
+    nlohmann::json j = ReportToJson(r)["results"][0];
+    EXPECT_EQ(j["stopped"], "first_violation");
+    EXPECT_EQ(j["complete"], true);
+    EXPECT_EQ(j["states_checked"], m.states);
+    EXPECT_EQ(j["states_planned"], m.states_planned);
+    EXPECT_EQ(j["states_unchecked"], m.states_planned - m.states);
+    EXPECT_THAT(ReportSummaryTable(r), HasSubstr(fmt::format("1of{}*", m.states_planned)));
+    EXPECT_THAT(ReportSummaryTable(r), HasSubstr("NofM*: "));
+  }
+  // Deeper in the plan: a checker that never reports commit 5 (the log itself is flushed before
+  // every ack, so cache on loses nothing else) first violates at the extremes after ack 5.
+  CheckOptions o;
+  o.trace_path = Record(RawLogBarrier::kFlushBeforeAck, 8);
+  o.checker = fmt::format("{} | grep -v '^have 5$'", RAW_LOG_CHECKER);
+  o.models = {*ParseCacheModel("on")};
+  o.points.every_entry = true;
+  o.work_dir = dir_.File("work");
+  std::vector<ModelResult> runs;
+  for (int workers : {1, 2}) {
+    o.workers = workers;
+    auto r = RunCheck(o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    runs.push_back(r->results[0]);
+  }
+  EXPECT_GT(runs[0].states, 2u);
+  EXPECT_EQ(runs[0].states, runs[1].states);
+  EXPECT_EQ(runs[0].checked, runs[1].checked);
+  EXPECT_EQ(runs[0].deduplicated, runs[1].deduplicated);
+  EXPECT_EQ(runs[0].lost_acks_distribution, runs[1].lost_acks_distribution);
+  ASSERT_TRUE(runs[0].first_violation && runs[1].first_violation);
+  EXPECT_EQ(runs[0].first_violation->state_id, runs[1].first_violation->state_id);
+  EXPECT_EQ(runs[0].first_violation->lost, (std::vector<std::string>{"5"}));
+  o.exhaustive = true;
+  auto full_late = RunCheck(o);
+  ASSERT_TRUE(full_late.ok()) << full_late.status();
+  EXPECT_EQ(runs[0].first_violation->state_id, full_late->results[0].first_violation->state_id);
+  EXPECT_GT(full_late->results[0].violations, 1u);
+}
+
+// The check order changes which state comes first, not what a state id means: the first
+// violation's id rebuilds an image on which the checker misses the lost commits.
+TEST_F(RawLogEngine, AnEarlyStopsStateIdRebuildsTheViolatingImage) {
+  std::string log = Record(RawLogBarrier::kNone, 8);
+  CheckReport r = Check(log, "on", 2, false);
+  const Verdict& v = *r.results[0].first_violation;
+  std::string image = dir_.File("rebuilt.img");
+  ASSERT_TRUE(MaterializeState(log, "", v.state_id, image).ok());
+  auto out = RunChecker(RAW_LOG_CHECKER, {{"POWERCUT_DEV", image}}, 30);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_FALSE(v.lost.empty());
+  for (const std::string& id : v.lost) EXPECT_FALSE(out->have.contains(id)) << id;
+}
+
+// --budget: a checker that takes time (it hashes 128 MiB per image) on a plan of many states;
+// the check stops taking states when the budget runs out and says its pass is incomplete.
+TEST_F(RawLogEngine, ABudgetCutsAPassShortAndSaysItIsIncomplete) {
+  std::string log = Record(RawLogBarrier::kFlushBeforeAck, 8);
+  CheckOptions o;
+  o.trace_path = log;
+  o.checker = fmt::format("head -c 134217728 /dev/zero | cksum >/dev/null && {}", RAW_LOG_CHECKER);
+  o.workers = 2;
+  o.models = {*ParseCacheModel("off")};
+  o.points.every_entry = true;
+  o.work_dir = dir_.File("work");
+  o.budget_seconds = 1;
+  const auto start = std::chrono::steady_clock::now();
+  auto report = RunCheck(o);
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(report.ok()) << report.status();
+  const ModelResult& m = report->results[0];
+  EXPECT_EQ(m.stopped, StopReason::kBudget);
+  EXPECT_EQ(m.violations, 0u);
+  EXPECT_FALSE(m.complete());
+  EXPECT_FALSE(report->complete());
+  EXPECT_TRUE(report->passed());  // no violation found; the product layers exit 2 on this
+  EXPECT_LT(m.states, m.states_planned);
+  EXPECT_GT(m.states_planned, 50u);
+  // Past the budget each worker finishes the one state it is checking, no more.
+  EXPECT_LT(elapsed, o.budget_seconds + 20) << m.states << " of " << m.states_planned;
+  nlohmann::json j = ReportToJson(*report);
+  EXPECT_EQ(j["results"][0]["complete"], false);
+  EXPECT_EQ(j["results"][0]["stopped"], "budget");
+  EXPECT_EQ(j["complete"], false);
+  EXPECT_THAT(ReportToJunit(*report), HasSubstr("<skipped message=\"incomplete"));
+  EXPECT_THAT(ReportSummaryTable(*report), HasSubstr("INCOMPLETE"));
+  EXPECT_THAT(ReportSummaryTable(*report), HasSubstr("~"));
+  EXPECT_FALSE(ParseBudget("soon").ok());
+  EXPECT_FALSE(ParseBudget("0s").ok());
+  EXPECT_EQ(*ParseBudget("2m"), 120);
+  EXPECT_EQ(*ParseBudget("30s"), 30);
+  EXPECT_EQ(*ParseBudget("45"), 45);
 }
 
 TEST(Checker, ParsesHaveAndCorruptAndPassesTheEnvironment) {

@@ -35,6 +35,7 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
   struct Args {
     harness::CheckOptions o;
     std::string cache = "off,on,lying", points = "acks,flushes", window = "16", order, json, junit;
+    std::string budget;
     bool no_torn = false;
   };
   auto a = std::make_shared<Args>();
@@ -75,6 +76,12 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
   check->add_option("--work-dir", a->o.work_dir,
                     "folder for working images (default: a temp "
                     "folder, removed afterwards)");
+  check->add_flag("--exhaustive", a->o.exhaustive,
+                  "check every state for full counts (default: a model stops at its first "
+                  "violating state, where its verdict is decided)");
+  check->add_option("--budget", a->budget,
+                    "bound the checking time (30s, 2m, 1h); a pass cut short is incomplete "
+                    "(exit 2)");
   check->add_option("--json", a->json, "write the JSON report here");
   check->add_option("--junit", a->junit, "write a JUnit XML report here");
   check->callback([=] {
@@ -109,6 +116,14 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
     }
     o.points = *points;
     o.models = *models;
+    if (!a->budget.empty()) {
+      auto budget = harness::ParseBudget(a->budget);
+      if (!budget.ok()) {
+        *exit_code = Usage(std::string(budget.status().message()));
+        return;
+      }
+      o.budget_seconds = *budget;
+    }
     if (!a->order.empty()) {
       auto order = harness::ParseOrderSemantics(a->order);
       if (!order.ok()) {
@@ -141,7 +156,8 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
     }
     uint64_t unchecked = 0;
     for (const auto& m : report->results) unchecked += m.could_not_check;
-    *exit_code = !report->passed() ? 1 : unchecked > 0 ? 2 : 0;
+    // An incomplete pass (the budget ran out first) did not show the program survives: exit 2.
+    *exit_code = !report->passed() ? 1 : unchecked > 0 || !report->complete() ? 2 : 0;
   });
 }
 

@@ -38,7 +38,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
     product::MatrixOptions o;
     std::vector<std::string> workloads, barriers, fs;
     std::string sector = "512e", shard = "1/1", json, junit, html, workload_binary, agent, cells,
-                recordings, recordings_cap = "1GiB";
+                recordings, recordings_cap = "1GiB", budget;
     bool quiet = false, list = false, no_torn = false, no_expect = false;
   };
   auto a = std::make_shared<Args>();
@@ -76,6 +76,11 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
               "count crash states the file system's own tools cannot bring back as violations");
   m->add_option("--shard", a->shard, "K/N: run only this shard's cells")->capture_default_str();
   m->add_flag("--fsck", a->o.fsck, "fsck every state before mounting");
+  m->add_flag("--exhaustive", a->o.exhaustive,
+              "check every state for full counts (default: a model stops at its first "
+              "violating state, where its verdict is decided)");
+  m->add_option("--budget", a->budget,
+                "bound each cell's checking time (30s, 2m, 1h); a pass cut short is incomplete");
   m->add_flag("--no-torn", a->no_torn, "no torn-write variants");
   m->add_option("--timeout", a->o.timeout_s, "seconds per VM run")->capture_default_str();
   m->add_option("--keep", a->o.keep_dir, "keep each cell's recording under this folder");
@@ -104,6 +109,14 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
       return;
     }
     o.sector = *sector;
+    if (!a->budget.empty()) {
+      auto budget = harness::ParseBudget(a->budget);
+      if (!budget.ok()) {
+        *exit_code = CouldNotRun(std::string(budget.status().message()));
+        return;
+      }
+      o.budget_seconds = *budget;
+    }
     o.powercut = product::SelfPath();
     o.progress = !a->quiet;
     o.torn = !a->no_torn;

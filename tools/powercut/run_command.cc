@@ -36,7 +36,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     product::RunOptions o;
     std::string cache = "all", window = "16", recorder = "nbd", points = product::kDefaultPoints,
                 states = product::kDefaultStates, json, junit, html, trace, sector = "512e", expect,
-                recordings, recordings_cap = "1GiB";
+                recordings, recordings_cap = "1GiB", budget;
     int timeout = 600;
     bool quiet = false, no_torn = false;
   };
@@ -95,6 +95,11 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   run->add_option("--junit", a->junit, "write a JUnit XML report here");
   run->add_option("--html", a->html, "write the self-contained HTML report here");
   run->add_flag("--quiet", a->quiet, "no progress on stderr");
+  run->add_flag("--exhaustive", a->o.exhaustive,
+                "check every state for full counts (default: a model stops at its first "
+                "violating state, where its verdict is decided)");
+  run->add_option("--budget", a->budget,
+                  "bound the checking time (30s, 2m, 1h); a pass cut short is incomplete");
   run->callback([=] {
     product::RunOptions o = a->o;
     o.powercut = product::SelfPath();
@@ -107,14 +112,16 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     auto sector = harness::ParseSectorFormat(a->sector);
     auto recordings =
         product::RecordingStoreFor(a->recordings, a->recordings_cap, {a->html, a->json, a->junit});
+    absl::StatusOr<double> budget = a->budget.empty() ? 0.0 : harness::ParseBudget(a->budget);
     for (const absl::Status& s :
          {models.status(), points.status(), states.status(), recorder.status(), sector.status(),
-          recordings.status(), product::ValidateRunOptions(o)}) {
+          recordings.status(), budget.status(), product::ValidateRunOptions(o)}) {
       if (!s.ok()) {
         *exit_code = CouldNotRun(std::string(s.message()));
         return;
       }
     }
+    o.budget_seconds = *budget;
     product::CellResult cell{.workload_command = o.workload, .checker_command = o.checker};
     cell.judged = !a->expect.empty();
     if (cell.judged) {
