@@ -68,12 +68,17 @@ void MakeImage(const std::string& path, uint64_t bytes) {
 void PrintResult(const char* scenario, const CheckReport& r, double cpu_seconds) {
   for (const ModelResult& m : r.results) {
     std::printf(
-        "%-5s cache %-6s points %6llu states %7llu checked %6llu dedup %6llu violating "
-        "%6llu  %8.1f states/s  %7.1f checks/s\n",
+        "%-5s cache %-6s points %6llu states %7llu of %7llu%s checked %6llu dedup %6llu "
+        "violating %6llu  %6.2f s  %8.1f states/s  %7.1f checks/s\n",
         scenario, m.model.Code().c_str(), static_cast<unsigned long long>(m.points),
-        static_cast<unsigned long long>(m.states), static_cast<unsigned long long>(m.checked),
-        static_cast<unsigned long long>(m.deduplicated),
-        static_cast<unsigned long long>(m.violations), m.states / m.seconds, m.checked / m.seconds);
+        static_cast<unsigned long long>(m.states),
+        static_cast<unsigned long long>(m.states_planned),
+        m.stopped == StopReason::kNone
+            ? ""
+            : (std::string(" (stopped: ") + StopReasonName(m.stopped) + ")").c_str(),
+        static_cast<unsigned long long>(m.checked), static_cast<unsigned long long>(m.deduplicated),
+        static_cast<unsigned long long>(m.violations), m.seconds, m.states / m.seconds,
+        m.checked / m.seconds);
   }
   uint64_t states = 0, checked = 0;
   double seconds = 0;
@@ -96,7 +101,16 @@ void PrintResult(const char* scenario, const CheckReport& r, double cpu_seconds)
       states * std::thread::hardware_concurrency() / cpu_seconds);
 }
 
-int RawScenario(const std::string& dir, int workers, const std::string& models) {
+// What the raw scenario records and how it checks it.
+struct RawParams {
+  uint64_t commits = 333;
+  std::string points = "every";   // every, or acks,flushes as run and matrix use
+  bool exhaustive = true;         // the rates of issue 3 are for every state
+  uint64_t checker_work_mib = 0;  // > 0: a costly checker that also hashes this many MiB
+};
+
+int RawScenario(const std::string& dir, int workers, const std::string& models,
+                const RawParams& params) {
   std::string base = dir + "/raw-base.img";
   MakeImage(base, kImageBytes);
   std::string log = dir + "/raw.log";
@@ -105,8 +119,9 @@ int RawScenario(const std::string& dir, int workers, const std::string& models) 
   if (!rec.ok()) {
     return std::fprintf(stderr, "%s\n", std::string(rec.status().message()).c_str()), 1;
   }
-  if (auto s = WriteRawLog(**rec, 333, RawLogBarrier::kFlushBeforeAck); !s.ok()) return 1;
-  if (!(*rec)->RecordWrite(333 * kRawLogBlock, RawLogRecord(333), false).ok()) return 1;
+  const uint64_t n = params.commits;
+  if (auto s = WriteRawLog(**rec, n, RawLogBarrier::kFlushBeforeAck); !s.ok()) return 1;
+  if (!(*rec)->RecordWrite(n * kRawLogBlock, RawLogRecord(n), false).ok()) return 1;
   std::printf("raw   trace: %llu entries on a %llu MiB image\n",
               static_cast<unsigned long long>((*rec)->entries()),
               static_cast<unsigned long long>(kImageBytes >> 20));
@@ -114,8 +129,20 @@ int RawScenario(const std::string& dir, int workers, const std::string& models) 
   CheckOptions o;
   o.trace_path = log;
   o.checker = SelfPath() + "-checker";
+  if (params.checker_work_mib > 0) {
+    // Work, not a sleep: what a checker that starts a server per image costs in CPU.
+    o.checker = fmt::format("head -c {} /dev/zero | cksum >/dev/null && {}",
+                            params.checker_work_mib << 20, o.checker);
+  }
   o.workers = workers;
-  o.points.every_entry = true;
+  o.exhaustive = params.exhaustive;
+  if (params.points == "every") {
+    o.points.every_entry = true;
+  } else {
+    auto points = ParsePointSelection(params.points);
+    if (!points.ok()) return std::fprintf(stderr, "%s\n", points.status().ToString().c_str()), 2;
+    o.points = *points;
+  }
   o.work_dir = dir + "/raw-work";
   for (size_t start = 0; start <= models.size();) {
     size_t comma = models.find(',', start);
@@ -271,12 +298,22 @@ int Main(int argc, char** argv) {
   app.add_option("--wide-cap", wide_cap, "the cap compared in --wide (default 64)");
   std::string models = "off,on,lying";
   app.add_option("--cache", models, "cache models of the raw scenario");
+  RawParams raw;
+  app.add_option("--commits", raw.commits, "commits in the raw scenario's trace (default 333)");
+  app.add_option("--points", raw.points, "raw scenario crash points: every, or acks,flushes...");
+  bool first_violation = false;
+  app.add_flag("--stop-at-violation", first_violation,
+               "raw scenario: stop each model at its first violation (the default of check/run; "
+               "the bench checks every state unless given)");
+  app.add_option("--checker-work-mib", raw.checker_work_mib,
+                 "raw scenario: a costly checker that also hashes this many MiB per image");
   CLI11_PARSE(app, argc, argv);
 
   std::string tmpl = (std::filesystem::temp_directory_path() / "enginebench-XXXXXX").string();
   if (::mkdtemp(tmpl.data()) == nullptr) return 1;
   int rc = 0;
-  if (!skip_raw) rc |= RawScenario(tmpl, workers, models);
+  raw.exhaustive = !first_violation;
+  if (!skip_raw) rc |= RawScenario(tmpl, workers, models, raw);
   if (!skip_ext4) {
     for (size_t start = 0; start <= file_systems.size();) {
       size_t comma = file_systems.find(',', start);

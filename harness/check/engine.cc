@@ -270,7 +270,8 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
           ? start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                         std::chrono::duration<double>(o.budget_seconds))
           : std::chrono::steady_clock::time_point::max();
-  CheckContext context{o, setup.base, trace.ShortHash(), index, oracle, deadline, shared};
+  absl::flat_hash_set<Hash128> images;
+  CheckContext context{o, setup.base, trace.ShortHash(), index, oracle, deadline, shared, &images};
   for (ModelPlan& plan : plans) {
     ModelRun run(context, *plan.states, &plan.result);
     RETURN_IF_ERROR(run.Run(pool->workers()));

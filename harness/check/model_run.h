@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "base/hash.h"
@@ -63,6 +64,8 @@ struct CheckContext {
   const Oracle& oracle;
   std::chrono::steady_clock::time_point deadline;  // time_point::max(): no budget
   CheckShared& shared;
+  // Images folded so far (StateTally); used by the one model running, under its lock.
+  absl::flat_hash_set<Hash128>* images;
 };
 
 class ModelRun {
@@ -71,7 +74,7 @@ class ModelRun {
       : context_(context),
         plan_(plan),
         result_(result),
-        tally_(result, context.options.max_examples, !context.options.exhaustive) {}
+        tally_(result, context.options.max_examples, !context.options.exhaustive, context.images) {}
 
   // Runs one thread per worker until the plan, the first violation or the budget ends it; fills
   // the result's counts, stop reason and time.

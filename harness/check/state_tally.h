@@ -5,10 +5,10 @@
 // is (docs/cache-models.md, "Check order and early stop").
 //
 // "checked" (checker runs) counts distinct images in check order and "deduplicated" the states
-// whose image an earlier state already had; the engine's output cache may run the checker a
-// second time when two workers meet one image at once, which these counts do not show.
-// Memory: the states finished out of order (a few batches) and one hash per distinct image.
-// Not thread-safe.
+// whose image an earlier state (of this model or an earlier one) already had; the engine's output
+// cache may run the checker a second time when two workers meet one image at once, which these
+// counts do not show. Memory: the states finished out of order (a few batches) and one hash per
+// distinct image. Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -25,10 +25,14 @@ namespace powercut::harness {
 
 class StateTally {
  public:
-  StateTally(ModelResult* result, size_t max_examples, bool stop_at_violation)
+  // `images` holds the images folded so far, shared by the models of one check (they run one
+  // after the other): an image an earlier model checked is deduplicated here too.
+  StateTally(ModelResult* result, size_t max_examples, bool stop_at_violation,
+             absl::flat_hash_set<Hash128>* images)
       : result_(result),
         max_examples_(std::max<size_t>(max_examples, 1)),
-        stop_at_violation_(stop_at_violation) {}
+        stop_at_violation_(stop_at_violation),
+        images_(*images) {}
 
   // Records state `seq` of the plan, judged on an image with content hash `image`.
   void Add(uint64_t seq, const Hash128& image, Verdict verdict);
@@ -46,7 +50,7 @@ class StateTally {
   const bool stop_at_violation_;
   std::map<uint64_t, std::pair<Hash128, Verdict>> pending_;  // finished out of order
   uint64_t next_ = 0;                                        // the next seq to fold
-  absl::flat_hash_set<Hash128> images_;                      // images folded so far
+  absl::flat_hash_set<Hash128>& images_;                     // images folded so far
   std::optional<uint64_t> stopped_at_;
 };
 

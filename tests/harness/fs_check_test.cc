@@ -65,6 +65,7 @@ class Ext4Check : public ::testing::Test {
     o.models = {*ParseCacheModel("off"), *ParseCacheModel("on")};
     o.states.samples = 8;
     o.states.max_all_but_one = 8;
+    o.exhaustive = true;  // the tests compare full counts
     o.work_dir = dir_.File("work");
     auto report = RunCheck(o);
     EXPECT_TRUE(report.ok()) << report.status();

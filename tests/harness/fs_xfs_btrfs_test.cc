@@ -140,6 +140,7 @@ class XfsBtrfsCheck : public ::testing::TestWithParam<std::string> {
     o.fs = *ParseFsKind(fs_);
     o.workers = 2;
     o.max_examples = 1000;
+    o.exhaustive = true;  // the tests walk every example
     o.work_dir = dir_.File("work-" + std::filesystem::path(log).stem().string());
     return o;
   }
