@@ -338,6 +338,54 @@ TEST(Expect, ARunWithoutExpectationsIsNotJudged) {
   EXPECT_EQ(RunExitCode(failing, c), 1);
 }
 
+// The engine's coverage travels with the cell: a FAIL that stopped at its first violation reads
+// "NofM*", a pass the budget cut short is incomplete (matching only may-lose), and both survive
+// the JSON round trip that `powercut merge` relies on.
+TEST(Expect, EarlyStopsAndIncompletePassesAreShownAndKeptByMerge) {
+  CellResult c{
+      .name = "xlog/none/ext4", .workload = "xlog", .setting = "none", .fs = "ext4", .ran = true};
+  c.models = {{.cache = "off",
+               .states = 3,
+               .violations = 1,
+               .lost_acks_max = 1,
+               .states_planned = 40,
+               .stopped = "first_violation"},
+              {.cache = "on", .states = 7, .states_planned = 90, .stopped = "budget"}};
+  c.expect.models = {{"off", "loses"}, {"on", "survives"}};
+  EXPECT_TRUE(c.models[0].complete());
+  EXPECT_FALSE(c.models[1].complete());
+  EXPECT_TRUE(c.AsExpected(c.models[0]));
+  EXPECT_FALSE(c.AsExpected(c.models[1]));
+  EXPECT_THAT(c.Unexpected(), HasSubstr("no violation in 7 of 90 states before the budget"));
+  c.expect.models["on"] = "may-lose";
+  EXPECT_TRUE(c.AsExpected(c.models[1]));
+  c.expect.models["on"] = "survives";
+  MatrixReport r;
+  r.cells = {c};
+  std::string table = HeadlineTable(r);
+  EXPECT_THAT(table, HasSubstr("FAIL 1/3of40*/1"));
+  EXPECT_THAT(table, HasSubstr("incomplete 0/7of90~/0"));
+  EXPECT_THAT(table, HasSubstr("NofM*: "));
+  EXPECT_THAT(table, HasSubstr("NofM~: "));
+  EXPECT_THAT(HtmlReport(r, "m"), HasSubstr("incomplete: budget ran out after 7 of 90 states"));
+  nlohmann::json j = CellToJson(c);
+  EXPECT_EQ(j["results"][0]["stopped"], "first_violation");
+  EXPECT_EQ(j["results"][0]["states_unchecked"], 37);
+  EXPECT_EQ(j["results"][1]["complete"], false);
+  auto back = CellFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->models[0].states_planned, 40u);
+  EXPECT_EQ(back->models[0].stopped, "first_violation");
+  EXPECT_EQ(back->models[1].stopped, "budget");
+  EXPECT_FALSE(back->models[1].complete());
+  // A report from before the early stop has no states_planned: it judged every state it planned.
+  j["results"][1].erase("states_planned");
+  j["results"][1].erase("stopped");
+  auto old = CellFromJson(j);
+  ASSERT_TRUE(old.ok());
+  EXPECT_TRUE(old->models[1].complete());
+}
+
 TEST(Expect, StatesThatCouldNotBeCheckedAreShownNotPassed) {
   RunOutcome out;
   out.ran = true;
