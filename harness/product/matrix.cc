@@ -16,6 +16,7 @@ using powercut::XmlEscape;
 
 uint64_t DefaultCount(const std::string& preset, const std::string& workload) {
   if (preset == "controls") return kControlsCount;
+  if (preset == "databases") return kDatabasesCount;
   return workload.rfind("xlog", 0) == 0 ? 20 : 10;
 }
 
@@ -57,12 +58,24 @@ std::vector<std::pair<std::string, std::string>> ControlsCells() {
   return cells;
 }
 
+// The databases preset (docs/results.md, "Databases"): every built-in database x setting, each
+// judged against what its own documentation promises (the catalog's `documented`).
+std::vector<std::pair<std::string, std::string>> DatabasesCells() {
+  std::vector<std::pair<std::string, std::string>> cells;
+  for (const char* db : {"postgres", "redis", "lmdb"}) {
+    for (const std::string& setting : *BuiltinSettings(db)) cells.emplace_back(db, setting);
+  }
+  cells.emplace_back("sqlite-wal", "full");
+  cells.emplace_back("sqlite-wal", "normal");
+  return cells;
+}
+
 }  // namespace
 
-std::vector<std::string> PresetNames() { return {"headline", "controls"}; }
+std::vector<std::string> PresetNames() { return {"headline", "controls", "databases"}; }
 
 std::vector<std::string> PresetDefaultFs(const std::string& preset) {
-  if (preset == "controls") return {"ext4", "xfs"};
+  if (preset == "controls" || preset == "databases") return {"ext4", "xfs"};
   return {"ext4"};
 }
 
@@ -82,6 +95,8 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
       pairs = HeadlineCells();
     } else if (o.preset == "controls") {
       pairs = ControlsCells();
+    } else if (o.preset == "databases") {
+      pairs = DatabasesCells();
     } else {
       return absl::InvalidArgumentError(
           fmt::format("--preset {}: expected one of {}", o.preset, fmt::join(PresetNames(), ", ")));

@@ -1,0 +1,75 @@
+// What the server workloads (postgres, redis) share: the account a server runs as, a private
+// folder for its unix socket and log, and running its tools as that account.
+//
+// Why: database servers refuse to run as root (PostgreSQL) or should not (Redis), and the
+// workload and checker run as root in the guest (and as root on the host, which loop-mounts the
+// crash images). A server listens only on a unix socket in a fresh folder under /tmp, so two
+// checkers on the host, or a server of the host, never share a socket, a port or a lock file.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/process.h"
+
+namespace powercut::workloads {
+
+// The account a server runs as: `user` when this process is root (its uid and gid from the
+// password database), else this process's own account (the server then runs as the caller).
+struct ServiceAccount {
+  std::string user;  // "" when not switching (not root)
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+// FailedPrecondition naming `package` (which creates the account) when root and `user` does not
+// exist.
+absl::StatusOr<ServiceAccount> ServiceAccountFor(const std::string& user,
+                                                 const std::string& package);
+
+// `argv` prefixed to run as `account` (setpriv from util-linux: no PAM, no session, works in the
+// guest, which has no /run/systemd and no login machinery); unchanged when not switching.
+std::vector<std::string> AsAccount(const ServiceAccount& account, std::vector<std::string> argv);
+
+// Runs `argv` as `account` in `working_dir` (RunCommand's rules).
+absl::StatusOr<CommandResult> RunAs(const ServiceAccount& account, std::vector<std::string> argv,
+                                    const std::string& working_dir);
+
+// A folder /tmp/powercut-<what>-XXXXXX owned by the account, mode 0700, removed with everything in
+// it when the object dies. Short, so unix socket paths fit in sun_path (108 bytes).
+class PrivateFolder {
+ public:
+  static absl::StatusOr<PrivateFolder> Create(const std::string& what,
+                                              const ServiceAccount& account);
+  PrivateFolder(PrivateFolder&& other) noexcept : path_(std::move(other.path_)) {
+    other.path_.clear();
+  }
+  PrivateFolder& operator=(PrivateFolder&&) = delete;
+  PrivateFolder(const PrivateFolder&) = delete;
+  ~PrivateFolder();
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit PrivateFolder(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+// Creates `path` (mode 0700) owned by the account. AlreadyExists when it exists.
+absl::Status MakeOwnedFolder(const std::string& path, const ServiceAccount& account);
+
+// The last `lines` lines of the file at `path`, or a note that it cannot be read: for quoting a
+// server's log in an error.
+std::string FileTail(const std::string& path, int lines);
+
+// syncfs(2) on the file system holding `path`: makes a server's set-up (its files written by
+// tools that were told not to sync, e.g. initdb -N) durable in one call before the first commit.
+absl::Status SyncFileSystem(const std::string& path);
+
+// The first executable among `candidates`; NotFound listing them and saying what to install.
+absl::StatusOr<std::string> FindProgram(const std::vector<std::string>& candidates,
+                                        const std::string& install_hint);
+
+}  // namespace powercut::workloads
