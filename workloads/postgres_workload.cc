@@ -212,13 +212,16 @@ absl::Status RunPostgres(const std::string& dir, const PostgresOptions& o, AckCh
   }
   RETURN_IF_ERROR(MakeOwnedFolder(data, account));
   ASSIGN_OR_RETURN(PrivateFolder sockets, PrivateFolder::Create("pg", account));
+  // initdb and the server reach the data folder through this path.
+  ASSIGN_OR_RETURN(const std::string reachable, ReachableByAccount(account, dir, sockets.path()));
+  const std::string server_data = fmt::format("{}/{}", reachable, kPostgresDataDir);
 
   // -N: initdb's own per-file fsyncs cost minutes under TCG; one syncfs below does the same.
-  ASSIGN_OR_RETURN(CommandResult init,
-                   RunAs(account,
-                         {bin + "/initdb", "-D", data, "-N", "-U", "postgres", "--auth=trust",
-                          "--no-instructions", "-E", "UTF8", "--locale=C", "--wal-segsize=1"},
-                         sockets.path()));
+  ASSIGN_OR_RETURN(CommandResult init, RunAs(account,
+                                             {bin + "/initdb", "-D", server_data, "-N", "-U",
+                                              "postgres", "--auth=trust", "--no-instructions", "-E",
+                                              "UTF8", "--locale=C", "--wal-segsize=1"},
+                                             sockets.path()));
   if (init.exit_code != 0) {
     return absl::InternalError(fmt::format("initdb -D {} failed (exit {}):\n{}", data,
                                            init.exit_code, LastLines(init.output, 15)));
@@ -227,8 +230,9 @@ absl::Status RunPostgres(const std::string& dir, const PostgresOptions& o, AckCh
   RETURN_IF_ERROR(SyncFileSystem(data));
   RETURN_IF_ERROR(WriteReadyFile(dir));
 
-  ASSIGN_OR_RETURN(std::unique_ptr<Server> server,
-                   Server::Start(bin, account, data, sockets.path(), absl::StatusCode::kInternal));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<Server> server,
+      Server::Start(bin, account, server_data, sockets.path(), absl::StatusCode::kInternal));
   ASSIGN_OR_RETURN(Conn conn, Connect(*server, absl::StatusCode::kInternal));
   RETURN_IF_ERROR(
       Exec(conn.get(),
@@ -294,14 +298,16 @@ absl::StatusOr<CheckResult> CheckPostgres(const std::string& dir) {
     result.notes.push_back("removed the crashed server's postmaster.pid (stale after a power cut)");
   }
   ASSIGN_OR_RETURN(PrivateFolder sockets, PrivateFolder::Create("pgcheck", account));
+  ASSIGN_OR_RETURN(const std::string reachable, ReachableByAccount(account, dir, sockets.path()));
+  const std::string server_data = fmt::format("{}/{}", reachable, kPostgresDataDir);
   // From here on, a server that fails is the image's fault: DataLoss, quoting the server's log.
   // fsync=off for this start only: before crash recovery the server fsyncs every file of the
   // data folder (recovery_init_sync_method), 4 s of the 4.5 s a check took on the host, and the
   // crash image is scratch: nothing the checker's server writes needs to survive a crash. Redo
   // itself is the same with or without it.
   ASSIGN_OR_RETURN(std::unique_ptr<Server> server,
-                   Server::Start(bin, account, data, sockets.path(), absl::StatusCode::kDataLoss,
-                                 "-c fsync=off"));
+                   Server::Start(bin, account, server_data, sockets.path(),
+                                 absl::StatusCode::kDataLoss, "-c fsync=off"));
   ASSIGN_OR_RETURN(Conn conn, Connect(*server, absl::StatusCode::kDataLoss));
   constexpr auto kLoss = absl::StatusCode::kDataLoss;
   ASSIGN_OR_RETURN(Result table, Exec(conn.get(), "SELECT to_regclass('public.commits')", {},

@@ -247,19 +247,24 @@ class RedisServer {
             failure_code,
             fmt::format("redis-server exited with status {} before it was ready (data {}); its "
                         "log:\n{}",
-                        *code, data, FileTail(server->log(), 15)));
+                        *code, data, server->LogTail()));
       }
       if (std::chrono::steady_clock::now() > deadline) {
         return absl::Status(failure_code,
                             fmt::format("redis-server was not ready within {} s (data {}); its "
                                         "log:\n{}",
-                                        kStartTimeout.count(), data, FileTail(server->log(), 15)));
+                                        kStartTimeout.count(), data, server->LogTail()));
       }
     }
   }
 
   std::string socket() const { return folder_ + "/redis.sock"; }
   std::string log() const { return folder_ + "/redis.log"; }
+  // Its log, or what it printed before it had one (a bad option, an unreadable folder).
+  std::string LogTail() const {
+    if (::access(log().c_str(), R_OK) == 0) return FileTail(log(), 15);
+    return FileTail(folder_ + "/stdout.log", 15);
+  }
 
  private:
   explicit RedisServer(std::string folder) : folder_(std::move(folder)) {}
@@ -291,9 +296,11 @@ absl::Status RunRedis(const std::string& dir, const RedisOptions& o, AckChannel&
   // is Redis' to make durable.
   RETURN_IF_ERROR(SyncFileSystem(data));
   ASSIGN_OR_RETURN(PrivateFolder folder, PrivateFolder::Create("redis", account));
-  ASSIGN_OR_RETURN(std::unique_ptr<RedisServer> server,
-                   RedisServer::Start(binary, account, data, folder.path(), o.appendfsync,
-                                      absl::StatusCode::kInternal));
+  ASSIGN_OR_RETURN(const std::string reachable, ReachableByAccount(account, dir, folder.path()));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<RedisServer> server,
+      RedisServer::Start(binary, account, fmt::format("{}/{}", reachable, kRedisDataDir),
+                         folder.path(), o.appendfsync, absl::StatusCode::kInternal));
   ASSIGN_OR_RETURN(RedisClient client, RedisClient::Connect(server->socket()));
   for (uint64_t id = 1; id <= o.count; ++id) {
     const std::string id_text = std::to_string(id);
@@ -329,10 +336,12 @@ absl::StatusOr<CheckResult> CheckRedis(const std::string& dir) {
   ASSIGN_OR_RETURN(const std::string binary, RedisBinary());
   ASSIGN_OR_RETURN(const ServiceAccount account, ServiceAccountFor("redis", "redis-server"));
   ASSIGN_OR_RETURN(PrivateFolder folder, PrivateFolder::Create("redischeck", account));
+  ASSIGN_OR_RETURN(const std::string reachable, ReachableByAccount(account, dir, folder.path()));
   // appendfsync no: the checker's server needs no durability on the scratch image.
   ASSIGN_OR_RETURN(
       std::unique_ptr<RedisServer> server,
-      RedisServer::Start(binary, account, data, folder.path(), "no", absl::StatusCode::kDataLoss));
+      RedisServer::Start(binary, account, fmt::format("{}/{}", reachable, kRedisDataDir),
+                         folder.path(), "no", absl::StatusCode::kDataLoss));
   ASSIGN_OR_RETURN(RedisClient client, RedisClient::Connect(server->socket()));
   ASSIGN_OR_RETURN(Reply keys, client.Call({"KEYS", std::string(kKeyPrefix) + "*"}));
   for (const std::optional<std::string>& key : keys.items) {

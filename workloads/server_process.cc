@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <pwd.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,6 +51,28 @@ absl::StatusOr<CommandResult> RunAs(const ServiceAccount& account, std::vector<s
   return RunCommand(AsAccount(account, std::move(argv)), working_dir);
 }
 
+absl::StatusOr<std::string> ReachableByAccount(const ServiceAccount& account,
+                                               const std::string& dir, const std::string& folder) {
+  if (account.user.empty()) return dir;
+  if (::unshare(CLONE_NEWNS) != 0) {
+    return absl::InternalError(fmt::format("unshare(CLONE_NEWNS), to show {} to the {} user: {}",
+                                           dir, account.user, std::strerror(errno)));
+  }
+  // Private: the bind below must not propagate back to the host's (or guest's) namespace.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return absl::InternalError(fmt::format("make / a private mount: {}", std::strerror(errno)));
+  }
+  const std::string target = folder + "/data";
+  if (::mkdir(target.c_str(), 0700) != 0 ||
+      (::chown(target.c_str(), account.uid, account.gid) != 0)) {
+    return absl::InternalError(fmt::format("mkdir {}: {}", target, std::strerror(errno)));
+  }
+  if (::mount(dir.c_str(), target.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    return absl::InternalError(fmt::format("bind {} at {}: {}", dir, target, std::strerror(errno)));
+  }
+  return target;
+}
+
 absl::Status MakeOwnedFolder(const std::string& path, const ServiceAccount& account) {
   if (::mkdir(path.c_str(), 0700) != 0) {
     if (errno == EEXIST) return absl::AlreadyExistsError(fmt::format("{} already exists", path));
@@ -77,6 +101,11 @@ absl::StatusOr<PrivateFolder> PrivateFolder::Create(const std::string& what,
 
 PrivateFolder::~PrivateFolder() {
   if (path_.empty()) return;
+  // Never remove through the bind of ReachableByAccount: that is the crash image itself.
+  const std::string bound = path_ + "/data";
+  if (::umount2(bound.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT) {
+    return;  // still mounted: leave the folder rather than empty the image through it
+  }
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
 }

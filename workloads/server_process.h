@@ -39,7 +39,8 @@ absl::StatusOr<CommandResult> RunAs(const ServiceAccount& account, std::vector<s
                                     const std::string& working_dir);
 
 // A folder /tmp/powercut-<what>-XXXXXX owned by the account, mode 0700, removed with everything in
-// it when the object dies. Short, so unix socket paths fit in sun_path (108 bytes).
+// it when the object dies (after detaching the bind of ReachableByAccount, never through it).
+// Short, so unix socket paths fit in sun_path (108 bytes).
 class PrivateFolder {
  public:
   static absl::StatusOr<PrivateFolder> Create(const std::string& what,
@@ -56,6 +57,15 @@ class PrivateFolder {
   explicit PrivateFolder(std::string path) : path_(std::move(path)) {}
   std::string path_;
 };
+
+// `dir` as a path the account can reach. The tester mounts crash images under its own mode-0700
+// folders (mkdtemp), which a server running as postgres or redis cannot traverse; so, when
+// switching accounts, this process moves to a mount namespace of its own (unshare(CLONE_NEWNS),
+// every mount private) and binds `dir` at `<folder>/data`, which only this process and its
+// children (the server) see and which vanishes with them: nothing to unmount on any exit path.
+// Returns `dir` unchanged when not switching accounts.
+absl::StatusOr<std::string> ReachableByAccount(const ServiceAccount& account,
+                                               const std::string& dir, const std::string& folder);
 
 // Creates `path` (mode 0700) owned by the account. AlreadyExists when it exists.
 absl::Status MakeOwnedFolder(const std::string& path, const ServiceAccount& account);
