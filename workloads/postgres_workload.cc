@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <libpq-fe.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -26,11 +28,11 @@ namespace {
 
 constexpr char kInstallHint[] =
     "install Debian's postgresql-15 (apt-get install postgresql-15), or set POWERCUT_PG_BIN to the "
-    "folder holding initdb, pg_ctl and postgres";
-// pg_ctl -w waits at most this long for the server to accept connections (or to stop). Crash
-// recovery of a few hundred commits takes well under a second natively and a few seconds under
-// TCG; a minute says "hung", not "slow".
-constexpr char kPgCtlTimeoutSeconds[] = "60";
+    "folder holding initdb and postgres";
+// How long the server may take to accept connections (or to stop). Crash recovery of a few
+// hundred commits takes well under a second natively and a few seconds under TCG; a minute says
+// "hung", not "slow".
+constexpr std::chrono::seconds kServerTimeout(60);
 
 absl::StatusOr<std::string> BinDir(const std::string& option) {
   std::vector<std::string> candidates;
@@ -42,13 +44,13 @@ absl::StatusOr<std::string> BinDir(const std::string& option) {
     candidates.push_back("/usr/lib/postgresql/15/bin");
   }
   for (const std::string& c : candidates) {
-    if (::access((c + "/pg_ctl").c_str(), X_OK) == 0 &&
+    if (::access((c + "/postgres").c_str(), X_OK) == 0 &&
         ::access((c + "/initdb").c_str(), X_OK) == 0) {
       return c;
     }
   }
   return absl::NotFoundError(
-      fmt::format("no initdb and pg_ctl in {}: {}", candidates.front(), kInstallHint));
+      fmt::format("no initdb and postgres in {}: {}", candidates.front(), kInstallHint));
 }
 
 struct FinishConn {
@@ -60,73 +62,41 @@ struct ClearResult {
 };
 using Result = std::unique_ptr<PGresult, ClearResult>;
 
-// A server started with pg_ctl on `data`, listening only on a unix socket in `socket_dir`, its
-// log in `socket_dir`/server.log. Stopped (-m immediate) when the object dies, so that no error
-// path leaves a postmaster holding the file system under test (the agent must unmount it).
-class Server {
- public:
-  // `extra` are more -c settings of this start only (the checker's fsync=off).
-  static absl::StatusOr<std::unique_ptr<Server>> Start(
-      const std::string& bin, const ServiceAccount& account, const std::string& data,
-      const std::string& socket_dir, absl::StatusCode failure_code, const std::string& extra = "") {
-    auto server = std::unique_ptr<Server>(new Server(bin, account, data, socket_dir));
-    ASSIGN_OR_RETURN(CommandResult r,
-                     RunAs(account,
-                           {bin + "/pg_ctl", "start", "-w", "-t", kPgCtlTimeoutSeconds, "-D", data,
-                            "-l", server->log(), "-o",
-                            fmt::format("-k {} -c listen_addresses='' {}", socket_dir, extra)},
-                           socket_dir));
-    if (r.exit_code != 0) {
-      // pg_ctl may have left a postmaster that is still trying: stop it before reporting.
-      server->Stop("immediate").IgnoreError();
-      return absl::Status(
-          failure_code,
-          fmt::format("the PostgreSQL server did not start on {} (pg_ctl exit {}: {}); its "
-                      "log:\n{}",
-                      data, r.exit_code, LastLinesOnOneLine(r.output, 3),
-                      FileTail(server->log(), 15)));
-    }
-    server->running_ = true;
-    return server;
-  }
-  ~Server() {
-    if (running_) Stop("immediate").IgnoreError();
-  }
-  Server(const Server&) = delete;
-  Server& operator=(const Server&) = delete;
-
-  std::string log() const { return socket_dir_ + "/server.log"; }
+// The postmaster in the foreground (not pg_ctl, which detaches it: a killed workload must take
+// its server with it, as the power cut does), listening only on a unix socket in `folder`, its
+// log in `folder`/server.log. READY=1 on NOTIFY_SOCKET (Debian builds PostgreSQL with systemd
+// support) comes once crash recovery is done and connections are accepted.
+struct Server {
+  std::unique_ptr<NotifiedServer> process;
+  std::string folder;
+  std::string log() const { return folder + "/server.log"; }
   std::string conninfo() const {
-    return fmt::format("host={} dbname=postgres user=postgres connect_timeout=60", socket_dir_);
+    return fmt::format("host={} dbname=postgres user=postgres connect_timeout=60", folder);
   }
-  // OK when the server stopped (or was not running).
-  absl::Status Stop(const char* mode) {
-    absl::StatusOr<CommandResult> r =
-        RunAs(account_,
-              {bin_ + "/pg_ctl", "stop", "-w", "-t", kPgCtlTimeoutSeconds, "-m", mode, "-D", data_},
-              socket_dir_);
-    running_ = false;
-    if (!r.ok()) return r.status();
-    // pg_ctl stop exits 1 when no server runs: nothing to stop.
-    if (r->exit_code != 0 && r->output.find("Is server running?") == std::string::npos) {
-      return absl::InternalError(fmt::format("pg_ctl stop -m {} on {}: exit {}: {}", mode, data_,
-                                             r->exit_code, LastLinesOnOneLine(r->output, 3)));
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  Server(std::string bin, ServiceAccount account, std::string data, std::string socket_dir)
-      : bin_(std::move(bin)),
-        account_(std::move(account)),
-        data_(std::move(data)),
-        socket_dir_(std::move(socket_dir)) {}
-  std::string bin_;
-  ServiceAccount account_;
-  std::string data_;
-  std::string socket_dir_;
-  bool running_ = false;
+  // SIGINT: fast shutdown, a clean one (the run's end and the checker's). Not SIGQUIT
+  // (immediate): it drops the WAL of asynchronous commits still in shared memory, so a run with
+  // synchronous_commit=off that ended normally lost every row (caught by the clean-run test).
+  absl::Status Stop(int signal) { return process->Stop(signal, kServerTimeout); }
 };
+
+// `extra` are more -c settings of this start only (the checker's fsync=off).
+absl::StatusOr<Server> StartServer(const std::string& bin, const ServiceAccount& account,
+                                   const std::string& data, const std::string& folder,
+                                   absl::StatusCode failure_code,
+                                   const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv = {bin + "/postgres",  "-D", data, "-k", folder, "-c",
+                                   "listen_addresses="};
+  for (const std::string& e : extra) {
+    argv.push_back("-c");
+    argv.push_back(e);
+  }
+  Server server{.folder = folder};
+  ASSIGN_OR_RETURN(server.process,
+                   NotifiedServer::Start(account, argv, folder, server.log(), server.log(),
+                                         fmt::format("the PostgreSQL server on {}", data),
+                                         kServerTimeout, failure_code));
+  return server;
+}
 
 absl::StatusOr<Conn> Connect(const Server& server, absl::StatusCode failure_code) {
   Conn conn(PQconnectdb(server.conninfo().c_str()));
@@ -230,10 +200,9 @@ absl::Status RunPostgres(const std::string& dir, const PostgresOptions& o, AckCh
   RETURN_IF_ERROR(SyncFileSystem(data));
   RETURN_IF_ERROR(WriteReadyFile(dir));
 
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<Server> server,
-      Server::Start(bin, account, server_data, sockets.path(), absl::StatusCode::kInternal));
-  ASSIGN_OR_RETURN(Conn conn, Connect(*server, absl::StatusCode::kInternal));
+  ASSIGN_OR_RETURN(Server server, StartServer(bin, account, server_data, sockets.path(),
+                                              absl::StatusCode::kInternal));
+  ASSIGN_OR_RETURN(Conn conn, Connect(server, absl::StatusCode::kInternal));
   RETURN_IF_ERROR(
       Exec(conn.get(),
            "CREATE TABLE commits (id bigint PRIMARY KEY, payload text NOT NULL, checksum bigint "
@@ -259,7 +228,7 @@ absl::Status RunPostgres(const std::string& dir, const PostgresOptions& o, AckCh
     }
   }
   conn.reset();
-  return server->Stop("immediate");
+  return server.Stop(SIGINT);
 }
 
 absl::StatusOr<CheckResult> CheckPostgres(const std::string& dir) {
@@ -305,17 +274,16 @@ absl::StatusOr<CheckResult> CheckPostgres(const std::string& dir) {
   // data folder (recovery_init_sync_method), 4 s of the 4.5 s a check took on the host, and the
   // crash image is scratch: nothing the checker's server writes needs to survive a crash. Redo
   // itself is the same with or without it.
-  ASSIGN_OR_RETURN(std::unique_ptr<Server> server,
-                   Server::Start(bin, account, server_data, sockets.path(),
-                                 absl::StatusCode::kDataLoss, "-c fsync=off"));
-  ASSIGN_OR_RETURN(Conn conn, Connect(*server, absl::StatusCode::kDataLoss));
+  ASSIGN_OR_RETURN(Server server, StartServer(bin, account, server_data, sockets.path(),
+                                              absl::StatusCode::kDataLoss, {"fsync=off"}));
+  ASSIGN_OR_RETURN(Conn conn, Connect(server, absl::StatusCode::kDataLoss));
   constexpr auto kLoss = absl::StatusCode::kDataLoss;
   ASSIGN_OR_RETURN(Result table, Exec(conn.get(), "SELECT to_regclass('public.commits')", {},
                                       PGRES_TUPLES_OK, kLoss));
   if (PQgetisnull(table.get(), 0, 0)) {
     result.notes.emplace_back("no commits table yet: nothing was committed");
     conn.reset();
-    RETURN_IF_ERROR(server->Stop("fast"));
+    RETURN_IF_ERROR(server.Stop(SIGINT));
     return result;
   }
   // amcheck: every heap tuple has its index entry (heapallindexed), the B-tree is ordered, and
@@ -353,7 +321,7 @@ absl::StatusOr<CheckResult> CheckPostgres(const std::string& dir) {
     }
   }
   conn.reset();
-  RETURN_IF_ERROR(server->Stop("fast"));
+  RETURN_IF_ERROR(server.Stop(SIGINT));
   return result;
 }
 
@@ -387,7 +355,7 @@ class PostgresWorkload final : public StoreWorkload<PostgresOptions, RunPostgres
                    "between commits, which torn-page tests need")
         ->capture_default_str();
     run.add_option("--pg-bin", options_.bin_dir,
-                   "folder of initdb and pg_ctl (default $POWERCUT_PG_BIN, else "
+                   "folder of initdb and postgres (default $POWERCUT_PG_BIN, else "
                    "/usr/lib/postgresql/15/bin)");
     AddCountOption(run, options_.count, "rows (transactions)");
     AddPayloadOptions(run, options_.value_size, options_.seed, "payload");
@@ -410,6 +378,9 @@ class PostgresWorkload final : public StoreWorkload<PostgresOptions, RunPostgres
                        .workload = "postgres",
                        .setting = "synchronous_commit=off",
                        .run_args = {"--synchronous-commit", "off"}};
+    // WAL of an asynchronous commit waits in shared memory for the WAL writer: a crash of the
+    // server (here: the workload killed, its postmaster with it) loses it too.
+    off.process_crash = Expectation::kLoses;
     off.documented = fmt::format(
         "{}, synchronous_commit: with 'off' there can be a delay (at most three times "
         "wal_writer_delay) between reporting success and the transaction being safe: recent "

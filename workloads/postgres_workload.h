@@ -4,10 +4,10 @@
 // Run: initdb in POWERCUT_DIR/pgdata as the postgres user (-N, then one syncfs, then the marker
 // file pgdata.ready, synced: the set-up is durable before the first commit and the checker can
 // tell a finished set-up from one cut short), the settings under test appended to
-// postgresql.conf, the server started with pg_ctl on a unix socket in a private folder under /tmp
-// (listen_addresses=''), then for id 1..count: BEGIN; INSERT (id, payload, crc32c); COMMIT,
-// acked once COMMIT returned. The server is stopped with -m immediate (a clean shutdown would only
-// add a checkpoint after the last ack).
+// postgresql.conf, the postmaster started in the foreground on a unix socket in a private folder
+// under /tmp (listen_addresses=''), then for id 1..count: BEGIN; INSERT (id, payload, crc32c);
+// COMMIT, acked once COMMIT returned. The server is stopped cleanly (SIGINT, fast shutdown): an
+// immediate one would drop asynchronous commits that a normal end keeps.
 //
 // Check: the server started on the crash image (crash recovery replays the WAL), amcheck
 // (bt_index_check with heapallindexed, verify_heapam: heap and index agree), then have/corrupt

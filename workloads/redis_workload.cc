@@ -180,97 +180,39 @@ class RedisClient {
   size_t pos_ = 0;
 };
 
-// redis-server in the foreground, as `account`, data in `data`, socket and log in `folder`.
-// Killed when the object dies.
-class RedisServer {
- public:
-  static absl::StatusOr<std::unique_ptr<RedisServer>> Start(
-      const std::string& binary, const ServiceAccount& account, const std::string& data,
-      const std::string& folder, const std::string& appendfsync, absl::StatusCode failure_code) {
-    const std::string notify = folder + "/notify.sock";
-    Fd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    if (fd.get() < 0) return absl::InternalError(fmt::format("socket: {}", std::strerror(errno)));
-    ASSIGN_OR_RETURN(sockaddr_un addr, UnixAddress(notify));
-    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      return absl::InternalError(fmt::format("bind {}: {}", notify, std::strerror(errno)));
-    }
-    if (!account.user.empty() && ::chown(notify.c_str(), account.uid, account.gid) != 0) {
-      return absl::InternalError(fmt::format("chown {}: {}", notify, std::strerror(errno)));
-    }
-    auto server = std::unique_ptr<RedisServer>(new RedisServer(folder));
-    // Only the child needs NOTIFY_SOCKET; this program starts no other child meanwhile.
-    ::setenv("NOTIFY_SOCKET", notify.c_str(), 1);
-    absl::StatusOr<ChildProcess> child = ChildProcess::Spawn(AsAccount(account, {binary,
-                                                                                 "--port",
-                                                                                 "0",
-                                                                                 "--unixsocket",
-                                                                                 server->socket(),
-                                                                                 "--unixsocketperm",
-                                                                                 "700",
-                                                                                 "--dir",
-                                                                                 data,
-                                                                                 "--appendonly",
-                                                                                 "yes",
-                                                                                 "--appendfsync",
-                                                                                 appendfsync,
-                                                                                 "--appenddirname",
-                                                                                 "appendonlydir",
-                                                                                 "--save",
-                                                                                 "",
-                                                                                 "--daemonize",
-                                                                                 "no",
-                                                                                 "--supervised",
-                                                                                 "systemd",
-                                                                                 "--logfile",
-                                                                                 server->log()}),
-                                                             folder + "/stdout.log");
-    ::unsetenv("NOTIFY_SOCKET");
-    if (!child.ok()) return child.status();
-    server->child_.emplace(std::move(*child));
-
-    const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
-    for (;;) {
-      // Wake at least every 200 ms to see whether the server died instead of getting ready.
-      pollfd p{.fd = fd.get(), .events = POLLIN, .revents = 0};
-      const int rc = ::poll(&p, 1, 200);
-      if (rc > 0) {
-        char buf[512];
-        const ssize_t n = ::recv(fd.get(), buf, sizeof(buf) - 1, 0);
-        if (n > 0 && std::string_view(buf, static_cast<size_t>(n)).find("READY=1") !=
-                         std::string_view::npos) {
-          return server;
-        }
-        continue;
-      }
-      if (std::optional<int> code = server->child_->WaitFor(std::chrono::milliseconds(0))) {
-        return absl::Status(
-            failure_code,
-            fmt::format("redis-server exited with status {} before it was ready (data {}); its "
-                        "log:\n{}",
-                        *code, data, server->LogTail()));
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        return absl::Status(failure_code,
-                            fmt::format("redis-server was not ready within {} s (data {}); its "
-                                        "log:\n{}",
-                                        kStartTimeout.count(), data, server->LogTail()));
-      }
-    }
-  }
-
-  std::string socket() const { return folder_ + "/redis.sock"; }
-  std::string log() const { return folder_ + "/redis.log"; }
-  // Its log, or what it printed before it had one (a bad option, an unreadable folder).
-  std::string LogTail() const {
-    if (::access(log().c_str(), R_OK) == 0) return FileTail(log(), 15);
-    return FileTail(folder_ + "/stdout.log", 15);
-  }
-
- private:
-  explicit RedisServer(std::string folder) : folder_(std::move(folder)) {}
-  std::string folder_;
-  std::optional<ChildProcess> child_;  // destroyed first: SIGKILLed and reaped
-};
+// redis-server in the foreground, as `account`, data in `data`, socket and log in `folder`
+// (--supervised systemd: READY=1 once it loaded the AOF and accepts clients).
+absl::StatusOr<std::unique_ptr<NotifiedServer>> StartRedis(
+    const std::string& binary, const ServiceAccount& account, const std::string& data,
+    const std::string& folder, const std::string& appendfsync, absl::StatusCode failure_code) {
+  return NotifiedServer::Start(account,
+                               {binary,
+                                "--port",
+                                "0",
+                                "--unixsocket",
+                                folder + "/redis.sock",
+                                "--unixsocketperm",
+                                "700",
+                                "--dir",
+                                data,
+                                "--appendonly",
+                                "yes",
+                                "--appendfsync",
+                                appendfsync,
+                                "--appenddirname",
+                                "appendonlydir",
+                                "--save",
+                                "",
+                                "--daemonize",
+                                "no",
+                                "--supervised",
+                                "systemd",
+                                "--logfile",
+                                folder + "/redis.log"},
+                               folder, folder + "/stdout.log", folder + "/redis.log",
+                               fmt::format("redis-server (data {})", data), kStartTimeout,
+                               failure_code);
+}
 
 absl::StatusOr<std::string> RedisBinary() {
   return FindProgram({"/usr/bin/redis-server"}, kInstallHint);
@@ -297,11 +239,10 @@ absl::Status RunRedis(const std::string& dir, const RedisOptions& o, AckChannel&
   RETURN_IF_ERROR(SyncFileSystem(data));
   ASSIGN_OR_RETURN(PrivateFolder folder, PrivateFolder::Create("redis", account));
   ASSIGN_OR_RETURN(const std::string reachable, ReachableByAccount(account, dir, folder.path()));
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<RedisServer> server,
-      RedisServer::Start(binary, account, fmt::format("{}/{}", reachable, kRedisDataDir),
-                         folder.path(), o.appendfsync, absl::StatusCode::kInternal));
-  ASSIGN_OR_RETURN(RedisClient client, RedisClient::Connect(server->socket()));
+  ASSIGN_OR_RETURN(std::unique_ptr<NotifiedServer> server,
+                   StartRedis(binary, account, fmt::format("{}/{}", reachable, kRedisDataDir),
+                              folder.path(), o.appendfsync, absl::StatusCode::kInternal));
+  ASSIGN_OR_RETURN(RedisClient client, RedisClient::Connect(folder.path() + "/redis.sock"));
   for (uint64_t id = 1; id <= o.count; ++id) {
     const std::string id_text = std::to_string(id);
     const std::string payload = MakePayload(id_text, FillerSize(o.seed, id, o.value_size));
@@ -338,11 +279,10 @@ absl::StatusOr<CheckResult> CheckRedis(const std::string& dir) {
   ASSIGN_OR_RETURN(PrivateFolder folder, PrivateFolder::Create("redischeck", account));
   ASSIGN_OR_RETURN(const std::string reachable, ReachableByAccount(account, dir, folder.path()));
   // appendfsync no: the checker's server needs no durability on the scratch image.
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<RedisServer> server,
-      RedisServer::Start(binary, account, fmt::format("{}/{}", reachable, kRedisDataDir),
-                         folder.path(), "no", absl::StatusCode::kDataLoss));
-  ASSIGN_OR_RETURN(RedisClient client, RedisClient::Connect(server->socket()));
+  ASSIGN_OR_RETURN(std::unique_ptr<NotifiedServer> server,
+                   StartRedis(binary, account, fmt::format("{}/{}", reachable, kRedisDataDir),
+                              folder.path(), "no", absl::StatusCode::kDataLoss));
+  ASSIGN_OR_RETURN(RedisClient client, RedisClient::Connect(folder.path() + "/redis.sock"));
   ASSIGN_OR_RETURN(Reply keys, client.Call({"KEYS", std::string(kKeyPrefix) + "*"}));
   for (const std::optional<std::string>& key : keys.items) {
     if (!key.has_value()) continue;

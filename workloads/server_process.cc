@@ -2,11 +2,15 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
 #include <pwd.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -40,8 +44,15 @@ absl::StatusOr<ServiceAccount> ServiceAccountFor(const std::string& user,
 
 std::vector<std::string> AsAccount(const ServiceAccount& account, std::vector<std::string> argv) {
   if (account.user.empty()) return argv;
-  std::vector<std::string> out = {"setpriv", fmt::format("--reuid={}", account.uid),
-                                  fmt::format("--regid={}", account.gid), "--init-groups", "--"};
+  // --pdeathsig: the credential change clears the parent-death signal ChildProcess set, so
+  // setpriv sets it again just before it executes the server.
+  std::vector<std::string> out = {"setpriv",
+                                  fmt::format("--reuid={}", account.uid),
+                                  fmt::format("--regid={}", account.gid),
+                                  "--init-groups",
+                                  "--pdeathsig",
+                                  "SIGKILL",
+                                  "--"};
   out.insert(out.end(), argv.begin(), argv.end());
   return out;
 }
@@ -49,6 +60,79 @@ std::vector<std::string> AsAccount(const ServiceAccount& account, std::vector<st
 absl::StatusOr<CommandResult> RunAs(const ServiceAccount& account, std::vector<std::string> argv,
                                     const std::string& working_dir) {
   return RunCommand(AsAccount(account, std::move(argv)), working_dir);
+}
+
+absl::StatusOr<std::unique_ptr<NotifiedServer>> NotifiedServer::Start(
+    const ServiceAccount& account, const std::vector<std::string>& argv, const std::string& folder,
+    const std::string& output_path, const std::string& log_path, const std::string& what,
+    std::chrono::seconds timeout, absl::StatusCode failure_code) {
+  const std::string notify = folder + "/notify.sock";
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (notify.size() >= sizeof(addr.sun_path)) {
+    return absl::InvalidArgumentError(fmt::format("socket path too long: {}", notify));
+  }
+  std::memcpy(addr.sun_path, notify.c_str(), notify.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(fmt::format("socket: {}", std::strerror(errno)));
+  struct CloseFd {
+    int fd;
+    ~CloseFd() { ::close(fd); }
+  } close_fd{fd};
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    return absl::InternalError(fmt::format("bind {}: {}", notify, std::strerror(errno)));
+  }
+  if (!account.user.empty() && ::chown(notify.c_str(), account.uid, account.gid) != 0) {
+    return absl::InternalError(fmt::format("chown {}: {}", notify, std::strerror(errno)));
+  }
+  auto server = std::unique_ptr<NotifiedServer>(new NotifiedServer(output_path, log_path, what));
+  // Only the child needs NOTIFY_SOCKET; this program starts no other child meanwhile.
+  ::setenv("NOTIFY_SOCKET", notify.c_str(), 1);
+  absl::StatusOr<ChildProcess> child = ChildProcess::Spawn(AsAccount(account, argv), output_path);
+  ::unsetenv("NOTIFY_SOCKET");
+  if (!child.ok()) return child.status();
+  server->child_.emplace(std::move(*child));
+
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    // Wake at least every 200 ms to see whether the server died instead of getting ready.
+    pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+    if (::poll(&p, 1, 200) > 0) {
+      char buf[512];
+      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n > 0 &&
+          std::string_view(buf, static_cast<size_t>(n)).find("READY=1") != std::string_view::npos) {
+        return server;
+      }
+      continue;
+    }
+    if (std::optional<int> code = server->child_->WaitFor(std::chrono::milliseconds(0))) {
+      return absl::Status(failure_code,
+                          fmt::format("{} exited with status {} before it was ready; its log:\n{}",
+                                      what, *code, server->LogTail()));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return absl::Status(failure_code, fmt::format("{} was not ready within {} s; its log:\n{}",
+                                                    what, timeout.count(), server->LogTail()));
+    }
+  }
+}
+
+absl::Status NotifiedServer::Stop(int signal, std::chrono::seconds timeout) {
+  if (!child_.has_value()) return absl::OkStatus();
+  ::kill(child_->pid(), signal);
+  std::optional<int> code = child_->WaitFor(timeout);
+  if (!code.has_value()) {
+    child_->Kill();
+    return absl::InternalError(fmt::format("{} did not stop within {} s of signal {}; its log:\n{}",
+                                           what_, timeout.count(), signal, LogTail()));
+  }
+  return absl::OkStatus();
+}
+
+std::string NotifiedServer::LogTail() const {
+  if (::access(log_path_.c_str(), R_OK) == 0) return FileTail(log_path_, 15);
+  return FileTail(output_path_, 15);
 }
 
 absl::StatusOr<std::string> ReachableByAccount(const ServiceAccount& account,

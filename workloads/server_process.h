@@ -9,6 +9,9 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +36,41 @@ absl::StatusOr<ServiceAccount> ServiceAccountFor(const std::string& user,
 // `argv` prefixed to run as `account` (setpriv from util-linux: no PAM, no session, works in the
 // guest, which has no /run/systemd and no login machinery); unchanged when not switching.
 std::vector<std::string> AsAccount(const ServiceAccount& account, std::vector<std::string> argv);
+
+// A server run in the foreground as this process's child, as `account`, that says "READY=1" on
+// $NOTIFY_SOCKET once it accepts clients (sd_notify: Debian builds PostgreSQL and Redis with
+// systemd support, and both speak it with no systemd present). Waiting for that message is exact:
+// no polling of the socket, no sleeps. The child gets SIGKILL when this process dies (setpriv
+// --pdeathsig: a killed workload takes its server with it, as a crash of the machine would), and
+// when the object dies.
+class NotifiedServer {
+ public:
+  // Starts `argv` (run through AsAccount) with stdout and stderr appended to `output_path`, and
+  // waits up to `timeout` for READY=1. A server that exits first or stays silent is an error of
+  // `failure_code` quoting the last lines of `log_path` (or of `output_path` when the log does
+  // not exist); `what` names the server in it.
+  static absl::StatusOr<std::unique_ptr<NotifiedServer>> Start(
+      const ServiceAccount& account, const std::vector<std::string>& argv,
+      const std::string& folder, const std::string& output_path, const std::string& log_path,
+      const std::string& what, std::chrono::seconds timeout, absl::StatusCode failure_code);
+  ~NotifiedServer() = default;
+
+  // Sends `signal` and waits up to `timeout` for the server to exit; InternalError when it
+  // does not (it is then SIGKILLed).
+  absl::Status Stop(int signal, std::chrono::seconds timeout);
+  // The last lines of its log (or of its output, when it died before it had a log).
+  std::string LogTail() const;
+
+ private:
+  NotifiedServer(std::string output_path, std::string log_path, std::string what)
+      : output_path_(std::move(output_path)),
+        log_path_(std::move(log_path)),
+        what_(std::move(what)) {}
+  std::string output_path_;
+  std::string log_path_;
+  std::string what_;
+  std::optional<ChildProcess> child_;  // SIGKILLed and reaped when the object dies
+};
 
 // Runs `argv` as `account` in `working_dir` (RunCommand's rules).
 absl::StatusOr<CommandResult> RunAs(const ServiceAccount& account, std::vector<std::string> argv,
