@@ -63,7 +63,9 @@ std::vector<std::pair<std::string, std::string>> ControlsCells() {
 std::vector<std::pair<std::string, std::string>> DatabasesCells() {
   std::vector<std::pair<std::string, std::string>> cells;
   for (const char* db : {"postgres", "redis", "lmdb"}) {
-    for (const std::string& setting : *BuiltinSettings(db)) cells.emplace_back(db, setting);
+    // Held in a variable: a range-for over `*BuiltinSettings(db)` would outlive the temporary.
+    const absl::StatusOr<std::vector<std::string>> settings = BuiltinSettings(db);
+    for (const std::string& setting : *settings) cells.emplace_back(db, setting);
   }
   cells.emplace_back("sqlite-wal", "full");
   cells.emplace_back("sqlite-wal", "normal");

@@ -15,9 +15,9 @@ using testing::RunCommand;
 using testing::TempDir;
 
 TEST(Cli, UnknownWorkloadAndBadShardAreUsageErrors) {
-  auto r = RunCommand(std::string(POWERCUT_BIN) + " matrix --workloads postgres --quiet");
+  auto r = RunCommand(std::string(POWERCUT_BIN) + " matrix --workloads mongodb --quiet");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("unknown workload 'postgres'"));
+  EXPECT_THAT(r.output, HasSubstr("unknown workload 'mongodb'"));
   for (const char* shard : {"0/3", "4/3", "x"}) {
     r = RunCommand(std::string(POWERCUT_BIN) + " matrix --shard " + shard + " --quiet");
     EXPECT_EQ(r.exit_code, 2) << r.output;
