@@ -162,6 +162,10 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
           {"barriers", o.barriers},
           {"fs", o.fs},
           {"sector", harness::SectorFormatName(o.sector)},
+          {"guest",
+           {{"memory_mib", o.guest.memory_mib},
+            {"cpus", o.guest.cpus},
+            {"disk_bytes", o.guest.disk_bytes}}},
           {"cache", o.cache},
           {"window", o.window},
           {"points", o.points},
@@ -230,6 +234,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     r.timeout = std::chrono::seconds(o.timeout_s);
     r.checker_timeout_s = o.checker_timeout_s;
     r.max_acks = o.max_acks;
+    r.guest = o.guest;
     CellExpect expect;
     std::vector<std::string> notes;
     if (c.custom) {

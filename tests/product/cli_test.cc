@@ -28,6 +28,21 @@ TEST(Cli, UnknownWorkloadAndBadShardAreUsageErrors) {
   EXPECT_THAT(r.output, HasSubstr("bogus"));
 }
 
+// Guest sizing is checked before any VM boots, and a matrix records it in its parameters.
+TEST(Cli, GuestSizeFlagsAreCheckedAndRecorded) {
+  auto r = RunCommand(std::string(POWERCUT_BIN) +
+                      " run --workload true --checker true --disk-size 1MiB --quiet");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--disk-size 1MiB: at least 64MiB"));
+  r = RunCommand(std::string(POWERCUT_BIN) + " matrix --preset databases --guest-cpus 0 --list");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--guest-cpus"));
+  r = RunCommand(std::string(POWERCUT_BIN) +
+                 " matrix --preset databases --guest-memory 1024 --disk-size 1GiB --list");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("postgres/sync-on/ext4"));
+}
+
 TEST(Cli, ListShowsEachShardsCellsAndTheyPartitionThePlan) {
   std::string all =
       RunCommand(std::string(POWERCUT_BIN) + " matrix --preset headline --list").output;

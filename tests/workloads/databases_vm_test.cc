@@ -38,7 +38,7 @@ TEST(DatabaseControls, SafeSettingsLoseNothingUnderCacheOffAndOn) {
     std::set<std::string> models;
     for (const auto& m : c["results"]) {
       models.insert(m["cache"].get<std::string>());
-      EXPECT_GT(m["checked"].get<int>(), 0) << name;
+      EXPECT_GT(m["states"].get<int>(), 0) << name;
       EXPECT_EQ(m["could_not_check"], 0) << name << " " << m.dump(2);
       EXPECT_EQ(m["violations"], 0)
           << name << " under cache " << m["cache"] << ": " << m["summary"];

@@ -38,7 +38,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
     product::MatrixOptions o;
     std::vector<std::string> workloads, barriers, fs;
     std::string sector = "512e", shard = "1/1", json, junit, html, workload_binary, agent, cells,
-                recordings, recordings_cap = "1GiB";
+                recordings, recordings_cap = "1GiB", disk_size;
     bool quiet = false, list = false, no_torn = false, no_expect = false;
   };
   auto a = std::make_shared<Args>();
@@ -87,6 +87,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
   m->add_option("--timeout", a->o.timeout_s, "seconds per VM run")->capture_default_str();
   m->add_option("--keep", a->o.keep_dir, "keep each cell's recording under this folder");
   AddRecordingsOptions(m, &a->recordings, &a->recordings_cap);
+  AddGuestSizeOptions(m, &a->o.guest, &a->disk_size);
   m->add_option("--workload-binary", a->workload_binary, "the powercut-workload binary");
   m->add_option("--json", a->json, "write the JSON report (powercut-matrix/1) here");
   m->add_option("--junit", a->junit, "write a JUnit XML report here");
@@ -111,6 +112,10 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
       return;
     }
     o.sector = *sector;
+    if (absl::Status s = ParseGuestDisk(a->disk_size, &o.guest); !s.ok()) {
+      *exit_code = CouldNotRun(std::string(s.message()));
+      return;
+    }
     o.powercut = product::SelfPath();
     o.progress = !a->quiet;
     o.torn = !a->no_torn;
