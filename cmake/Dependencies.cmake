@@ -27,4 +27,8 @@ if(NOT RocksDB_FOUND)
   pkg_check_modules(ROCKSDB IMPORTED_TARGET rocksdb)
 endif()
 find_package(SQLite3 QUIET)
+# The database workloads (workloads/): libpq (libpq-dev) talks to the PostgreSQL server, LMDB
+# (liblmdb-dev) is linked in. Both ship only pkg-config files on Debian 12.
+pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
+pkg_check_modules(LMDB REQUIRED IMPORTED_TARGET lmdb)
 find_package(benchmark QUIET)

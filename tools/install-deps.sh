@@ -8,6 +8,9 @@ packages=(
   libbenchmark-dev librocksdb-dev libsqlite3-dev sqlite3 liburing-dev libisal-dev libxxhash-dev
   qemu-system-x86 qemu-utils busybox-static kmod cpio zstd
   e2fsprogs xfsprogs btrfs-progs util-linux procps python3 dmsetup chromium
+  # The database workloads (docs/your-database.md): the servers run in the guest from the host's
+  # root, so they are installed here; libpq-dev and liblmdb-dev are linked into powercut-workload.
+  postgresql-15 postgresql-client-15 libpq-dev redis-server liblmdb-dev lmdb-utils
 )
 
 missing=()

@@ -33,6 +33,10 @@ struct WorkloadConfig {
   // File systems on which the cache-off verdict differs from the one above (key: ext4, xfs,
   // btrfs); absent means the same.
   std::map<std::string, Expectation> cache_off_by_fs;
+  // Where the expectation comes from: the database's own documentation (section and URL) and
+  // what it promises, for the database workloads; "" for the barrier workloads, whose
+  // expectations follow docs/barriers.md.
+  std::string documented;
 };
 
 // Every configuration of the four workloads (io_uring only when compiled in): each workload's

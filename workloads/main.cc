@@ -91,7 +91,8 @@ int List(const std::string& binary, uint64_t count, bool json) {
                        {"off", ExpectationName(c.cache_off)},
                        {"on", ExpectationName(c.cache_on)},
                        {"lying", ExpectationName(c.cache_lying)}}},
-                     {"expect_by_fs", by_fs}});
+                     {"expect_by_fs", by_fs},
+                     {"documented", c.documented}});
     }
     fmt::print("{}\n", out.dump(2));
     return kExitOk;

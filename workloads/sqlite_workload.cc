@@ -270,6 +270,18 @@ class SqliteWorkload final : public StoreWorkload<SqliteOptions, RunSqlite, Chec
           // The journal's unlink (the commit point) is not fsynced: only the last ack is at risk.
           c.cache_off = c.cache_on = Expectation::kMayLose;
         }
+        if (std::string_view(journal) == "wal" && s == "normal") {
+          c.documented =
+              "sqlite.org, PRAGMA synchronous (https://www.sqlite.org/pragma.html#pragma_"
+              "synchronous): 'WAL mode with synchronous=NORMAL ... A transaction committed in WAL "
+              "mode with synchronous=NORMAL might roll back following a power loss or system "
+              "crash'; durable across an application crash";
+        } else if (std::string_view(journal) == "wal" && (s == "full" || s == "extra")) {
+          c.documented =
+              "sqlite.org, PRAGMA synchronous (https://www.sqlite.org/pragma.html#pragma_"
+              "synchronous): FULL in WAL mode syncs the WAL at every commit: durable across a "
+              "power loss";
+        }
         entries.push_back(c);
       }
     }

@@ -46,6 +46,9 @@ std::vector<std::unique_ptr<Workload>> AllWorkloads() {
   all.push_back(MakeRocksDbWorkload());
   all.push_back(MakeSqliteWorkload());
   all.push_back(MakeWalWorkload());
+  all.push_back(MakePostgresWorkload());
+  all.push_back(MakeRedisWorkload());
+  all.push_back(MakeLmdbWorkload());
   return all;
 }
 

@@ -84,7 +84,8 @@ void AddThreadsOption(CLI::App& run, int& threads, const std::string& who);
 // --value-size and --seed of the self-verifying payloads; `what` is "value" or "payload".
 void AddPayloadOptions(CLI::App& run, size_t& value_size, uint64_t& seed, const std::string& what);
 
-// Every workload, in the order of the command line (xlog, rocksdb, sqlite, wal).
+// Every workload, in the order of the command line (xlog, rocksdb, sqlite, wal, then the
+// databases: postgres, redis, lmdb).
 std::vector<std::unique_ptr<Workload>> AllWorkloads();
 
 // One per file: xlog_workload.cc, rocksdb_workload.cc, sqlite_workload.cc, wal_workload.cc.
@@ -92,5 +93,9 @@ std::unique_ptr<Workload> MakeXlogWorkload();
 std::unique_ptr<Workload> MakeRocksDbWorkload();
 std::unique_ptr<Workload> MakeSqliteWorkload();
 std::unique_ptr<Workload> MakeWalWorkload();
+// The database servers and libraries as Debian ships them (docs/your-database.md).
+std::unique_ptr<Workload> MakePostgresWorkload();
+std::unique_ptr<Workload> MakeRedisWorkload();
+std::unique_ptr<Workload> MakeLmdbWorkload();
 
 }  // namespace powercut::workloads

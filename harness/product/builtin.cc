@@ -35,7 +35,8 @@ BuiltinCatalog& LinkedCatalog() {
 }  // namespace
 
 std::vector<std::string> BuiltinWorkloads() {
-  return {"xlog", "xlog-append", "wal", "rocksdb", "sqlite-wal", "sqlite-delete"};
+  return {"xlog",          "xlog-append", "wal",   "rocksdb", "sqlite-wal",
+          "sqlite-delete", "postgres",    "redis", "lmdb"};
 }
 
 absl::StatusOr<std::vector<std::string>> BuiltinSettings(const std::string& workload) {
@@ -49,6 +50,13 @@ absl::StatusOr<std::vector<std::string>> BuiltinSettings(const std::string& work
   if (workload == "sqlite-wal" || workload == "sqlite-delete") {
     return std::vector<std::string>{"full", "extra", "normal", "off"};
   }
+  // The databases as they ship (docs/your-database.md); the settings name the catalog entries
+  // "<workload>-<setting>" (workloads/postgres_workload.cc, redis_workload.cc, lmdb_workload.cc).
+  if (workload == "postgres") {
+    return std::vector<std::string>{"sync-on", "sync-off", "fsync-off", "fpw-off"};
+  }
+  if (workload == "redis") return std::vector<std::string>{"always", "everysec", "no"};
+  if (workload == "lmdb") return std::vector<std::string>{"default", "nosync", "nometasync"};
   return absl::InvalidArgumentError(
       fmt::format("unknown workload '{}': built-in workloads are {} (or test your own program "
                   "with `powercut run --workload CMD --checker CMD`)",
@@ -77,6 +85,20 @@ absl::StatusOr<BuiltinCell> LookupBuiltin(const std::string& workload, const std
     cell.run_args = setting == "sync"     ? "--sync true"
                     : setting == "nosync" ? "--sync false"
                                           : "--sync false --disable-wal";
+  } else if (workload == "postgres") {
+    cell.kind = "postgres";
+    cell.run_args = setting == "sync-on"    ? "--synchronous-commit on"
+                    : setting == "sync-off" ? "--synchronous-commit off"
+                    : setting == "fsync-off"
+                        ? "--fsync off"
+                        // Torn pages need checkpoints that overwrite data pages between commits.
+                        : "--full-page-writes off --checkpoint-every 3";
+  } else if (workload == "redis") {
+    cell.kind = "redis";
+    cell.run_args = "--appendfsync " + setting;
+  } else if (workload == "lmdb") {
+    cell.kind = "lmdb";
+    cell.run_args = "--sync " + setting;
   } else {
     cell.kind = "sqlite";
     cell.run_args = fmt::format("--journal {} --synchronous {}",

@@ -17,6 +17,7 @@ using powercut::XmlEscape;
 
 uint64_t DefaultCount(const std::string& preset, const std::string& workload) {
   if (preset == "controls") return kControlsCount;
+  if (preset == "databases") return kDatabasesCount;
   return workload.rfind("xlog", 0) == 0 ? 20 : 10;
 }
 
@@ -58,12 +59,26 @@ std::vector<std::pair<std::string, std::string>> ControlsCells() {
   return cells;
 }
 
+// The databases preset (docs/results.md, "Databases"): every built-in database x setting, each
+// judged against what its own documentation promises (the catalog's `documented`).
+std::vector<std::pair<std::string, std::string>> DatabasesCells() {
+  std::vector<std::pair<std::string, std::string>> cells;
+  for (const char* db : {"postgres", "redis", "lmdb"}) {
+    // Held in a variable: a range-for over `*BuiltinSettings(db)` would outlive the temporary.
+    const absl::StatusOr<std::vector<std::string>> settings = BuiltinSettings(db);
+    for (const std::string& setting : *settings) cells.emplace_back(db, setting);
+  }
+  cells.emplace_back("sqlite-wal", "full");
+  cells.emplace_back("sqlite-wal", "normal");
+  return cells;
+}
+
 }  // namespace
 
-std::vector<std::string> PresetNames() { return {"headline", "controls"}; }
+std::vector<std::string> PresetNames() { return {"headline", "controls", "databases"}; }
 
 std::vector<std::string> PresetDefaultFs(const std::string& preset) {
-  if (preset == "controls") return {"ext4", "xfs"};
+  if (preset == "controls" || preset == "databases") return {"ext4", "xfs"};
   return {"ext4"};
 }
 
@@ -83,6 +98,8 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
       pairs = HeadlineCells();
     } else if (o.preset == "controls") {
       pairs = ControlsCells();
+    } else if (o.preset == "databases") {
+      pairs = DatabasesCells();
     } else {
       return absl::InvalidArgumentError(
           fmt::format("--preset {}: expected one of {}", o.preset, fmt::join(PresetNames(), ", ")));
@@ -146,6 +163,10 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
           {"barriers", o.barriers},
           {"fs", o.fs},
           {"sector", harness::SectorFormatName(o.sector)},
+          {"guest",
+           {{"memory_mib", o.guest.memory_mib},
+            {"cpus", o.guest.cpus},
+            {"disk_bytes", o.guest.disk_bytes}}},
           {"cache", o.cache},
           {"window", o.window},
           {"points", o.points},
@@ -216,6 +237,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     r.timeout = std::chrono::seconds(o.timeout_s);
     r.checker_timeout_s = o.checker_timeout_s;
     r.max_acks = o.max_acks;
+    r.guest = o.guest;
     CellExpect expect;
     std::vector<std::string> notes;
     if (c.custom) {

@@ -24,17 +24,22 @@
 
 namespace powercut::product {
 
-// The presets (`--preset`): "headline" (the 10 cells on ext4) and "controls" (the
+// The presets (`--preset`): "headline" (the 10 cells on ext4), "controls" (the
 // known-good and known-bad programs the suite's controls test runs: harness/product/matrix.cc,
-// docs/results.md).
+// docs/results.md) and "databases" (PostgreSQL, Redis, LMDB and SQLite WAL, every setting, judged
+// against each database's documentation: docs/your-database.md).
 std::vector<std::string> PresetNames();
-// The file systems a preset runs on when --fs is not given: controls ext4 and xfs, else ext4.
+// The file systems a preset runs on when --fs is not given: controls and databases ext4 and xfs,
+// else ext4.
 std::vector<std::string> PresetDefaultFs(const std::string& preset);
 // Commits per cell of the controls preset (cheap: every cell boots a VM).
 inline constexpr uint64_t kControlsCount = 8;
+// Commits per cell of the databases preset: every crash state starts a server (PostgreSQL: about
+// 0.5 s per state on the host), so a few commits keep a cell near a minute.
+inline constexpr uint64_t kDatabasesCount = 5;
 
 struct MatrixOptions {
-  std::string preset;                  // "", "headline" or "controls"
+  std::string preset;                  // "", "headline", "controls" or "databases"
   std::vector<std::string> workloads;  // built-in names (harness/product/builtin.h)
   std::vector<std::string> barriers;   // settings; empty: each workload's own list
   std::vector<std::string> fs = {"ext4"};
@@ -48,6 +53,7 @@ struct MatrixOptions {
   // Commits per workload run; 0: the default (controls preset 8; else xlog 20, others 10).
   uint64_t count = 0;
   uint64_t seed = 1;
+  GuestSize guest;           // every cell's guest (`--guest-memory`, `--guest-cpus`, `--disk-size`)
   uint32_t atomic_unit = 0;  // 0: the recorded disk's physical sector (4,096 B on the 512e default)
   bool torn = true;          // torn-write variants, on by default everywhere
   bool fs_failures_are_violations = false;

@@ -219,6 +219,9 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
   spec.recording = o.recording;
   spec.output_dir = dir;
   spec.timeout = o.timeout;
+  spec.memory_mib = o.guest.memory_mib;
+  spec.cpus = o.guest.cpus;
+  spec.disk_bytes = o.guest.disk_bytes;
   auto start = std::chrono::steady_clock::now();
   auto run = vm::RunInVm(env, spec);
   out.record_seconds =

@@ -34,6 +34,14 @@ inline constexpr char kDefaultStates[] = "8";
 
 struct RecordingStore;  // harness/product/recordings.h
 
+// The guest a run boots (`--guest-memory`, `--guest-cpus`, `--disk-size`); 0 = the VM's defaults
+// (768 MiB, 1 CPU, the file system's default disk: docs/your-database.md, "The guest").
+struct GuestSize {
+  int memory_mib = 0;
+  int cpus = 0;
+  uint64_t disk_bytes = 0;
+};
+
 struct RunOptions {
   std::string name;      // in reports; empty: "run"
   std::string workload;  // command, run in the guest with /bin/sh -c
@@ -54,6 +62,7 @@ struct RunOptions {
   double checker_timeout_s = 60;
   std::chrono::seconds timeout{600};  // the whole VM run (boot included)
   uint64_t max_acks = 1000000;        // more is an ack flood
+  GuestSize guest;
   std::string keep_dir;  // keep the recording (trace, manifest, base image) here; "" = temporary
   // Where a temporary recording goes when the run has violating states, so that the report's
   // rebuild commands keep working (harness/product/recordings.h); nullptr: it is deleted.

@@ -328,6 +328,8 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
   q.console_log = result.console_log;
   q.ack_socket = run / "ack.sock";
   q.accel = env.accel;
+  if (spec.memory_mib > 0) q.memory_mib = spec.memory_mib;
+  if (spec.cpus > 0) q.cpus = spec.cpus;
   q.keep_paths = KeepPathsFor(env.agent, spec.keep_paths, {spec.command, spec.checker});
   q.guest_modules = GuestModulesFor(spec.fs, log_writes, !spec.flakey.empty());
   GuestJob job;

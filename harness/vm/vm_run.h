@@ -85,6 +85,10 @@ struct RunSpec {
   // 0 = the file system's default_image_bytes (harness/check/file_system.h: ext4 512 MiB, so
   // mke2fs picks its normal 4 KiB-block profile; xfs 300 MiB; btrfs and raw 128 MiB).
   uint64_t disk_bytes = 0;
+  // The guest's memory and CPUs (`--guest-memory`, `--guest-cpus`); 0 = QemuOptions' defaults
+  // (768 MiB, 1 CPU).
+  int memory_mib = 0;
+  int cpus = 0;
   // The disk under test's write cache as the guest sees it (qemu.h); kWriteThrough makes the
   // guest see no volatile cache (then the block layer strips FLUSH/FUA: nothing to record).
   DiskCache disk_cache = DiskCache::kDefault;

@@ -15,9 +15,9 @@ using testing::RunCommand;
 using testing::TempDir;
 
 TEST(Cli, UnknownWorkloadAndBadShardAreUsageErrors) {
-  auto r = RunCommand(std::string(POWERCUT_BIN) + " matrix --workloads postgres --quiet");
+  auto r = RunCommand(std::string(POWERCUT_BIN) + " matrix --workloads mongodb --quiet");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("unknown workload 'postgres'"));
+  EXPECT_THAT(r.output, HasSubstr("unknown workload 'mongodb'"));
   for (const char* shard : {"0/3", "4/3", "x"}) {
     r = RunCommand(std::string(POWERCUT_BIN) + " matrix --shard " + shard + " --quiet");
     EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -26,6 +26,21 @@ TEST(Cli, UnknownWorkloadAndBadShardAreUsageErrors) {
   r = RunCommand(std::string(POWERCUT_BIN) + " matrix --workloads xlog --barriers bogus");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("bogus"));
+}
+
+// Guest sizing is checked before any VM boots, and a matrix records it in its parameters.
+TEST(Cli, GuestSizeFlagsAreCheckedAndRecorded) {
+  auto r = RunCommand(std::string(POWERCUT_BIN) +
+                      " run --workload true --checker true --disk-size 1MiB --quiet");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--disk-size 1MiB: at least 64MiB"));
+  r = RunCommand(std::string(POWERCUT_BIN) + " matrix --preset databases --guest-cpus 0 --list");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--guest-cpus"));
+  r = RunCommand(std::string(POWERCUT_BIN) +
+                 " matrix --preset databases --guest-memory 1024 --disk-size 1GiB --list");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("postgres/sync-on/ext4"));
 }
 
 TEST(Cli, ListShowsEachShardsCellsAndTheyPartitionThePlan) {

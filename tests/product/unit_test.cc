@@ -63,10 +63,10 @@ TEST(Plan, PresetAndErrorsNameTheBadValue) {
   EXPECT_EQ(plan->front().Name(), "xlog/fdatasync/ext4");
 
   MatrixOptions bad;
-  bad.workloads = {"postgres"};
+  bad.workloads = {"mongodb"};
   auto r = PlanMatrix(bad);
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), HasSubstr("unknown workload 'postgres'"));
+  EXPECT_THAT(r.status().message(), HasSubstr("unknown workload 'mongodb'"));
   EXPECT_THAT(r.status().message(), HasSubstr("xlog"));
 
   MatrixOptions barrier;

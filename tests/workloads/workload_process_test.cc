@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -263,7 +264,8 @@ TEST_F(WorkloadProcessTest, XlogRunsOnARawDevice) {
 }
 
 TEST_F(WorkloadProcessTest, CheckersOfAnEmptyDirectoryHaveNothing) {
-  for (const std::string workload : {"xlog", "rocksdb", "sqlite", "wal"}) {
+  for (const std::string workload :
+       {"xlog", "rocksdb", "sqlite", "wal", "postgres", "redis", "lmdb"}) {
     CheckOutput check = Check(workload);
     EXPECT_EQ(check.exit_code, 0) << workload << ": " << check.err;
     EXPECT_THAT(check.have, IsEmpty()) << workload;
@@ -344,6 +346,50 @@ TEST_F(WorkloadProcessTest, CheckerOfADamagedStoreExitsOne) {
   CheckOutput check = Check("sqlite");
   EXPECT_EQ(check.exit_code, 1);
   EXPECT_FALSE(check.err.empty());
+}
+
+// A PostgreSQL server that cannot recover its data folder (pg_control overwritten) is the
+// checker's failure, exit 1, with the server's own log quoted: the report must say why.
+TEST_F(WorkloadProcessTest, PostgresCheckerQuotesTheServerLogWhenItCannotRecover) {
+  ASSERT_EQ(Run({"postgres", "run", "--count", "3"}).exit_code, 0);
+  {
+    FILE* f = std::fopen((data_ + "/pgdata/global/pg_control").c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::vector<char> junk(512, '\x5a');
+    std::fwrite(junk.data(), 1, junk.size(), f);
+    std::fclose(f);
+  }
+  CheckOutput check = Check("postgres");
+  EXPECT_EQ(check.exit_code, 1);
+  EXPECT_THAT(check.out, IsEmpty());
+  EXPECT_THAT(check.err, HasSubstr("PostgreSQL server on"));
+  EXPECT_THAT(check.err, HasSubstr("its log:"));
+  EXPECT_THAT(check.err, HasSubstr("PG_CONTROL_VERSION"));  // the server's own words
+}
+
+// Redis loads an AOF whose last command was cut short (aof-load-truncated yes, its default) and
+// keeps every whole one; garbage in the middle of the AOF stops it, exit 1, its log quoted.
+TEST_F(WorkloadProcessTest, RedisCheckerLoadsATruncatedAofAndRefusesAGarbledOne) {
+  ASSERT_EQ(Run({"redis", "run", "--count", "5"}).exit_code, 0);
+  std::string aof;
+  for (const auto& e : std::filesystem::directory_iterator(data_ + "/redis/appendonlydir")) {
+    if (e.path().string().ends_with(".incr.aof")) aof = e.path().string();
+  }
+  ASSERT_FALSE(aof.empty());
+  const auto size = std::filesystem::file_size(aof);
+  std::filesystem::resize_file(aof, size - 10);  // inside the fifth SET
+  CheckOutput cut = Check("redis");
+  EXPECT_EQ(cut.exit_code, 0) << cut.err;
+  EXPECT_EQ(cut.have, (std::set<std::string>{"1", "2", "3", "4"})) << cut.err;
+  {
+    FILE* f = std::fopen(aof.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fputs("garbage!", f);  // over the first command's header: not RESP any more
+    std::fclose(f);
+  }
+  CheckOutput garbled = Check("redis");
+  EXPECT_EQ(garbled.exit_code, 1);
+  EXPECT_THAT(garbled.err, HasSubstr("its log:"));
 }
 
 // A real ENOSPC from a small tmpfs: the workload stops acking, exits 1 with the error, and every

@@ -38,7 +38,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
     product::MatrixOptions o;
     std::vector<std::string> workloads, barriers, fs;
     std::string sector = "512e", shard = "1/1", json, junit, html, workload_binary, agent, cells,
-                recordings, recordings_cap = "1GiB", budget;
+                recordings, recordings_cap = "1GiB", budget, disk_size;
     bool quiet = false, list = false, no_torn = false, no_expect = false;
   };
   auto a = std::make_shared<Args>();
@@ -50,13 +50,19 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
   m->add_option("--preset", a->o.preset,
                 "headline: the issue's 10 cells on ext4; controls: the known-good and known-bad "
                 "programs (6 black-box programs, the WAL under every durable barrier, RocksDB "
-                "sync, SQLite WAL FULL) on ext4 and xfs, 8 commits each");
+                "sync, SQLite WAL FULL) on ext4 and xfs, 8 commits each; databases: PostgreSQL, "
+                "Redis, LMDB and SQLite WAL, every setting, against each database's documentation, "
+                "on ext4 and xfs, 5 commits each");
   m->add_option("--workloads", a->workloads,
-                "xlog, xlog-append, wal, rocksdb, sqlite-wal, sqlite-delete (comma-separated)");
+                "xlog, xlog-append, wal, rocksdb, sqlite-wal, sqlite-delete, postgres, redis, "
+                "lmdb (comma-separated)");
   m->add_option("--barriers", a->barriers,
                 "settings: barriers (fdatasync, none, direct, ...), rocksdb sync|nosync|nowal, "
-                "sqlite full|extra|normal|off; default: all of each workload's");
-  m->add_option("--fs", a->fs, "ext4, xfs, btrfs (default ext4; --preset controls: ext4,xfs)");
+                "sqlite full|extra|normal|off, postgres sync-on|sync-off|fsync-off|fpw-off, redis "
+                "always|everysec|no, lmdb default|nosync|nometasync; default: all of each "
+                "workload's");
+  m->add_option("--fs", a->fs,
+                "ext4, xfs, btrfs (default ext4; --preset controls, databases: ext4,xfs)");
   m->add_option("--sector", a->sector,
                 "the recorded disk's sectors: 512n, 512e (512-byte logical, 4,096-byte "
                 "physical) or 4kn")
@@ -68,7 +74,8 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
   m->add_option("--states", a->o.states, "per point: exhaustive or about N states")
       ->capture_default_str();
   m->add_option("--count", a->o.count,
-                "commits per workload run (default: --preset controls 8; else xlog 20, others 10)");
+                "commits per workload run (default: --preset controls 8, databases 5; else xlog "
+                "20, others 10)");
   m->add_option("--seed", a->o.seed, "seed");
   m->add_option("--atomic", a->o.atomic_unit,
                 "atomic unit (512 or 4096; default: the disk's physical sector)");
@@ -85,6 +92,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
   m->add_option("--timeout", a->o.timeout_s, "seconds per VM run")->capture_default_str();
   m->add_option("--keep", a->o.keep_dir, "keep each cell's recording under this folder");
   AddRecordingsOptions(m, &a->recordings, &a->recordings_cap);
+  AddGuestSizeOptions(m, &a->o.guest, &a->disk_size);
   m->add_option("--workload-binary", a->workload_binary, "the powercut-workload binary");
   m->add_option("--json", a->json, "write the JSON report (powercut-matrix/1) here");
   m->add_option("--junit", a->junit, "write a JUnit XML report here");
@@ -116,6 +124,10 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
         return;
       }
       o.budget_seconds = *budget;
+    }
+    if (absl::Status s = ParseGuestDisk(a->disk_size, &o.guest); !s.ok()) {
+      *exit_code = CouldNotRun(std::string(s.message()));
+      return;
     }
     o.powercut = product::SelfPath();
     o.progress = !a->quiet;

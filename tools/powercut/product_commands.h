@@ -4,6 +4,8 @@
 #pragma once
 
 #include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "harness/product/run.h"
 
 namespace powercut::cli {
 
@@ -22,6 +24,11 @@ inline void AddProductCommands(CLI::App& app, int* exit_code) {
 
 // --recordings DIR and --recordings-cap SIZE of `run` and `matrix` (docs/run.md, "Recordings").
 void AddRecordingsOptions(CLI::App* command, std::string* dir, std::string* cap);
+// --guest-memory MiB, --guest-cpus N, --disk-size SIZE (run and matrix): `disk` is parsed by
+// ParseGuestDisk.
+void AddGuestSizeOptions(CLI::App* command, product::GuestSize* guest, std::string* disk);
+// Fills guest->disk_bytes from --disk-size ("" keeps the file system's default).
+absl::Status ParseGuestDisk(const std::string& disk, product::GuestSize* guest);
 
 // Prints "powercut: <message>" to stderr and returns 2 (could not run).
 int CouldNotRun(const std::string& message);

@@ -17,6 +17,28 @@
 
 namespace powercut::cli {
 
+void AddGuestSizeOptions(CLI::App* command, product::GuestSize* guest, std::string* disk) {
+  command->add_option("--guest-memory", guest->memory_mib, "guest memory in MiB (default 768)")
+      ->check(CLI::Range(128, 65536));
+  command->add_option("--guest-cpus", guest->cpus, "guest CPUs (default 1)")
+      ->check(CLI::Range(1, 64));
+  command->add_option("--disk-size", *disk,
+                      "the disk under test, e.g. 1GiB (default: ext4 512MiB, xfs 300MiB, btrfs "
+                      "128MiB)");
+}
+
+absl::Status ParseGuestDisk(const std::string& disk, product::GuestSize* guest) {
+  if (disk.empty()) return absl::OkStatus();
+  absl::StatusOr<uint64_t> bytes = product::ParseByteSize(disk, "--disk-size");
+  if (!bytes.ok()) return bytes.status();
+  if (*bytes < (uint64_t{64} << 20)) {
+    return absl::InvalidArgumentError(
+        fmt::format("--disk-size {}: at least 64MiB (mkfs needs room for its journal)", disk));
+  }
+  guest->disk_bytes = *bytes;
+  return absl::OkStatus();
+}
+
 void AddRecordingsOptions(CLI::App* command, std::string* dir, std::string* cap) {
   command->add_option("--recordings", *dir,
                       "keep failing runs' recordings here for the rebuild commands (default: "
@@ -36,7 +58,11 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     product::RunOptions o;
     std::string cache = "all", window = "16", recorder = "nbd", points = product::kDefaultPoints,
                 states = product::kDefaultStates, json, junit, html, trace, sector = "512e", expect,
+<<<<<<< HEAD
                 recordings, recordings_cap = "1GiB", budget;
+=======
+                recordings, recordings_cap = "1GiB", disk_size;
+>>>>>>> db
     int timeout = 600;
     bool quiet = false, no_torn = false;
   };
@@ -85,6 +111,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "expected verdict per cache model, e.g. off=survives,on=survives,lying=loses "
                   "(survives, loses, may-lose); exit 0 when every model matches it, 1 otherwise");
   AddRecordingsOptions(run, &a->recordings, &a->recordings_cap);
+  AddGuestSizeOptions(run, &a->o.guest, &a->disk_size);
   run->add_option("--max-unchecked", a->o.max_could_not_check,
                   "stop (exit 2) after this many checker runs whose output is not the protocol")
       ->capture_default_str();
@@ -115,7 +142,12 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     absl::StatusOr<double> budget = a->budget.empty() ? 0.0 : harness::ParseBudget(a->budget);
     for (const absl::Status& s :
          {models.status(), points.status(), states.status(), recorder.status(), sector.status(),
+<<<<<<< HEAD
           recordings.status(), budget.status(), product::ValidateRunOptions(o)}) {
+=======
+          recordings.status(), ParseGuestDisk(a->disk_size, &o.guest),
+          product::ValidateRunOptions(o)}) {
+>>>>>>> db
       if (!s.ok()) {
         *exit_code = CouldNotRun(std::string(s.message()));
         return;
@@ -188,6 +220,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                 {"checker", o.checker},
                 {"fs", o.fs},
                 {"sector", harness::SectorFormatName(o.sector)},
+                {"guest",
+                 {{"memory_mib", o.guest.memory_mib},
+                  {"cpus", o.guest.cpus},
+                  {"disk_bytes", o.guest.disk_bytes}}},
                 {"status", !outcome.ran                    ? "error"
                            : !outcome.report->passed()     ? "fail"
                            : outcome.could_not_check() > 0 ? "incomplete"

@@ -1,0 +1,123 @@
+// What the server workloads (postgres, redis) share: the account a server runs as, a private
+// folder for its unix socket and log, and running its tools as that account.
+//
+// Why: database servers refuse to run as root (PostgreSQL) or should not (Redis), and the
+// workload and checker run as root in the guest (and as root on the host, which loop-mounts the
+// crash images). A server listens only on a unix socket in a fresh folder under /tmp, so two
+// checkers on the host, or a server of the host, never share a socket, a port or a lock file.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/process.h"
+
+namespace powercut::workloads {
+
+// The account a server runs as: `user` when this process is root (its uid and gid from the
+// password database), else this process's own account (the server then runs as the caller).
+struct ServiceAccount {
+  std::string user;  // "" when not switching (not root)
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+// FailedPrecondition naming `package` (which creates the account) when root and `user` does not
+// exist.
+absl::StatusOr<ServiceAccount> ServiceAccountFor(const std::string& user,
+                                                 const std::string& package);
+
+// `argv` prefixed to run as `account` (setpriv from util-linux: no PAM, no session, works in the
+// guest, which has no /run/systemd and no login machinery); unchanged when not switching.
+std::vector<std::string> AsAccount(const ServiceAccount& account, std::vector<std::string> argv);
+
+// A server run in the foreground as this process's child, as `account`, that says "READY=1" on
+// $NOTIFY_SOCKET once it accepts clients (sd_notify: Debian builds PostgreSQL and Redis with
+// systemd support, and both speak it with no systemd present). Waiting for that message is exact:
+// no polling of the socket, no sleeps. The child gets SIGKILL when this process dies (setpriv
+// --pdeathsig: a killed workload takes its server with it, as a crash of the machine would), and
+// when the object dies.
+class NotifiedServer {
+ public:
+  // Starts `argv` (run through AsAccount) with stdout and stderr appended to `output_path`, and
+  // waits up to `timeout` for READY=1. A server that exits first or stays silent is an error of
+  // `failure_code` quoting the last lines of `log_path` (or of `output_path` when the log does
+  // not exist); `what` names the server in it.
+  static absl::StatusOr<std::unique_ptr<NotifiedServer>> Start(
+      const ServiceAccount& account, const std::vector<std::string>& argv,
+      const std::string& folder, const std::string& output_path, const std::string& log_path,
+      const std::string& what, std::chrono::seconds timeout, absl::StatusCode failure_code);
+  ~NotifiedServer() = default;
+
+  // Sends `signal` and waits up to `timeout` for the server to exit; InternalError when it
+  // does not (it is then SIGKILLed).
+  absl::Status Stop(int signal, std::chrono::seconds timeout);
+  // The last lines of its log (or of its output, when it died before it had a log).
+  std::string LogTail() const;
+
+ private:
+  NotifiedServer(std::string output_path, std::string log_path, std::string what)
+      : output_path_(std::move(output_path)),
+        log_path_(std::move(log_path)),
+        what_(std::move(what)) {}
+  std::string output_path_;
+  std::string log_path_;
+  std::string what_;
+  std::optional<ChildProcess> child_;  // SIGKILLed and reaped when the object dies
+};
+
+// Runs `argv` as `account` in `working_dir` (RunCommand's rules).
+absl::StatusOr<CommandResult> RunAs(const ServiceAccount& account, std::vector<std::string> argv,
+                                    const std::string& working_dir);
+
+// A folder /tmp/powercut-<what>-XXXXXX owned by the account, mode 0700, removed with everything in
+// it when the object dies (after detaching the bind of ReachableByAccount, never through it).
+// Short, so unix socket paths fit in sun_path (108 bytes).
+class PrivateFolder {
+ public:
+  static absl::StatusOr<PrivateFolder> Create(const std::string& what,
+                                              const ServiceAccount& account);
+  PrivateFolder(PrivateFolder&& other) noexcept : path_(std::move(other.path_)) {
+    other.path_.clear();
+  }
+  PrivateFolder& operator=(PrivateFolder&&) = delete;
+  PrivateFolder(const PrivateFolder&) = delete;
+  ~PrivateFolder();
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit PrivateFolder(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+// `dir` as a path the account can reach. The tester mounts crash images under its own mode-0700
+// folders (mkdtemp), which a server running as postgres or redis cannot traverse; so, when
+// switching accounts, this process moves to a mount namespace of its own (unshare(CLONE_NEWNS),
+// every mount private) and binds `dir` at `<folder>/data`, which only this process and its
+// children (the server) see and which vanishes with them: nothing to unmount on any exit path.
+// Returns `dir` unchanged when not switching accounts.
+absl::StatusOr<std::string> ReachableByAccount(const ServiceAccount& account,
+                                               const std::string& dir, const std::string& folder);
+
+// Creates `path` (mode 0700) owned by the account. AlreadyExists when it exists.
+absl::Status MakeOwnedFolder(const std::string& path, const ServiceAccount& account);
+
+// The last `lines` lines of the file at `path`, or a note that it cannot be read: for quoting a
+// server's log in an error.
+std::string FileTail(const std::string& path, int lines);
+
+// syncfs(2) on the file system holding `path`: makes a server's set-up (its files written by
+// tools that were told not to sync, e.g. initdb -N) durable in one call before the first commit.
+absl::Status SyncFileSystem(const std::string& path);
+
+// The first executable among `candidates`; NotFound listing them and saying what to install.
+absl::StatusOr<std::string> FindProgram(const std::vector<std::string>& candidates,
+                                        const std::string& install_hint);
+
+}  // namespace powercut::workloads
