@@ -58,11 +58,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     product::RunOptions o;
     std::string cache = "all", window = "16", recorder = "nbd", points = product::kDefaultPoints,
                 states = product::kDefaultStates, json, junit, html, trace, sector = "512e", expect,
-<<<<<<< HEAD
-                recordings, recordings_cap = "1GiB", budget;
-=======
-                recordings, recordings_cap = "1GiB", disk_size;
->>>>>>> db
+                recordings, recordings_cap = "1GiB", budget, disk_size;
     int timeout = 600;
     bool quiet = false, no_torn = false;
   };
@@ -142,12 +138,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     absl::StatusOr<double> budget = a->budget.empty() ? 0.0 : harness::ParseBudget(a->budget);
     for (const absl::Status& s :
          {models.status(), points.status(), states.status(), recorder.status(), sector.status(),
-<<<<<<< HEAD
-          recordings.status(), budget.status(), product::ValidateRunOptions(o)}) {
-=======
-          recordings.status(), ParseGuestDisk(a->disk_size, &o.guest),
+          recordings.status(), budget.status(), ParseGuestDisk(a->disk_size, &o.guest),
           product::ValidateRunOptions(o)}) {
->>>>>>> db
       if (!s.ok()) {
         *exit_code = CouldNotRun(std::string(s.message()));
         return;
