@@ -464,10 +464,6 @@ int ChildProcess::Kill() {
   return *exit_code_;
 }
 
-void RegisterScratchFolder(const std::string& path) { powercut::RegisterCleanupFolder(path); }
-
-void UnregisterScratchFolder(const std::string& path) { powercut::UnregisterCleanupFolder(path); }
-
 void InstallInterruptHandlers() {
   struct sigaction sa {};
   sa.sa_handler = KillLiveGroupsAndDie;

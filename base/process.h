@@ -131,9 +131,4 @@ class ChildProcess {
 // same signal.
 void InstallInterruptHandlers();
 
-// A scratch folder that the interrupt handler removes with everything in it: forwards to
-// powercut::RegisterCleanupFolder (limits there).
-void RegisterScratchFolder(const std::string& path);
-void UnregisterScratchFolder(const std::string& path);
-
 }  // namespace powercut

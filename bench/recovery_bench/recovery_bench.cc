@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "base/scratch_dir.h"
 #include "recovery/recovery.h"
 #include "wal/wal.h"
 
@@ -25,19 +26,12 @@ int main(int argc, char** argv) {
   app.add_option("--dir", base, "where to create the scratch log");
   CLI11_PARSE(app, argc, argv);
 
-  std::string pattern = base + "/powercut-recovery-bench-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) {
-    fmt::print(stderr, "recovery_bench: cannot create a directory under {}\n", base);
+  auto scratch = powercut::ScratchDir::Create("powercut-recovery-bench", base);
+  if (!scratch.ok()) {
+    fmt::print(stderr, "recovery_bench: {}\n", std::string(scratch.status().message()));
     return 2;
   }
-  const std::string dir = pattern + "/wal";
-  struct Cleanup {
-    std::string path;
-    ~Cleanup() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  } cleanup{pattern};
+  const std::string dir = scratch->File("wal");
 
   powercut::wal::WalOptions options;
   options.barrier = powercut::wal::Barrier::kNone;

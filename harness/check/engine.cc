@@ -15,7 +15,7 @@
 #include "absl/strings/cord.h"
 #include "absl/synchronization/mutex.h"
 #include "base/image_io.h"
-#include "base/signal_cleanup.h"
+#include "base/scratch_dir.h"
 #include "base/status_macros.h"
 #include "base/tsan_mutex.h"
 #include "fmt/format.h"
@@ -319,13 +319,11 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
   // Work folder.
   bool own_dir = o.work_dir.empty();
   std::string dir = o.work_dir;
+  ScratchDir own_work;  // destroyed after Cleanup below has closed the workers' images
   if (own_dir) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "powercut-check-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      return absl::InternalError(fmt::format("check: mkdtemp({}) failed", tmpl));
-    }
-    dir = tmpl;
-    RegisterCleanupFolder(dir);  // a fatal signal removes it (harness/signal_cleanup.h)
+    ASSIGN_OR_RETURN(own_work, ScratchDir::Create("powercut-check",
+                                                  std::filesystem::temp_directory_path()));
+    dir = own_work.path();
   } else {
     std::filesystem::create_directories(dir);
   }
@@ -339,10 +337,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
         w.image.reset();
       }
       std::error_code ec;
-      if (own) {
-        std::filesystem::remove_all(dir, ec);
-        UnregisterCleanupFolder(dir);
-      } else {
+      if (!own) {
         for (Worker& w : *workers) {
           if (!w.scratch.empty()) std::filesystem::remove(w.scratch, ec);
           if (!w.mountpoint.empty()) std::filesystem::remove(w.mountpoint, ec);

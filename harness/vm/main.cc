@@ -10,6 +10,7 @@
 
 #include "CLI/CLI.hpp"
 #include "base/process.h"
+#include "base/scratch_dir.h"
 #include "fmt/format.h"
 #include "harness/vm/initramfs.h"
 #include "harness/vm/kernel.h"
@@ -144,13 +145,12 @@ int main(int argc, char** argv) {
   fmt::print("kernel {} ({}), initramfs {}, accel {}\n", env->kernel.release,
              env->kernel.package_version, env->initramfs.path, AccelName(env->accel));
   if (boot->parsed()) {
-    char tmpl[] = "/tmp/powercut-boot-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return Fail(absl::UnavailableError("mkdtemp failed"));
-    spec.output_dir = tmpl;
+    auto folder = powercut::ScratchDir::Create("powercut-boot", "/tmp");
+    if (!folder.ok()) return Fail(folder.status());
+    spec.output_dir = folder->path();
     spec.command = "true";
     spec.recording = powercut::vm::Recording::kNone;
     auto r = powercut::vm::RunInVm(*env, spec);
-    std::filesystem::remove_all(tmpl);
     if (!r.ok()) return Fail(r.status());
     fmt::print("boot to agent: {:.2f} s (guest uptime {:.2f} s), whole run {:.2f} s, accel {}\n",
                r->boot_seconds, r->guest.ready_seconds, r->wall_seconds, AccelName(r->accel));
