@@ -27,9 +27,9 @@ absl::StatusOr<std::unique_ptr<BenchDir>> BenchDir::Create(const std::string& pa
   while (where.size() > 1 && where.back() == '/') where.pop_back();
   auto dir = ScratchDir::Create("walbench", where);
   if (!dir.ok()) {
-    return absl::PermissionDeniedError(fmt::format(
-        "--dir {}: cannot create a scratch directory there ({}); pass a writable directory", parent,
-        std::string(dir.status().message())));
+    // ScratchDir's message names the folder and says to make it writable.
+    return absl::PermissionDeniedError(
+        fmt::format("--dir {}: {}", parent, std::string(dir.status().message())));
   }
   return std::unique_ptr<BenchDir>(new BenchDir(std::move(*dir)));
 }
