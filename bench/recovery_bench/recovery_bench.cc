@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <string>
 
@@ -14,7 +16,7 @@
 #include "recovery/recovery.h"
 #include "wal/wal.h"
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   CLI::App app{"recovery_bench: recovery scan throughput from the page cache"};
   uint64_t mib = 1024;
   uint32_t record_bytes = 4000;
@@ -81,4 +83,13 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc: report it instead of aborting
+    std::fprintf(stderr, "recovery_bench: %s\n", e.what());
+    return 2;
+  }
 }

@@ -6,6 +6,7 @@
 //   powercut-vm check ...    boot a fresh guest on an image and run a checker
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 
 #include "CLI/CLI.hpp"
@@ -77,7 +78,7 @@ void PrintRun(const powercut::vm::RunResult& r) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   powercut::InstallInterruptHandlers();
   CLI::App app{"powercut-vm: the VM crash domain of powercut"};
   app.require_subcommand(1);
@@ -202,4 +203,13 @@ int main(int argc, char** argv) {
     return r->checker_exit_code == 0 ? 0 : 5;
   }
   return 2;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc: report it instead of aborting
+    std::fprintf(stderr, "powercut-vm: %s\n", e.what());
+    return 2;
+  }
 }

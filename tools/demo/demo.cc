@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -195,4 +196,11 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace powercut
 
-int main(int argc, char** argv) { return powercut::Main(argc, argv); }
+int main(int argc, char** argv) {
+  try {
+    return powercut::Main(argc, argv);
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc: report it instead of aborting
+    std::fprintf(stderr, "powercut-demo: %s\n", e.what());
+    return 2;
+  }
+}

@@ -119,7 +119,7 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
   cell->judged = !a.expect.empty();
   if (cell->judged) {
     std::vector<std::string> caches;
-    for (const auto& m : *models) caches.push_back(m.Name());
+    for (const auto& m : *models) caches.emplace_back(m.Name());
     auto expect = product::ParseExpect(a.expect, caches);
     if (!expect.ok()) return expect.status();
     cell->expect = *expect;
