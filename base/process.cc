@@ -76,14 +76,23 @@ std::vector<std::string> ChildEnvironment(const ProcessOptions& o) {
   return env;
 }
 
-// argv-style null-terminated pointers into `strings` (which must outlive them).
-std::vector<char*> Pointers(std::vector<std::string>& strings) {
-  std::vector<char*> p;
-  p.reserve(strings.size() + 1);
-  for (std::string& s : strings) p.push_back(s.data());
-  p.push_back(nullptr);
-  return p;
-}
+// argv and envp for exec, made before the child starts (a forked child must not allocate).
+struct ExecStrings {
+  ExecStrings(const std::vector<std::string>& args, const ProcessOptions& o)
+      : arg_strings(args), env_strings(ChildEnvironment(o)) {
+    for (std::string& a : arg_strings) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (std::string& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
+  ExecStrings(const ExecStrings&) = delete;
+  ExecStrings& operator=(const ExecStrings&) = delete;
+
+  std::vector<std::string> arg_strings;
+  std::vector<std::string> env_strings;
+  std::vector<char*> argv;  // null-terminated, into arg_strings
+  std::vector<char*> envp;  // null-terminated, into env_strings
+};
 
 // Where a child's standard streams go.
 struct ChildFds {
@@ -134,10 +143,7 @@ struct Started {
 
 absl::StatusOr<Started> ForkChild(const std::vector<std::string>& argv, const ProcessOptions& o,
                                   ChildFds fds) {
-  std::vector<std::string> args = argv;
-  std::vector<std::string> env = ChildEnvironment(o);
-  std::vector<char*> arg_ptrs = Pointers(args);
-  std::vector<char*> env_ptrs = Pointers(env);
+  ExecStrings exec(argv, o);
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) {
     return absl::InternalError(fmt::format("pipe for `{}`: {}", argv[0], ErrnoText()));
@@ -150,7 +156,7 @@ absl::StatusOr<Started> ForkChild(const std::vector<std::string>& argv, const Pr
     return absl::InternalError(fmt::format("fork for `{}`: {}", argv[0], ErrnoText()));
   }
   if (pid == 0) {
-    ExecChild(arg_ptrs.data(), env_ptrs.data(), fds,
+    ExecChild(exec.argv.data(), exec.envp.data(), fds,
               o.working_dir.empty() ? nullptr : o.working_dir.c_str(), parent, report[1]);
   }
   // Also set the group from the parent, so a kill right after the start cannot miss it.
@@ -175,10 +181,7 @@ absl::StatusOr<Started> ForkChild(const std::vector<std::string>& argv, const Pr
 
 absl::StatusOr<Started> SpawnChild(const std::vector<std::string>& argv, const ProcessOptions& o,
                                    ChildFds fds) {
-  std::vector<std::string> args = argv;
-  std::vector<std::string> env = ChildEnvironment(o);
-  std::vector<char*> arg_ptrs = Pointers(args);
-  std::vector<char*> env_ptrs = Pointers(env);
+  ExecStrings exec(argv, o);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds.in, STDIN_FILENO);
@@ -203,7 +206,7 @@ absl::StatusOr<Started> SpawnChild(const std::vector<std::string>& argv, const P
   posix_spawnattr_setsigdefault(&attr, &defaults);
   pid_t pid = -1;
   // posix_spawnp searches PATH like sh would; PATH comes from our own environment.
-  int rc = posix_spawnp(&pid, arg_ptrs[0], &actions, &attr, arg_ptrs.data(), env_ptrs.data());
+  int rc = posix_spawnp(&pid, exec.argv[0], &actions, &attr, exec.argv.data(), exec.envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return Started{-1, fmt::format("cannot execute {}: {}", argv[0], strerror(rc))};
