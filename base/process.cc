@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -11,8 +12,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "base/signal_cleanup.h"
+#include "base/status_macros.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 
@@ -56,22 +59,69 @@ int DecodeWaitStatus(int status) {
 
 std::string ErrnoText() { return std::strerror(errno); }
 
-// In the child after fork(): new process group, die with the parent, exec.
-[[noreturn]] void ExecChild(const std::vector<std::string>& argv, int stdin_fd, int out_fd,
-                            bool die_with_parent, pid_t parent,
-                            const std::string& working_dir = "") {
+// A child's environment (ProcessOptions::unset_env, set_env) as "K=V" strings.
+std::vector<std::string> ChildEnvironment(const ProcessOptions& o) {
+  auto named = [](std::string_view kv, std::string_view name) {
+    return kv.size() > name.size() && kv.starts_with(name) && kv[name.size()] == '=';
+  };
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    bool dropped = false;
+    for (const std::string& name : o.unset_env) dropped = dropped || named(kv, name);
+    for (const auto& [name, value] : o.set_env) dropped = dropped || named(kv, name);
+    if (!dropped) env.emplace_back(kv);
+  }
+  for (const auto& [name, value] : o.set_env) env.push_back(name + "=" + value);
+  return env;
+}
+
+// argv and envp for exec, made before the child starts (a forked child must not allocate).
+struct ExecStrings {
+  ExecStrings(const std::vector<std::string>& args, const ProcessOptions& o)
+      : arg_strings(args), env_strings(ChildEnvironment(o)) {
+    for (std::string& a : arg_strings) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (std::string& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
+  ExecStrings(const ExecStrings&) = delete;
+  ExecStrings& operator=(const ExecStrings&) = delete;
+
+  std::vector<std::string> arg_strings;
+  std::vector<std::string> env_strings;
+  std::vector<char*> argv;  // null-terminated, into arg_strings
+  std::vector<char*> envp;  // null-terminated, into env_strings
+};
+
+// Where a child's standard streams go.
+struct ChildFds {
+  int in;
+  int out;
+  int err;
+};
+
+// What the child reports through its exec pipe when it cannot run the program.
+struct ExecFailure {
+  int stage;  // 0: chdir, 1: exec
+  int error;  // errno
+};
+
+// In the child after fork(): new process group, die with the parent, exec. Only async-signal-safe
+// calls: everything was prepared before the fork.
+[[noreturn]] void ExecChild(char* const* argv, char* const* envp, ChildFds fds,
+                            const char* working_dir, pid_t parent, int report_fd) {
   setpgid(0, 0);
-  if (!working_dir.empty() && chdir(working_dir.c_str()) != 0) {
-    dprintf(out_fd, "cannot enter %s: %s\n", working_dir.c_str(), std::strerror(errno));
+  if (working_dir != nullptr && chdir(working_dir) != 0) {
+    ExecFailure f{0, errno};
+    (void)!write(report_fd, &f, sizeof f);
     _exit(127);
   }
-  if (die_with_parent) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-  }
-  dup2(stdin_fd, STDIN_FILENO);
-  dup2(out_fd, STDOUT_FILENO);
-  dup2(out_fd, STDERR_FILENO);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+  dup2(fds.in, STDIN_FILENO);
+  dup2(fds.out, STDOUT_FILENO);
+  dup2(fds.err, STDERR_FILENO);
   // Default dispositions and an empty mask for the child, whatever powercut had.
   sigset_t none;
   sigemptyset(&none);
@@ -79,53 +129,214 @@ std::string ErrnoText() { return std::strerror(errno); }
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   signal(SIGPIPE, SIG_DFL);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  execvp(args[0], args.data());
-  dprintf(out_fd, "cannot execute %s: %s\n", args[0], std::strerror(errno));
+  execvpe(argv[0], argv, envp);
+  ExecFailure f{1, errno};
+  (void)!write(report_fd, &f, sizeof f);
   _exit(127);
+}
+
+// A started child, or why the program could not start (then pid is -1).
+struct Started {
+  pid_t pid = -1;
+  std::string start_error;
+};
+
+absl::StatusOr<Started> ForkChild(const std::vector<std::string>& argv, const ProcessOptions& o,
+                                  ChildFds fds) {
+  ExecStrings exec(argv, o);
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    return absl::InternalError(fmt::format("pipe for `{}`: {}", argv[0], ErrnoText()));
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(report[0]);
+    close(report[1]);
+    return absl::InternalError(fmt::format("fork for `{}`: {}", argv[0], ErrnoText()));
+  }
+  if (pid == 0) {
+    ExecChild(exec.argv.data(), exec.envp.data(), fds,
+              o.working_dir.empty() ? nullptr : o.working_dir.c_str(), parent, report[1]);
+  }
+  // Also set the group from the parent, so a kill right after the start cannot miss it.
+  setpgid(pid, pid);
+  close(report[1]);
+  // The report pipe closes on a successful exec (O_CLOEXEC); a failure writes to it first.
+  ExecFailure failure{};
+  ssize_t n;
+  do {
+    n = read(report[0], &failure, sizeof failure);
+  } while (n < 0 && errno == EINTR);
+  close(report[0]);
+  if (n != static_cast<ssize_t>(sizeof failure)) return Started{pid, ""};
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return Started{
+      -1, failure.stage == 0
+              ? fmt::format("cannot enter {}: {}", o.working_dir, std::strerror(failure.error))
+              : fmt::format("cannot execute {}: {}", argv[0], std::strerror(failure.error))};
+}
+
+absl::StatusOr<Started> SpawnChild(const std::vector<std::string>& argv, const ProcessOptions& o,
+                                   ChildFds fds) {
+  ExecStrings exec(argv, o);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds.in, STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fds.out, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fds.err, STDERR_FILENO);
+  if (!o.working_dir.empty()) {
+    posix_spawn_file_actions_addchdir_np(&actions, o.working_dir.c_str());
+  }
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  sigaddset(&defaults, SIGTERM);
+  sigaddset(&defaults, SIGINT);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  pid_t pid = -1;
+  // posix_spawnp searches PATH like sh would; PATH comes from our own environment.
+  int rc = posix_spawnp(&pid, exec.argv[0], &actions, &attr, exec.argv.data(), exec.envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return Started{-1, fmt::format("cannot execute {}: {}", argv[0], strerror(rc))};
+  return Started{pid, ""};
+}
+
+// Reads the child's pipes into their sinks until both close, or until the deadline: then the
+// child's group is killed and the pipes get one more second. Returns whether the deadline passed.
+bool PumpOutput(pid_t pid, std::vector<std::pair<int, const OutputSink*>> pipes,
+                double timeout_seconds) {
+  using Clock = std::chrono::steady_clock;
+  std::optional<Clock::time_point> deadline;
+  if (timeout_seconds > 0) {
+    deadline =
+        Clock::now() + std::chrono::microseconds(static_cast<int64_t>(timeout_seconds * 1e6));
+  }
+  std::vector<pollfd> fds;
+  for (const auto& [fd, sink] : pipes) fds.push_back({fd, POLLIN, 0});
+  size_t open_fds = fds.size();
+  bool timed_out = false;
+  char buf[65536];
+  while (open_fds > 0) {
+    int wait_ms = -1;
+    if (deadline.has_value()) {
+      auto now = Clock::now();
+      if (now >= *deadline) {
+        if (timed_out) break;
+        timed_out = true;
+        kill(-pid, SIGKILL);
+        // A last second to drain (descendants that left the group may hold the pipes).
+        deadline = now + std::chrono::seconds(1);
+        continue;
+      }
+      wait_ms = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now).count() + 1);
+    }
+    int n = poll(fds.data(), fds.size(), wait_ms);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t r = read(fds[i].fd, buf, sizeof buf);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+        continue;
+      }
+      (*pipes[i].second)(std::string_view(buf, static_cast<size_t>(r)));
+    }
+  }
+  for (pollfd& f : fds) {
+    if (f.fd >= 0) close(f.fd);
+  }
+  return timed_out;
 }
 
 }  // namespace
 
-absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
-                                         const std::string& working_dir) {
-  if (argv.empty()) return absl::InvalidArgumentError("RunCommand: empty command");
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) {
+absl::StatusOr<ProcessEnd> RunProcess(const std::vector<std::string>& argv,
+                                      const ProcessOptions& options, const OutputSink& on_stdout,
+                                      const OutputSink& on_stderr) {
+  if (argv.empty()) return absl::InvalidArgumentError("RunProcess: empty command");
+  int out[2] = {-1, -1};
+  int err[2] = {-1, -1};
+  auto close_all = [&]() {
+    for (int fd : {out[0], out[1], err[0], err[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  };
+  if (pipe2(out, O_CLOEXEC) != 0 || (on_stderr != nullptr && pipe2(err, O_CLOEXEC) != 0)) {
+    close_all();
     return absl::InternalError(fmt::format("pipe for `{}`: {}", argv[0], ErrnoText()));
   }
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(out[0]);
-    close(out[1]);
-    close(devnull);
-    return absl::InternalError(fmt::format("fork for `{}`: {}", argv[0], ErrnoText()));
-  }
-  if (pid == 0) ExecChild(argv, devnull, out[1], /*die_with_parent=*/true, parent, working_dir);
-  close(out[1]);
+  ChildFds fds{devnull, out[1], on_stderr != nullptr ? err[1] : out[1]};
+  absl::StatusOr<Started> started =
+      options.die_with_parent ? ForkChild(argv, options, fds) : SpawnChild(argv, options, fds);
   close(devnull);
-  RegisterGroup(pid);
-  CommandResult result;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = read(out[0], buf, sizeof buf);
-    if (n > 0) {
-      result.output.append(buf, static_cast<size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      break;
-    }
+  close(out[1]);
+  out[1] = -1;
+  if (err[1] >= 0) close(err[1]);
+  err[1] = -1;
+  if (!started.ok() || started->pid < 0) {
+    close_all();
+    if (!started.ok()) return started.status();
+    ProcessEnd end;
+    end.exit_code = 127;
+    end.start_error = std::move(started->start_error);
+    return end;
   }
-  close(out[0]);
+  const pid_t pid = started->pid;
+  RegisterGroup(pid);
+  std::vector<std::pair<int, const OutputSink*>> pipes = {{out[0], &on_stdout}};
+  if (on_stderr != nullptr) pipes.emplace_back(err[0], &on_stderr);
+  ProcessEnd end;
+  end.timed_out = PumpOutput(pid, std::move(pipes), options.timeout_seconds);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  kill(-pid, SIGKILL);  // whatever the child left behind in its group
   UnregisterGroup(pid);
-  result.exit_code = DecodeWaitStatus(status);
+  if (WIFEXITED(status)) {
+    end.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    end.signal = WTERMSIG(status);
+  }
+  return end;
+}
+
+absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                         const ProcessOptions& options) {
+  CommandResult result;
+  ASSIGN_OR_RETURN(ProcessEnd end, RunProcess(argv, options, [&](std::string_view chunk) {
+                     result.output.append(chunk);
+                   }));
+  if (!end.start_error.empty()) result.output = end.start_error + "\n";
+  result.exit_code = end.signal != 0 ? 128 + end.signal : end.exit_code;
+  result.timed_out = end.timed_out;
   return result;
+}
+
+absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                         const std::string& working_dir) {
+  ProcessOptions options;
+  options.working_dir = working_dir;
+  return RunCommand(argv, options);
 }
 
 std::string LastLines(const std::string& text, int lines) {
@@ -186,18 +397,15 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
         fmt::format("starting {}: cannot open its log {}: {}", argv[0], out_path, ErrnoText()));
   }
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(out_fd);
-    close(devnull);
-    return absl::InternalError(fmt::format("fork for {}: {}", argv[0], ErrnoText()));
-  }
-  if (pid == 0) ExecChild(argv, devnull, out_fd, /*die_with_parent=*/true, parent);
-  // Also set the group from the parent, so a kill right after Spawn cannot miss it.
-  setpgid(pid, pid);
+  absl::StatusOr<Started> started = ForkChild(argv, ProcessOptions{}, {devnull, out_fd, out_fd});
   close(out_fd);
   close(devnull);
+  if (!started.ok()) return started.status();
+  if (started->pid < 0) {
+    return absl::FailedPreconditionError(
+        fmt::format("starting {}: {}", argv[0], started->start_error));
+  }
+  const pid_t pid = started->pid;
   RegisterGroup(pid);
   return ChildProcess(pid);
 }
@@ -258,10 +466,6 @@ int ChildProcess::Kill() {
   exit_code_ = DecodeWaitStatus(status);
   return *exit_code_;
 }
-
-void RegisterScratchFolder(const std::string& path) { powercut::RegisterCleanupFolder(path); }
-
-void UnregisterScratchFolder(const std::string& path) { powercut::UnregisterCleanupFolder(path); }
 
 void InstallInterruptHandlers() {
   struct sigaction sa {};

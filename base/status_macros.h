@@ -16,13 +16,17 @@
     if (!powercut_status_.ok()) return powercut_status_; \
   } while (0)
 
-// `ASSIGN_OR_RETURN(auto x, F())`: declares x from an OK StatusOr or returns its status.
+// `ASSIGN_OR_RETURN(auto x, F())`: declares x from an OK StatusOr or returns its status. It is
+// several statements: under an `if`, brace it.
 #define ASSIGN_OR_RETURN(lhs, expr) \
   ASSIGN_OR_RETURN_IMPL(POWERCUT_CONCAT(powercut_statusor_, __LINE__), lhs, expr)
+// `tmp` is a name and `lhs` may be a declaration (`auto x`): neither can be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                          \
   if (!tmp.ok()) return tmp.status();         \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 namespace powercut {
 

@@ -1,25 +1,22 @@
-// A temporary folder for one test (or one benchmark program), removed with everything in it when
-// the object is destroyed. The one copy shared by every suite under tests/ and by bench/.
+// A temporary folder for one test, removed with everything in it when the object is destroyed:
+// base/scratch_dir.h's ScratchDir (the one scratch-folder class) with what a test needs on top.
+// The one copy shared by every suite under tests/.
 //
 // Guarantees: after construction either ok() is true and path() names a fresh, empty, private
-// (mode 0700) directory created by mkdtemp, or ok() is false, path() is empty and error() says why.
-// In a test the failure is also reported with ADD_FAILURE(), so a test can never run silently in
-// "" (the current directory). Programs without GoogleTest (bench/) compile with
-// POWERCUT_TEMP_DIR_NO_GTEST defined for the whole target and check ok() themselves.
+// (mode 0700) directory created by ScratchDir, or ok() is false, path() is empty and error() says
+// why; the failure is also reported with ADD_FAILURE(), so a test can never run silently in ""
+// (the current directory). Unlike a ScratchDir it is not registered for removal on a fatal signal:
+// tests run RunSignalCleanup() themselves and must keep their own folder.
 #pragma once
 
-#include <stdlib.h>
-
-#include <cerrno>
-#include <cstring>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <string_view>
 #include <system_error>
 
-#ifndef POWERCUT_TEMP_DIR_NO_GTEST
+#include "base/scratch_dir.h"
 #include "gtest/gtest.h"
-#endif
 
 namespace powercut::testing {
 
@@ -39,32 +36,22 @@ class TempDir {
   // file system for O_DIRECT (the default), short paths for unix sockets (/tmp, the VM tests).
   explicit TempDir(std::string parent = DefaultParent(),
                    std::string_view prefix = "powercut-test") {
-    const std::string pattern = parent + "/" + std::string(prefix) + "-XXXXXX";
-    std::string name = pattern;  // mkdtemp fills in the Xs, even when it fails
-    if (::mkdtemp(name.data()) == nullptr) {
-      error_ = "cannot create a temporary folder: mkdtemp(" + pattern +
-               ") failed: " + std::strerror(errno) + "; make " + parent +
-               " an existing, writable folder";
-#ifndef POWERCUT_TEMP_DIR_NO_GTEST
+    auto dir = ScratchDir::Create(
+        prefix, ScratchDir::Options{.parent = std::move(parent), .remove_on_fatal_signal = false});
+    if (!dir.ok()) {
+      error_ = std::string(dir.status().message());
       ADD_FAILURE() << "TempDir: " << error_;
-#endif
       return;
     }
-    path_ = name;
+    dir_ = std::move(*dir);
   }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
 
-  bool ok() const { return !path_.empty(); }
+  bool ok() const { return !dir_.path().empty(); }
   const std::string& error() const { return error_; }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return dir_.path(); }
 
   // The path of `name` inside the folder (nothing is created).
-  std::string File(std::string_view name) const { return path_ + "/" + std::string(name); }
+  std::string File(std::string_view name) const { return dir_.File(name); }
   std::string operator/(std::string_view name) const { return File(name); }
 
   // Creates the subfolder `name` (and its parents) and returns its path.
@@ -76,7 +63,7 @@ class TempDir {
   }
 
  private:
-  std::string path_;
+  ScratchDir dir_;
   std::string error_;
 };
 

@@ -4,12 +4,13 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "base/temp_dir.h"
+#include "base/scratch_dir.h"
 #include "recovery/recovery.h"
 #include "wal/wal.h"
 
@@ -17,9 +18,12 @@ namespace powercut {
 namespace {
 
 // Under /var/tmp (or $POWERCUT_BENCH_TMPDIR); deleted (with its contents) at the end of main.
-testing::TempDir& Scratch() {
-  static auto* dir =
-      new testing::TempDir(testing::ParentFromEnv("POWERCUT_BENCH_TMPDIR", "/var/tmp"), "pcbench");
+absl::StatusOr<ScratchDir>& Scratch() {
+  static auto* dir = [] {
+    const char* parent = std::getenv("POWERCUT_BENCH_TMPDIR");
+    return new absl::StatusOr<ScratchDir>(
+        ScratchDir::Create("pcbench", parent != nullptr && *parent != '\0' ? parent : "/var/tmp"));
+  }();
   return *dir;
 }
 
@@ -33,10 +37,10 @@ wal::WalOptions NoBarrier(uint64_t segment_bytes) {
 // Commit (Append + Sync) of one record per iteration, barrier none.
 void BM_WalCommitNoBarrier(benchmark::State& state) {
   if (!Scratch().ok()) {
-    state.SkipWithError(Scratch().error().c_str());
+    state.SkipWithError(std::string(Scratch().status().message()).c_str());
     return;
   }
-  const std::string dir = fmt::format("{}/commit-{}", Scratch().path(), state.range(0));
+  const std::string dir = fmt::format("{}/commit-{}", Scratch()->path(), state.range(0));
   auto log = wal::Wal::Open(dir, NoBarrier(64ull << 20));
   if (!log.ok()) {
     state.SkipWithError(std::string(log.status().message()).c_str());
@@ -65,12 +69,12 @@ BENCHMARK(BM_WalCommitNoBarrier)->Arg(128)->Arg(4096)->Arg(65536)->UseRealTime()
 // on every iteration). Bytes = record bytes on disk (header + payload).
 void BM_RecoveryScan(benchmark::State& state) {
   if (!Scratch().ok()) {
-    state.SkipWithError(Scratch().error().c_str());
+    state.SkipWithError(std::string(Scratch().status().message()).c_str());
     return;
   }
   constexpr size_t kRecordBytes = 4096;
   constexpr uint64_t kLogBytes = 128ull << 20;
-  const std::string dir = Scratch().path() + "/scan";
+  const std::string dir = Scratch()->path() + "/scan";
   static bool written = false;
   if (!written) {
     auto log = wal::Wal::Open(dir, NoBarrier(32ull << 20));

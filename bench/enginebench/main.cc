@@ -19,9 +19,12 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "base/image_io.h"
+#include "base/process.h"
+#include "base/scratch_dir.h"
 #include "fmt/format.h"
 #include "harness/check/engine.h"
 #include "harness/check/file_system.h"
@@ -178,15 +181,21 @@ int FsScenario(const std::string& dir, int workers, powercut::harness::FsKind ki
   const uint64_t image_bytes = ext4 ? kImageBytes : table.min_image_bytes;
   std::string base = fmt::format("{}/{}-base.img", dir, fs);
   MakeImage(base, image_bytes);
-  std::string mkfs =
-      ext4 ? fmt::format("mkfs.ext4 -q -F -b 4096 -E lazy_itable_init=1,lazy_journal_init=1 '{}'",
-                         base)
-           : powercut::harness::ShellJoin(powercut::harness::WithImage(
-                 table.MkfsArgv(
-                     powercut::harness::GeometryOf(powercut::harness::kDefaultSectorFormat)),
-                 base)) +
-                 " >/dev/null";
-  if (std::system(mkfs.c_str()) != 0) return std::fprintf(stderr, "%s failed\n", mkfs.c_str()), 1;
+  const std::vector<std::string> mkfs =
+      ext4 ? std::vector<std::string>{"mkfs.ext4",
+                                      "-q",
+                                      "-F",
+                                      "-b",
+                                      "4096",
+                                      "-E",
+                                      "lazy_itable_init=1,lazy_journal_init=1",
+                                      base}
+           : powercut::harness::WithImage(table.MkfsArgv(powercut::harness::GeometryOf(
+                                              powercut::harness::kDefaultSectorFormat)),
+                                          base);
+  if (auto made = powercut::RunCommandOrError("making " + fs, mkfs); !made.ok()) {
+    return std::fprintf(stderr, "%s\n", std::string(made.status().message()).c_str()), 1;
+  }
   std::string after = fmt::format("{}/{}-after.img", dir, fs);
   if (!powercut::CopySparse(base, after).ok()) return 1;
   std::string mnt = fmt::format("{}/{}-mnt", dir, fs);
@@ -309,8 +318,10 @@ int Main(int argc, char** argv) {
                  "raw scenario: a costly checker that also hashes this many MiB per image");
   CLI11_PARSE(app, argc, argv);
 
-  std::string tmpl = (std::filesystem::temp_directory_path() / "enginebench-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) return 1;
+  auto scratch =
+      powercut::ScratchDir::Create("enginebench", std::filesystem::temp_directory_path());
+  if (!scratch.ok()) return std::fprintf(stderr, "%s\n", scratch.status().ToString().c_str()), 1;
+  const std::string tmpl = scratch->path();
   int rc = 0;
   raw.exhaustive = !first_violation;
   if (!skip_raw) rc |= RawScenario(tmpl, workers, models, raw);
@@ -330,8 +341,6 @@ int Main(int argc, char** argv) {
     }
   }
   if (wide > 0) rc |= WideScenario(tmpl, workers, wide, wide_cap);
-  std::error_code ec;
-  std::filesystem::remove_all(tmpl, ec);
   std::printf("peak memory of the engine: %ld KiB (getrusage maxrss)\n", PeakRssKiB(RUSAGE_SELF));
   return rc;
 }

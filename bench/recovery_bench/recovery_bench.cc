@@ -7,13 +7,16 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <string>
 
+#include "base/scratch_dir.h"
 #include "recovery/recovery.h"
 #include "wal/wal.h"
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   CLI::App app{"recovery_bench: recovery scan throughput from the page cache"};
   uint64_t mib = 1024;
   uint32_t record_bytes = 4000;
@@ -25,19 +28,12 @@ int main(int argc, char** argv) {
   app.add_option("--dir", base, "where to create the scratch log");
   CLI11_PARSE(app, argc, argv);
 
-  std::string pattern = base + "/powercut-recovery-bench-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) {
-    fmt::print(stderr, "recovery_bench: cannot create a directory under {}\n", base);
+  auto scratch = powercut::ScratchDir::Create("powercut-recovery-bench", base);
+  if (!scratch.ok()) {
+    fmt::print(stderr, "recovery_bench: {}\n", std::string(scratch.status().message()));
     return 2;
   }
-  const std::string dir = pattern + "/wal";
-  struct Cleanup {
-    std::string path;
-    ~Cleanup() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  } cleanup{pattern};
+  const std::string dir = scratch->File("wal");
 
   powercut::wal::WalOptions options;
   options.barrier = powercut::wal::Barrier::kNone;
@@ -87,4 +83,13 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc: report it instead of aborting
+    std::fprintf(stderr, "recovery_bench: %s\n", e.what());
+    return 2;
+  }
 }

@@ -1,8 +1,8 @@
 // The scratch directory a walbench run works in.
 //
 // Guarantee: walbench never deletes anything it did not create. BenchDir makes one fresh
-// directory (mkdtemp "walbench-XXXXXX") inside the directory the user named, everything walbench
-// writes goes inside it, and the destructor removes exactly that directory tree.
+// directory (base/scratch_dir.h, "walbench-XXXXXX") inside the directory the user named, everything
+// walbench writes goes inside it, and the destructor removes exactly that directory tree.
 #pragma once
 
 #include <memory>
@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "base/scratch_dir.h"
 
 namespace powercut::walbench {
 
@@ -24,10 +25,9 @@ class BenchDir {
 
   BenchDir(const BenchDir&) = delete;
   BenchDir& operator=(const BenchDir&) = delete;
-  // Removes the scratch directory and everything in it.
-  ~BenchDir();
+  // The destructor removes the scratch directory and everything in it (a ScratchDir).
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return dir_.path(); }
 
   // A fresh empty subdirectory for one run (name: <label>-<counter>); RemoveRunDir deletes it.
   absl::StatusOr<std::string> NewRunDir(std::string_view label);
@@ -37,9 +37,9 @@ class BenchDir {
   absl::Status RemoveRunDir(const std::string& run_dir);
 
  private:
-  explicit BenchDir(std::string path) : path_(std::move(path)) {}
+  explicit BenchDir(ScratchDir dir) : dir_(std::move(dir)) {}
 
-  std::string path_;
+  ScratchDir dir_;
   int next_run_ = 0;
 };
 

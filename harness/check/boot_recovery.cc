@@ -7,7 +7,6 @@
 #include "base/process.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/check/checker.h"
 
 namespace powercut::harness {
 namespace {
@@ -22,9 +21,10 @@ absl::StatusOr<FsStepResult> RunStep(const BootPath& fs, const FsStep& step,
                     "would: apt-get install {}",
                     step.argv.front(), fs.fs_name, fs.package));
   }
-  // All of the tool's output goes to stderr, whose tail the checker runner keeps.
-  ASSIGN_OR_RETURN(CheckerOutput out, RunChecker(ShellJoin(WithImage(step.argv, image)) + " 1>&2",
-                                                 {}, timeout_seconds));
+  // Started once per crash state: posix_spawn, not fork (ProcessOptions::die_with_parent).
+  ASSIGN_OR_RETURN(CommandResult out, RunCommand(WithImage(step.argv, image),
+                                                 ProcessOptions{.timeout_seconds = timeout_seconds,
+                                                                .die_with_parent = false}));
   FsStepResult r;
   r.name = step.name;
   r.exit_code = out.timed_out ? -1 : out.exit_code;
@@ -33,7 +33,7 @@ absl::StatusOr<FsStepResult> RunStep(const BootPath& fs, const FsStep& step,
   r.changed = ok && std::find(step.repaired_exits.begin(), step.repaired_exits.end(),
                               r.exit_code) != step.repaired_exits.end();
   r.detail = out.timed_out ? fmt::format("timed out after {} s", timeout_seconds)
-                           : LastLinesOnOneLine(out.stderr_tail, 3);
+                           : LastLinesOnOneLine(out.output, 3);
   return r;
 }
 

@@ -1,21 +1,10 @@
 #include "harness/check/checker.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <chrono>
-#include <cstring>
 #include <string_view>
 
+#include "base/ack_id.h"
+#include "base/process.h"
 #include "fmt/format.h"
-#include "harness/trace/ack_id.h"
-
-// `environ` comes from <unistd.h> (glibc declares it with _GNU_SOURCE, which g++ defines).
 
 namespace powercut::harness {
 namespace {
@@ -88,159 +77,54 @@ void ParseCheckerLine(std::string_view line, uint64_t line_number, CheckerOutput
 absl::StatusOr<CheckerOutput> RunChecker(
     const std::string& command, const std::vector<std::pair<std::string, std::string>>& env,
     double timeout_seconds) {
-  int out_pipe[2];
-  int err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
-    return absl::InternalError(fmt::format("checker: pipe: {}", std::strerror(errno)));
-  }
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    ::close(out_pipe[0]);
-    ::close(out_pipe[1]);
-    return absl::InternalError(fmt::format("checker: pipe: {}", std::strerror(errno)));
-  }
-  // Environment: ours, with the protocol variables replaced.
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string_view kv(*e);
-    // The protocol gives a checker POWERCUT_DIR or POWERCUT_DEV, never both: inherited values
-    // of either (from the caller's environment) are dropped, only `env` sets them.
-    bool replaced = kv.starts_with("POWERCUT_DIR=") || kv.starts_with("POWERCUT_DEV=");
-    for (const auto& [k, v] : env) {
-      if (kv.size() > k.size() && kv.substr(0, k.size()) == k && kv[k.size()] == '=') {
-        replaced = true;
-      }
-    }
-    if (!replaced) env_strings.emplace_back(kv);
-  }
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  sigaddset(&defaults, SIGTERM);
-  sigaddset(&defaults, SIGINT);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-
-  std::vector<std::string> words;
-  pid_t pid = 0;
-  int rc = -1;
-  if (PlainWords(command, &words)) {
-    std::vector<char*> argv;
-    for (auto& w : words) argv.push_back(w.data());
-    argv.push_back(nullptr);
-    // posix_spawnp searches PATH like sh would; PATH comes from our own environment.
-    rc = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
-  }
-  if (rc != 0) {
-    // Not plain, or a first word that is no program on PATH (a shell builtin such as `exit 1`,
-    // or a typo): let the shell run it, so the result is what `sh -c` would give (127 for a
-    // command that does not exist) rather than an error that stops the whole check.
-    words = {"/bin/sh", "-c", command};
-    std::vector<char*> argv;
-    for (auto& w : words) argv.push_back(w.data());
-    argv.push_back(nullptr);
-    rc = ::posix_spawn(&pid, "/bin/sh", &actions, &attr, argv.data(), envp.data());
-  }
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  if (rc != 0) {
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
-    return absl::InternalError(
-        fmt::format("checker: cannot start /bin/sh -c '{}': {}", command, std::strerror(rc)));
-  }
+  ProcessOptions options;
+  // The protocol gives a checker POWERCUT_DIR or POWERCUT_DEV, never both: inherited values of
+  // either (from the caller's environment) are dropped, only `env` sets them.
+  options.unset_env = {"POWERCUT_DIR", "POWERCUT_DEV"};
+  options.set_env = env;
+  options.timeout_seconds = timeout_seconds;
+  options.die_with_parent = false;  // started once per crash state: posix_spawn is cheaper
 
   CheckerOutput out;
   uint64_t line_number = 0;
   std::string line_buf;
   std::string err_buf;
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::microseconds(static_cast<int64_t>(timeout_seconds * 1e6));
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  int open_fds = 2;
-  bool killed = false;
-  char buf[65536];
-  while (open_fds > 0) {
-    auto now = std::chrono::steady_clock::now();
-    int wait_ms;
-    if (now >= deadline) {
-      if (!killed) {
-        out.timed_out = true;
-        ::kill(-pid, SIGKILL);
-        killed = true;
-        // Give the pipes a last second to drain (descendants that left the group may hold them).
-        deadline = now + std::chrono::seconds(1);
-        continue;
-      }
-      break;
+  auto on_stdout = [&](std::string_view chunk) {
+    line_buf.append(chunk);
+    size_t start = 0;
+    size_t nl;
+    while ((nl = line_buf.find('\n', start)) != std::string::npos) {
+      ParseCheckerLine(std::string_view(line_buf).substr(start, nl - start), ++line_number, &out);
+      start = nl + 1;
     }
-    wait_ms = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1);
-    int n = ::poll(fds, 2, wait_ms);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
+    line_buf.erase(0, start);
+    if (line_buf.size() > (1 << 20)) {  // an absurd line: not the protocol
+      ParseCheckerLine(line_buf, ++line_number, &out);
+      line_buf.clear();
     }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      ssize_t r = ::read(fds[i].fd, buf, sizeof(buf));
-      if (r <= 0) {
-        if (r < 0 && errno == EINTR) continue;
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-        continue;
-      }
-      if (i == 0) {
-        line_buf.append(buf, static_cast<size_t>(r));
-        size_t start = 0;
-        size_t nl;
-        while ((nl = line_buf.find('\n', start)) != std::string::npos) {
-          ParseCheckerLine(std::string_view(line_buf).substr(start, nl - start), ++line_number,
-                           &out);
-          start = nl + 1;
-        }
-        line_buf.erase(0, start);
-        if (line_buf.size() > (1 << 20)) {  // an absurd line: not the protocol
-          ParseCheckerLine(line_buf, ++line_number, &out);
-          line_buf.clear();
-        }
-      } else {
-        err_buf.append(buf, static_cast<size_t>(r));
-        if (err_buf.size() > 4 * kStderrTail) err_buf.erase(0, err_buf.size() - kStderrTail);
-      }
-    }
+  };
+  auto on_stderr = [&](std::string_view chunk) {
+    err_buf.append(chunk);
+    if (err_buf.size() > 4 * kStderrTail) err_buf.erase(0, err_buf.size() - kStderrTail);
+  };
+
+  std::vector<std::string> words;
+  absl::StatusOr<ProcessEnd> end = absl::UnknownError("not started");
+  if (PlainWords(command, &words)) end = RunProcess(words, options, on_stdout, on_stderr);
+  if (!end.ok() || !end->start_error.empty()) {
+    // Not plain, or a first word that is no program on PATH (a shell builtin such as `exit 1`,
+    // or a typo): let the shell run it, so the result is what `sh -c` would give (127 for a
+    // command that does not exist) rather than an error that stops the whole check.
+    end = RunProcess({"/bin/sh", "-c", command}, options, on_stdout, on_stderr);
   }
-  for (auto& f : fds) {
-    if (f.fd >= 0) ::close(f.fd);
+  if (!end.ok() || !end->start_error.empty()) {
+    return absl::InternalError(
+        fmt::format("checker: cannot start /bin/sh -c '{}': {}", command,
+                    end.ok() ? end->start_error : std::string(end.status().message())));
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  ::kill(-pid, SIGKILL);  // whatever the checker left behind in its group
-  if (WIFEXITED(status)) {
-    out.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    out.signal = WTERMSIG(status);
-  }
+  out.exit_code = end->exit_code;
+  out.signal = end->signal;
+  out.timed_out = end->timed_out;
   // A last line without its newline counts only when the checker ended by itself: a kill
   // (timeout, signal) may have cut it short.
   if (!line_buf.empty() && !out.timed_out && out.signal == 0) {

@@ -7,7 +7,7 @@
 // group is killed (SIGKILL). After it exits the group is killed too, so that nothing it started
 // outlives the check. stdout is the protocol: `have <id>` and `corrupt <id>` lines are collected
 // and blank lines are allowed; any other line (or an id outside the grammar of
-// harness/trace/ack_id.h) is a protocol error, quoted in CheckerOutput::protocol_error. stderr is
+// base/ack_id.h) is a protocol error, quoted in CheckerOutput::protocol_error. stderr is
 // free-form diagnostics and never parsed.
 #pragma once
 

@@ -4,7 +4,6 @@
 
 #include "base/process.h"
 #include "fmt/format.h"
-#include "harness/check/checker.h"
 
 namespace powercut::harness {
 absl::StatusOr<std::string> FsckCommand(FsKind fs, const std::string& image) {
@@ -25,27 +24,26 @@ absl::StatusOr<std::string> FsckImage(FsKind fs, const std::string& image, doubl
     return absl::NotFoundError(
         fmt::format("--fsck: {} not found: apt-get install {}", tool, package));
   }
+  const ProcessOptions options{.timeout_seconds = timeout_seconds, .die_with_parent = false};
   if (fs == FsKind::kExt4) {
     // Replay the journal first: e2fsck -n skips it and would call every crash image with a
     // committed-but-unreplayed transaction inconsistent. Exit 0/1 = replayed or nothing to do.
-    auto replay = harness::RunChecker(
-        ShellJoin({"e2fsck", "-E", "journal_only", "-y", image}) + " >&2", {}, timeout_seconds);
+    auto replay = RunCommand({"e2fsck", "-E", "journal_only", "-y", image}, options);
     if (!replay.ok()) return replay.status();
     if (replay->timed_out || (replay->exit_code != 0 && replay->exit_code != 1)) {
       return fmt::format("fsck: e2fsck journal replay exit {}: {}", replay->exit_code,
-                         LastLinesOnOneLine(replay->stderr_tail, 3));
+                         LastLinesOnOneLine(replay->output, 3));
     }
   }
-  auto out = harness::RunChecker(*command + " >&2", {}, timeout_seconds);
+  auto out = RunCommand(WithImage(FileSystemOf(fs).ReadOnlyCheckArgv(), image), options);
   if (!out.ok()) return out.status();
   if (out->timed_out) return fmt::format("fsck: {} timed out after {} s", tool, timeout_seconds);
   if (out->exit_code == 0) return std::string();
-  if (fs == FsKind::kXfs &&
-      out->stderr_tail.find("metadata changes in a log") != std::string::npos) {
+  if (fs == FsKind::kXfs && out->output.find("metadata changes in a log") != std::string::npos) {
     return std::string();  // a dirty log: only a mount can replay it, so fsck cannot judge it
   }
   return fmt::format("fsck: {} exit {}: {}", tool, out->exit_code,
-                     LastLinesOnOneLine(out->stderr_tail, 4));
+                     LastLinesOnOneLine(out->output, 4));
 }
 
 std::function<std::string(const std::string&)> FsckHook(FsKind fs) {

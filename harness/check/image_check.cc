@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "base/process.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/check/loop_mount.h"
@@ -36,12 +37,12 @@ absl::Status ExtractWithDebugfs(const std::string& image, const std::string& tre
   std::error_code ec;
   std::filesystem::remove_all(tree, ec);
   std::filesystem::create_directories(tree, ec);
-  ASSIGN_OR_RETURN(CheckerOutput dump,
-                   RunChecker(ShellJoin({"debugfs", "-R", "rdump / " + tree, image}) + " 1>&2", {},
-                              timeout_seconds));
-  if (!dump.recovered()) {
-    return absl::DataLossError(
-        fmt::format("debugfs rdump failed (exit {}): {}", dump.exit_code, dump.stderr_tail));
+  ASSIGN_OR_RETURN(CommandResult dump, RunCommand({"debugfs", "-R", "rdump / " + tree, image},
+                                                  ProcessOptions{.timeout_seconds = timeout_seconds,
+                                                                 .die_with_parent = false}));
+  if (dump.exit_code != 0 || dump.timed_out) {
+    return absl::DataLossError(fmt::format("debugfs rdump failed (exit {}): {}", dump.exit_code,
+                                           LastLines(dump.output, 20)));
   }
   return absl::OkStatus();
 }

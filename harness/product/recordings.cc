@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "base/image_io.h"
+#include "base/scratch_dir.h"
 #include "fmt/format.h"
 #include "harness/check/engine.h"
 #include "harness/trace/manifest.h"
@@ -87,12 +88,12 @@ void KeepRecording(const std::string& trace, const std::string& name, const std:
     return;
   }
   if (store->dir.empty()) {
-    std::string tmpl = "/var/tmp/powercut-recordings-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      drop(fmt::format("cannot create {}: {}", tmpl, std::strerror(errno)));
+    auto folder = ScratchDir::Create("powercut-recordings", "/var/tmp");
+    if (!folder.ok()) {
+      drop(std::string(folder.status().message()));
       return;
     }
-    store->dir = tmpl;
+    store->dir = folder->Release();  // kept: the recordings outlive the run
   }
   std::string leaf = name;
   std::replace(leaf.begin(), leaf.end(), '/', '_');

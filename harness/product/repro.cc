@@ -8,7 +8,8 @@
 #include <map>
 
 #include "base/image_io.h"
-#include "base/signal_cleanup.h"
+#include "base/scratch_dir.h"
+#include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/check/engine.h"
 #include "harness/check/fsck.h"
@@ -78,6 +79,240 @@ std::vector<size_t> DeltaDebug(const std::vector<size_t>& elements,
   return c;
 }
 
+namespace {
+
+// A state's verdict: whether it violates, and Verdict::Describe().
+using Judgement = std::pair<bool, std::string>;
+
+// The world of one state being reproduced: its trace, its crash point seen under its cache model,
+// the oracle, and a scratch folder where candidate states are rebuilt and checked (each once).
+class StateJudge {
+ public:
+  StateJudge(const ReproOptions& o, const harness::Trace& trace, harness::ParsedStateId parsed,
+             std::string work)
+      : o_(o),
+        trace_hash8_(std::move(parsed.trace_hash8)),
+        original_(parsed.state),
+        index_(trace),
+        oracle_(index_, o.ordered),
+        view_(index_.View(original_.point, original_.model)),
+        work_(std::move(work)),
+        check_{.fs = o.fs,
+               .checker = o.checker,
+               .timeout_seconds = o.checker_timeout_s,
+               .mountpoint = work_ + "/mnt"} {
+    fs::create_directories(check_.mountpoint);
+    if (o.fsck && o.fs != harness::FsKind::kRaw) check_.before_mount = harness::FsckHook(o.fs);
+  }
+
+  const harness::CrashState& original() const { return original_; }
+  // The volatile writes of the point (what a state keeps or drops).
+  size_t volatile_count() const { return view_.volatile_entries.size(); }
+  uint64_t volatile_entry(size_t i) const { return view_.volatile_entries[i]; }
+  std::string Id(const harness::CrashState& state) const {
+    return harness::EncodeStateId(trace_hash8_, state);
+  }
+
+  // Whether `state` drops volatile write i (left off the media whole; the torn write is not).
+  bool Drops(const harness::CrashState& state, size_t i) const {
+    return !state.kept.Contains(i, volatile_count()) &&
+           view_.volatile_entries[i] != state.torn_entry;
+  }
+
+  // Rebuilds `state`'s image, runs the check and judges it.
+  absl::StatusOr<Judgement> Judge(const harness::CrashState& state) {
+    const std::string id = Id(state);
+    if (auto it = cache_.find(id); it != cache_.end()) return it->second;
+    const std::string image = work_ + "/crash.img";
+    if (auto s = harness::MaterializeState(o_.trace, o_.base, id, image); !s.ok()) return s;
+    auto out = harness::CheckImageFile(image, check_);
+    std::error_code ec;
+    fs::remove(image, ec);
+    if (!out.ok()) return out.status();
+    harness::Verdict v;
+    v.state_id = id;
+    v.cache = state.model.Code();
+    oracle_.Judge(state.point, oracle_.Compact(out->checker, out->fs), &v);
+    for (size_t i = 0; i < volatile_count(); ++i) {
+      if (Drops(state, i)) v.dropped.push_back(view_.volatile_entries[i]);
+    }
+    if (state.torn_entry) {
+      v.torn_entry = state.torn_entry;
+      v.torn_units = state.torn_units.Encode();
+    }
+    v.rebuild = fmt::format("{} state materialize --trace trace.log --state {} --out crash.img",
+                            o_.powercut, id);
+    Judgement result = std::make_pair(v.violation(), v.Describe());
+    cache_[id] = result;
+    return result;
+  }
+
+  // The element standing for the torn write among the shrinking elements (the others are indexes
+  // of dropped volatile writes).
+  size_t torn_element() const { return volatile_count(); }
+
+  // The original state with the writes in `subset` left off (and the torn write torn only when
+  // `subset` holds its element; otherwise it is on the media whole).
+  harness::CrashState Candidate(const std::vector<size_t>& subset) const {
+    auto in_subset = [&](size_t e) {
+      return std::find(subset.begin(), subset.end(), e) != subset.end();
+    };
+    harness::CrashState s = original_;
+    const size_t nvol = volatile_count();
+    const bool keeps_torn = !in_subset(torn_element());
+    uint64_t mask = 0;
+    for (size_t i = 0; i < nvol; ++i) {
+      bool keep = true;
+      if (view_.volatile_entries[i] == original_.torn_entry) {
+        keep = keeps_torn || original_.kept.Contains(i, nvol);
+      }
+      if (in_subset(i)) keep = false;
+      if (keep) mask |= uint64_t{1} << i;
+    }
+    s.kept = {harness::SubsetSpec::kMask, mask};
+    if (keeps_torn) {
+      s.torn_entry.reset();
+      s.torn_units = {};
+    }
+    return s;
+  }
+
+ private:
+  const ReproOptions& o_;
+  const std::string trace_hash8_;
+  const harness::CrashState original_;
+  const harness::TraceIndex index_;
+  harness::Oracle oracle_;
+  const harness::PointView view_;
+  const std::string work_;
+  harness::ImageCheckOptions check_;
+  std::map<std::string, Judgement> cache_;  // state id -> judgement
+};
+
+// Judges the original state and lists what shrinking may take away: its dropped writes, then its
+// torn write (StateJudge::torn_element()).
+absl::StatusOr<std::vector<size_t>> JudgeOriginal(StateJudge& judge, ReproResult* r) {
+  const harness::CrashState& original = judge.original();
+  auto first = judge.Judge(original);
+  if (!first.ok()) return first.status();
+  r->violates = first->first;
+  r->verdict = first->second;
+  std::vector<size_t> elements;
+  for (size_t i = 0; i < judge.volatile_count(); ++i) {
+    if (judge.Drops(original, i)) {
+      elements.push_back(i);
+      r->dropped.push_back(judge.volatile_entry(i));
+    }
+  }
+  if (original.torn_entry) {
+    elements.push_back(judge.torn_element());
+    r->torn = original.torn_entry;
+  }
+  r->minimal_state_id = r->state_id;
+  r->minimal_verdict = r->verdict;
+  r->minimal_dropped = r->dropped;
+  r->minimal_torn = r->torn;
+  return elements;
+}
+
+// Why the state is not shrunk ("" when it is).
+std::string WhyNotShrunk(const ReproOptions& o, const ReproResult& r, size_t volatile_count) {
+  if (!r.violates) return "the state does not violate: nothing to shrink";
+  if (!o.shrink) return "not shrunk (--no-shrink)";
+  if (volatile_count > 64) {
+    return fmt::format(
+        "not shrunk: {} volatile writes at this point (at most 64 can be expressed as a kept "
+        "mask)",
+        volatile_count);
+  }
+  return "";
+}
+
+// Delta debugging over `elements`: records every candidate in r->steps and the 1-minimal
+// violating state in r->minimal_*.
+absl::Status Shrink(StateJudge& judge, const std::vector<size_t>& elements, ReproResult* r) {
+  absl::Status failure;
+  std::vector<size_t> minimal = DeltaDebug(elements, [&](const std::vector<size_t>& subset) {
+    if (!failure.ok()) return false;
+    harness::CrashState s = judge.Candidate(subset);
+    auto v = judge.Judge(s);
+    if (!v.ok()) {
+      failure = v.status();
+      return false;
+    }
+    r->steps.push_back({judge.Id(s), subset.size(), v->first});
+    return v->first;
+  });
+  RETURN_IF_ERROR(failure);
+  harness::CrashState m = judge.Candidate(minimal);
+  r->minimal_state_id = judge.Id(m);
+  auto mv = judge.Judge(m);
+  if (!mv.ok()) return mv.status();
+  r->minimal_verdict = mv->second;
+  r->minimal_dropped.clear();
+  r->minimal_torn.reset();
+  for (size_t e : minimal) {
+    if (e == judge.torn_element()) {
+      r->minimal_torn = judge.original().torn_entry;
+    } else {
+      r->minimal_dropped.push_back(judge.volatile_entry(e));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The bundle's README.md: what the states are and the command that re-checks the minimal one.
+std::string BundleReadme(const ReproOptions& o, const ReproResult& r) {
+  std::string recheck = fmt::format(
+      "{} repro {} --trace trace.log --checker {} --fs {}{} --recheck", o.powercut,
+      r.minimal_state_id, Quote(o.checker), harness::FsName(o.fs), o.ordered ? " --ordered" : "");
+  return fmt::format(
+      "# powercut reproducer\n\n"
+      "A crash state that violates the workload's durability promise, shrunk by delta "
+      "debugging.\n\n"
+      "- original state: `{}`\n  - {}\n- minimal state: `{}` ({} dropped write(s){}): \n  - {}\n"
+      "\nRebuild the minimal crash image and re-check it (run in this folder{}):\n\n"
+      "```\n{}\n```\n\n"
+      "Only the image: `{} state materialize --trace trace.log --state {} --out crash.img`\n\n"
+      "Files: `trace.log` (dm-log-writes v1), `trace.log.manifest.json` (base image, hash, "
+      "order), `base.img` (sparse), `state.txt` (original and minimal ids), `repro.json` (every "
+      "candidate checked while shrinking).\n",
+      r.state_id, r.verdict, r.minimal_state_id, r.minimal_dropped.size(),
+      r.minimal_torn ? fmt::format(", entry {} torn", *r.minimal_torn) : std::string(),
+      r.minimal_verdict,
+      o.fs == harness::FsKind::kRaw ? "" : "; as root: the image is loop-mounted", recheck,
+      o.powercut, r.minimal_state_id);
+}
+
+// Writes the self-contained bundle (header comment in repro.h) into o.bundle.
+absl::Status WriteBundle(const ReproOptions& o, const ReproResult& r, const harness::Trace& trace,
+                         const std::string& base,
+                         const std::optional<harness::TraceManifest>& manifest) {
+  std::error_code ec;
+  fs::create_directories(o.bundle, ec);
+  if (ec) {
+    return absl::InternalError(fmt::format("repro: cannot create {}: {}", o.bundle, ec.message()));
+  }
+  const std::string b = o.bundle;
+  fs::copy_file(o.trace, b + "/trace.log", fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    return absl::InternalError(fmt::format("repro: cannot copy {}: {}", o.trace, ec.message()));
+  }
+  RETURN_IF_ERROR(powercut::CopySparse(base, b + "/base.img"));
+  auto m = harness::MakeManifest(b + "/base.img", trace.sector_size,
+                                 manifest ? manifest->order : harness::OrderSemantics::kCompletion,
+                                 trace.entries.size());
+  if (!m.ok()) return m.status();
+  m->base_image = "base.img";
+  RETURN_IF_ERROR(harness::WriteManifest(b + "/trace.log.manifest.json", *m));
+  std::ofstream(b + "/state.txt") << r.state_id << "\n" << r.minimal_state_id << "\n";
+  std::ofstream(b + "/repro.json") << ReproToJson(r).dump(2) << "\n";
+  std::ofstream(b + "/README.md") << BundleReadme(o, r);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
   if (o.checker.empty()) return absl::InvalidArgumentError("repro: --checker CMD is required");
   auto parsed = harness::DecodeStateId(o.state_id);
@@ -96,188 +331,18 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
         "repro: state {} was made from trace {}, but {} hashes to {}: pass the trace it came from",
         o.state_id, parsed->trace_hash8, o.trace, trace.ShortHash()));
   }
-  const harness::CrashState original = parsed->state;
-  harness::TraceIndex index(trace);
-  harness::Oracle oracle(index, o.ordered);
-  harness::PointView view = index.View(original.point, original.model);
-  const size_t nvol = view.volatile_entries.size();
-
-  std::string work = "/var/tmp/powercut-repro-XXXXXX";
-  if (::mkdtemp(work.data()) == nullptr) {
+  auto scratch = ScratchDir::Create("powercut-repro", "/var/tmp");
+  if (!scratch.ok()) {
     return absl::InternalError("repro: cannot create a folder in /var/tmp");
   }
-  powercut::RegisterCleanupFolder(work);  // a fatal signal removes it (harness/signal_cleanup.h)
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-      powercut::UnregisterCleanupFolder(dir);
-    }
-  } cleanup{work};
-  fs::create_directories(work + "/mnt");
-
-  harness::ImageCheckOptions ic{.fs = o.fs,
-                                .checker = o.checker,
-                                .timeout_seconds = o.checker_timeout_s,
-                                .mountpoint = work + "/mnt"};
-  if (o.fsck && o.fs != harness::FsKind::kRaw) ic.before_mount = harness::FsckHook(o.fs);
-  std::map<std::string, std::pair<bool, std::string>> cache;  // id -> (violates, description)
-  auto judge =
-      [&](const harness::CrashState& state) -> absl::StatusOr<std::pair<bool, std::string>> {
-    std::string id = harness::EncodeStateId(parsed->trace_hash8, state);
-    if (auto it = cache.find(id); it != cache.end()) return it->second;
-    std::string image = work + "/crash.img";
-    if (auto s = harness::MaterializeState(o.trace, o.base, id, image); !s.ok()) return s;
-    auto out = harness::CheckImageFile(image, ic);
-    std::error_code ec;
-    fs::remove(image, ec);
-    if (!out.ok()) return out.status();
-    harness::Verdict v;
-    v.state_id = id;
-    v.cache = state.model.Code();
-    oracle.Judge(state.point, oracle.Compact(out->checker, out->fs), &v);
-    for (size_t i = 0; i < nvol; ++i) {
-      if (!state.kept.Contains(i, nvol) && view.volatile_entries[i] != state.torn_entry) {
-        v.dropped.push_back(view.volatile_entries[i]);
-      }
-    }
-    if (state.torn_entry) {
-      v.torn_entry = state.torn_entry;
-      v.torn_units = state.torn_units.Encode();
-    }
-    v.rebuild = fmt::format("{} state materialize --trace trace.log --state {} --out crash.img",
-                            o.powercut, id);
-    auto result = std::make_pair(v.violation(), v.Describe());
-    cache[id] = result;
-    return result;
-  };
+  StateJudge judge(o, trace, *std::move(parsed), scratch->path());
 
   ReproResult r;
   r.state_id = o.state_id;
-  auto first = judge(original);
-  if (!first.ok()) return first.status();
-  r.violates = first->first;
-  r.verdict = first->second;
-  // Elements: dropped volatile writes (index into volatile_entries), then the torn write.
-  std::vector<size_t> elements;
-  for (size_t i = 0; i < nvol; ++i) {
-    if (!original.kept.Contains(i, nvol) && view.volatile_entries[i] != original.torn_entry) {
-      elements.push_back(i);
-      r.dropped.push_back(view.volatile_entries[i]);
-    }
-  }
-  const size_t kTorn = nvol;  // the element standing for the torn write
-  if (original.torn_entry) {
-    elements.push_back(kTorn);
-    r.torn = original.torn_entry;
-  }
-  auto candidate = [&](const std::vector<size_t>& subset) {
-    harness::CrashState s = original;
-    uint64_t mask = 0;
-    for (size_t i = 0; i < nvol; ++i) {
-      bool keep = true;
-      if (view.volatile_entries[i] == original.torn_entry) keep = original.kept.Contains(i, nvol);
-      if (std::find(subset.begin(), subset.end(), i) != subset.end()) keep = false;
-      if (keep) mask |= uint64_t{1} << i;
-    }
-    s.kept = {harness::SubsetSpec::kMask, mask};
-    if (std::find(subset.begin(), subset.end(), kTorn) == subset.end()) {
-      s.torn_entry.reset();
-      s.torn_units = {};
-      // A volatile write no longer torn is on the media whole.
-      for (size_t i = 0; i < nvol; ++i) {
-        if (view.volatile_entries[i] == original.torn_entry) s.kept.value |= uint64_t{1} << i;
-      }
-    }
-    return s;
-  };
-  r.minimal_state_id = r.state_id;
-  r.minimal_verdict = r.verdict;
-  r.minimal_dropped = r.dropped;
-  r.minimal_torn = r.torn;
-  absl::Status failure;
-  if (!r.violates) {
-    r.note = "the state does not violate: nothing to shrink";
-  } else if (!o.shrink) {
-    r.note = "not shrunk (--no-shrink)";
-  } else if (nvol > 64) {
-    r.note = fmt::format(
-        "not shrunk: {} volatile writes at this point (at most 64 can be "
-        "expressed as a kept mask)",
-        nvol);
-  } else {
-    std::vector<size_t> minimal = DeltaDebug(elements, [&](const std::vector<size_t>& subset) {
-      if (!failure.ok()) return false;
-      harness::CrashState s = candidate(subset);
-      auto v = judge(s);
-      if (!v.ok()) {
-        failure = v.status();
-        return false;
-      }
-      size_t count = subset.size();
-      r.steps.push_back({harness::EncodeStateId(parsed->trace_hash8, s), count, v->first});
-      return v->first;
-    });
-    if (!failure.ok()) return failure;
-    harness::CrashState m = candidate(minimal);
-    r.minimal_state_id = harness::EncodeStateId(parsed->trace_hash8, m);
-    auto mv = judge(m);
-    if (!mv.ok()) return mv.status();
-    r.minimal_verdict = mv->second;
-    r.minimal_dropped.clear();
-    r.minimal_torn.reset();
-    for (size_t e : minimal) {
-      if (e == kTorn) {
-        r.minimal_torn = original.torn_entry;
-      } else {
-        r.minimal_dropped.push_back(view.volatile_entries[e]);
-      }
-    }
-  }
-
-  if (!o.bundle.empty()) {
-    std::error_code ec;
-    fs::create_directories(o.bundle, ec);
-    if (ec) {
-      return absl::InternalError(
-          fmt::format("repro: cannot create {}: {}", o.bundle, ec.message()));
-    }
-    const std::string b = o.bundle;
-    fs::copy_file(o.trace, b + "/trace.log", fs::copy_options::overwrite_existing, ec);
-    if (ec) {
-      return absl::InternalError(fmt::format("repro: cannot copy {}: {}", o.trace, ec.message()));
-    }
-    if (auto s = powercut::CopySparse(*base, b + "/base.img"); !s.ok()) return s;
-    auto m = harness::MakeManifest(
-        b + "/base.img", trace.sector_size,
-        manifest ? manifest->order : harness::OrderSemantics::kCompletion, trace.entries.size());
-    if (!m.ok()) return m.status();
-    m->base_image = "base.img";
-    if (auto s = harness::WriteManifest(b + "/trace.log.manifest.json", *m); !s.ok()) return s;
-    std::ofstream(b + "/state.txt") << r.state_id << "\n" << r.minimal_state_id << "\n";
-    std::ofstream(b + "/repro.json") << ReproToJson(r).dump(2) << "\n";
-    std::string recheck = fmt::format(
-        "{} repro {} --trace trace.log --checker {} --fs {}{} --recheck", o.powercut,
-        r.minimal_state_id, Quote(o.checker), harness::FsName(o.fs), o.ordered ? " --ordered" : "");
-    std::ofstream readme(b + "/README.md");
-    readme << fmt::format(
-        "# powercut reproducer\n\n"
-        "A crash state that violates the workload's durability promise, shrunk by delta "
-        "debugging.\n\n"
-        "- original state: `{}`\n  - {}\n- minimal state: `{}` ({} dropped write(s){}): \n  - {}\n"
-        "\nRebuild the minimal crash image and re-check it (run in this folder{}):\n\n"
-        "```\n{}\n```\n\n"
-        "Only the image: `{} state materialize --trace trace.log --state {} --out crash.img`\n\n"
-        "Files: `trace.log` (dm-log-writes v1), `trace.log.manifest.json` (base image, hash, "
-        "order), `base.img` (sparse), `state.txt` (original and minimal ids), `repro.json` (every "
-        "candidate checked while shrinking).\n",
-        r.state_id, r.verdict, r.minimal_state_id, r.minimal_dropped.size(),
-        r.minimal_torn ? fmt::format(", entry {} torn", *r.minimal_torn) : std::string(),
-        r.minimal_verdict,
-        o.fs == harness::FsKind::kRaw ? "" : "; as root: the image is loop-mounted", recheck,
-        o.powercut, r.minimal_state_id);
-  }
+  ASSIGN_OR_RETURN(std::vector<size_t> elements, JudgeOriginal(judge, &r));
+  r.note = WhyNotShrunk(o, r, judge.volatile_count());
+  if (r.note.empty()) RETURN_IF_ERROR(Shrink(judge, elements, &r));
+  if (!o.bundle.empty()) RETURN_IF_ERROR(WriteBundle(o, r, trace, *base, manifest));
   return r;
 }
 

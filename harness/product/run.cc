@@ -5,7 +5,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "base/signal_cleanup.h"
+#include "base/scratch_dir.h"
 #include "fmt/format.h"
 #include "harness/check/file_system.h"
 #include "harness/check/fsck.h"
@@ -16,15 +16,6 @@ namespace powercut::product {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A fresh folder under /var/tmp, registered for removal on a fatal signal
-// (harness/signal_cleanup.h); the caller unregisters it once it removed it.
-std::string MakeTempDir(const char* prefix) {
-  std::string tmpl = fmt::format("/var/tmp/{}-XXXXXX", prefix);
-  if (::mkdtemp(tmpl.data()) == nullptr) return "";
-  powercut::RegisterCleanupFolder(tmpl);
-  return tmpl;
-}
 
 std::string Tail(const std::string& path, size_t bytes) {
   std::error_code ec;
@@ -192,24 +183,17 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
   }
   std::string dir = o.keep_dir;
   bool temporary = dir.empty();
+  ScratchDir scratch;  // the recording's folder unless --keep names one
   if (temporary) {
-    dir = MakeTempDir("powercut-run");
-    if (dir.empty()) {
+    auto made = ScratchDir::Create("powercut-run", "/var/tmp");
+    if (!made.ok()) {
       out.error_kind = "vm";
       out.error = "cannot create a temporary folder in /var/tmp";
       return out;
     }
+    scratch = std::move(*made);
+    dir = scratch.path();
   }
-  struct Cleanup {
-    std::string dir;
-    bool active;
-    ~Cleanup() {
-      std::error_code ec;
-      if (!active) return;
-      fs::remove_all(dir, ec);
-      powercut::UnregisterCleanupFolder(dir);
-    }
-  } cleanup{dir, temporary};
   if (!temporary) out.recording_dir = dir;
 
   vm::RunSpec spec;

@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/ack_id.h"
 #include "base/tsan_mutex.h"
 #include "fmt/format.h"
-#include "harness/trace/ack_id.h"
 #include "nlohmann/json.hpp"
 
 namespace powercut::vm {
@@ -127,7 +127,7 @@ void AckChannel::HandleLine(const std::string& line) {
   nlohmann::json entry;
   uint64_t count = 0;
   std::string event;
-  if (line.rfind("ack ", 0) == 0 && harness::IsValidAckId(line.substr(4))) {
+  if (line.rfind("ack ", 0) == 0 && IsValidAckId(line.substr(4))) {
     std::string id = line.substr(4);
     absl::Status s =
         options_.recorder != nullptr ? options_.recorder->RecordAck(id) : absl::OkStatus();

@@ -6,10 +6,12 @@
 //   powercut-vm check ...    boot a fresh guest on an image and run a checker
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 
 #include "CLI/CLI.hpp"
 #include "base/process.h"
+#include "base/scratch_dir.h"
 #include "fmt/format.h"
 #include "harness/vm/initramfs.h"
 #include "harness/vm/kernel.h"
@@ -76,7 +78,7 @@ void PrintRun(const powercut::vm::RunResult& r) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   powercut::InstallInterruptHandlers();
   CLI::App app{"powercut-vm: the VM crash domain of powercut"};
   app.require_subcommand(1);
@@ -144,13 +146,12 @@ int main(int argc, char** argv) {
   fmt::print("kernel {} ({}), initramfs {}, accel {}\n", env->kernel.release,
              env->kernel.package_version, env->initramfs.path, AccelName(env->accel));
   if (boot->parsed()) {
-    char tmpl[] = "/tmp/powercut-boot-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return Fail(absl::UnavailableError("mkdtemp failed"));
-    spec.output_dir = tmpl;
+    auto folder = powercut::ScratchDir::Create("powercut-boot", "/tmp");
+    if (!folder.ok()) return Fail(folder.status());
+    spec.output_dir = folder->path();
     spec.command = "true";
     spec.recording = powercut::vm::Recording::kNone;
     auto r = powercut::vm::RunInVm(*env, spec);
-    std::filesystem::remove_all(tmpl);
     if (!r.ok()) return Fail(r.status());
     fmt::print("boot to agent: {:.2f} s (guest uptime {:.2f} s), whole run {:.2f} s, accel {}\n",
                r->boot_seconds, r->guest.ready_seconds, r->wall_seconds, AccelName(r->accel));
@@ -202,4 +203,13 @@ int main(int argc, char** argv) {
     return r->checker_exit_code == 0 ? 0 : 5;
   }
   return 2;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc: report it instead of aborting
+    std::fprintf(stderr, "powercut-vm: %s\n", e.what());
+    return 2;
+  }
 }

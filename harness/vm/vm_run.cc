@@ -13,6 +13,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "base/process.h"
+#include "base/scratch_dir.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/trace/manifest.h"
@@ -58,33 +59,9 @@ absl::Status WriteAll(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
-// A private folder for sockets, job and result; removed on destruction. Short path: unix socket
-// paths are limited to 107 bytes.
-class RunFolder {
- public:
-  static absl::StatusOr<RunFolder> Create() {
-    std::string tmpl = "/tmp/powercut-vm-XXXXXX";
-    if (mkdtemp(tmpl.data()) == nullptr) {
-      return absl::UnavailableError("creating a private run folder in /tmp failed");
-    }
-    return RunFolder(tmpl);
-  }
-  RunFolder(RunFolder&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
-  RunFolder(const RunFolder&) = delete;
-  ~RunFolder() {
-    if (!path_.empty()) {
-      UnregisterScratchFolder(path_);
-      std::error_code ec;
-      fs::remove_all(path_, ec);
-    }
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  explicit RunFolder(std::string path) : path_(std::move(path)) { RegisterScratchFolder(path_); }
-  std::string path_;
-};
+// A private folder for sockets, job and result, under /tmp: unix socket paths are limited to 107
+// bytes.
+using RunFolder = ScratchDir;
 
 std::vector<std::string> GuestModulesFor(harness::FsKind fs, bool log_writes, bool flakey) {
   std::vector<std::string> modules;
@@ -293,7 +270,7 @@ absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec)
   std::error_code ec;
   fs::create_directories(spec.output_dir, ec);
   const std::string out = fs::absolute(spec.output_dir).lexically_normal().string();
-  ASSIGN_OR_RETURN(RunFolder run, RunFolder::Create());
+  ASSIGN_OR_RETURN(RunFolder run, RunFolder::Create("powercut-vm", "/tmp"));
 
   RunResult result;
   result.accel = env.accel;
@@ -544,7 +521,7 @@ absl::StatusOr<std::vector<GuestResult>> CheckImagesInVm(const VmEnvironment& en
         fmt::format("{} images to check in one guest: at most {}; split them into several calls",
                     specs.size(), kMaxCheckImages));
   }
-  ASSIGN_OR_RETURN(RunFolder run, RunFolder::Create());
+  ASSIGN_OR_RETURN(RunFolder run, RunFolder::Create("powercut-vm", "/tmp"));
   QemuOptions q;
   q.kernel = env.kernel.vmlinuz;
   q.initramfs = env.initramfs.path;

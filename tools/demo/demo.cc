@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "base/scratch_dir.h"
 #include "recovery/recovery.h"
 #include "wal/barrier.h"
 #include "wal/testing/fault_injection_env.h"
@@ -154,13 +156,13 @@ int Main(int argc, char** argv) {
     barriers.push_back(*b);
   }
 
-  std::string pattern = base_dir + "/powercut-demo-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) {
-    fmt::print(stderr, "powercut-demo: cannot create a scratch directory under {}: pass --dir\n",
-               base_dir);
+  auto scratch_dir = ScratchDir::Create("powercut-demo", base_dir);
+  if (!scratch_dir.ok()) {
+    fmt::print(stderr, "powercut-demo: {} (or pass --dir)\n",
+               std::string(scratch_dir.status().message()));
     return 2;
   }
-  const std::string scratch = pattern;
+  const std::string scratch = scratch_dir->path();
 
   fmt::print("powercut-demo: {} threads x {} commits per mode, power cut mode '{}', seed {}\n",
              threads, per_thread, cut_name, seed);
@@ -184,8 +186,6 @@ int Main(int argc, char** argv) {
                                                  : "");
     if (row.is_barrier && row.lost > 0) barrier_lost = true;
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(scratch, ignored);
   fmt::print(
       "\nacked: commits whose Commit() returned OK before the cut; acked+rec: of those, recovered "
       "byte for byte;\nlost = acked - acked+rec; recovered: all records recovery returned "
@@ -196,4 +196,11 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace powercut
 
-int main(int argc, char** argv) { return powercut::Main(argc, argv); }
+int main(int argc, char** argv) {
+  try {
+    return powercut::Main(argc, argv);
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc: report it instead of aborting
+    std::fprintf(stderr, "powercut-demo: %s\n", e.what());
+    return 2;
+  }
+}

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/check/report.h"
 #include "harness/product/builtin.h"
@@ -31,22 +32,16 @@ std::vector<std::string> SplitCommas(const std::vector<std::string>& values) {
   return out;
 }
 
-}  // namespace
+// The flags of `powercut matrix`, as parsed.
+struct MatrixArgs {
+  product::MatrixOptions o;
+  std::vector<std::string> workloads, barriers, fs;
+  std::string sector = "512e", shard = "1/1", json, junit, html, workload_binary, agent, cells,
+              recordings, recordings_cap = "1GiB", budget, disk_size;
+  bool quiet = false, list = false, no_torn = false, no_expect = false;
+};
 
-void AddMatrixCommand(CLI::App& app, int* exit_code) {
-  struct Args {
-    product::MatrixOptions o;
-    std::vector<std::string> workloads, barriers, fs;
-    std::string sector = "512e", shard = "1/1", json, junit, html, workload_binary, agent, cells,
-                recordings, recordings_cap = "1GiB", budget, disk_size;
-    bool quiet = false, list = false, no_torn = false, no_expect = false;
-  };
-  auto a = std::make_shared<Args>();
-  CLI::App* m = app.add_subcommand(
-      "matrix",
-      "the headline table: one recording per workload x setting x fs, replayed under "
-      "every cache model (exit 0 every cell as expected, 1 some cell not as expected, 2 a cell "
-      "could not run)");
+void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
   m->add_option("--preset", a->o.preset,
                 "headline: the issue's 10 cells on ext4; controls: the known-good and known-bad "
                 "programs (6 black-box programs, the WAL under every durable barrier, RocksDB "
@@ -106,113 +101,107 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
               "ignore expected verdicts: any violation is a failure (exit 1)");
   m->add_flag("--list", a->list, "print the shard's cells (and their expectations) and exit");
   m->add_flag("--quiet", a->quiet, "no progress on stderr");
-  m->callback([=] {
-    product::MatrixOptions o = a->o;
-    o.workloads = SplitCommas(a->workloads);
-    o.barriers = SplitCommas(a->barriers);
-    o.fs = a->fs.empty() ? product::PresetDefaultFs(o.preset) : SplitCommas(a->fs);
-    auto sector = harness::ParseSectorFormat(a->sector);
-    if (!sector.ok()) {
-      *exit_code = CouldNotRun(std::string(sector.status().message()));
-      return;
+}
+
+// Every flag checked and turned into the matrix's options (the built-in cells' binary and
+// expectations resolved once the plan is known).
+absl::StatusOr<product::MatrixOptions> ParseMatrixArgs(const MatrixArgs& a) {
+  product::MatrixOptions o = a.o;
+  o.workloads = SplitCommas(a.workloads);
+  o.barriers = SplitCommas(a.barriers);
+  o.fs = a.fs.empty() ? product::PresetDefaultFs(o.preset) : SplitCommas(a.fs);
+  ASSIGN_OR_RETURN(o.sector, harness::ParseSectorFormat(a.sector));
+  if (!a.budget.empty()) {
+    ASSIGN_OR_RETURN(o.budget_seconds, harness::ParseBudget(a.budget));
+  }
+  RETURN_IF_ERROR(ParseGuestDisk(a.disk_size, &o.guest));
+  o.powercut = product::SelfPath();
+  o.progress = !a.quiet;
+  o.torn = !a.no_torn;
+  o.expect = !a.no_expect;
+  if (!a.cells.empty()) {
+    ASSIGN_OR_RETURN(o.custom_cells, product::LoadCustomCells(a.cells));
+  }
+  ASSIGN_OR_RETURN(o.recordings, product::RecordingStoreFor(a.recordings, a.recordings_cap,
+                                                            {a.html, a.json, a.junit}));
+  ASSIGN_OR_RETURN(o.shard, product::ParseShard(a.shard));
+  return o;
+}
+
+// The plan's built-in cells run powercut-workload: find it, and read its catalog's expected
+// verdicts unless --no-expect.
+absl::Status ResolveBuiltinCells(const MatrixArgs& a, const std::vector<product::MatrixCell>& plan,
+                                 product::MatrixOptions* o) {
+  bool builtin =
+      std::any_of(plan.begin(), plan.end(), [](const product::MatrixCell& c) { return !c.custom; });
+  if (!builtin) return absl::OkStatus();
+  ASSIGN_OR_RETURN(o->workload_binary, product::FindWorkloadBinary(a.workload_binary, o->powercut));
+  if (o->expect) {
+    ASSIGN_OR_RETURN(o->expectations, product::LoadBuiltinExpectations(o->workload_binary));
+  }
+  return absl::OkStatus();
+}
+
+// --list: the shard's cells with the expectations the run would apply.
+void ListCells(const std::vector<product::MatrixCell>& plan, const product::MatrixOptions& o) {
+  for (const auto& c : plan) {
+    if (!o.shard.Contains(c.Name())) continue;
+    product::CellExpect e;
+    if (c.custom) {
+      e = c.custom->expect;
+    } else if (auto it = o.expectations.find(c.workload + "-" + c.setting);
+               it != o.expectations.end()) {
+      e = it->second.ForFs(c.fs);  // the per-fs expectations, as the run applies them
     }
-    o.sector = *sector;
-    if (!a->budget.empty()) {
-      auto budget = harness::ParseBudget(a->budget);
-      if (!budget.ok()) {
-        *exit_code = CouldNotRun(std::string(budget.status().message()));
-        return;
-      }
-      o.budget_seconds = *budget;
+    if (!o.expect) e = product::CellExpect{};
+    std::string expect = e.error.empty() ? fmt::format("off={} on={} lying={}", e.For("off"),
+                                                       e.For("on"), e.For("lying"))
+                                         : "error=" + e.error;
+    std::printf("%-36s expect %s\n", c.Name().c_str(), expect.c_str());
+  }
+}
+
+// `powercut matrix` once its flags are parsed; returns the exit code.
+int Matrix(const MatrixArgs& a) {
+  auto parsed = ParseMatrixArgs(a);
+  if (!parsed.ok()) return CouldNotRun(std::string(parsed.status().message()));
+  product::MatrixOptions o = *std::move(parsed);
+  auto plan = product::PlanMatrix(o);
+  if (!plan.ok()) return CouldNotRun(std::string(plan.status().message()));
+  if (auto s = ResolveBuiltinCells(a, *plan, &o); !s.ok()) {
+    return CouldNotRun(std::string(s.message()));
+  }
+  if (a.list) {
+    ListCells(*plan, o);
+    return 0;
+  }
+  auto report = product::RunMatrix(o, product::VmCellRunner(product::AgentHint(o.powercut)));
+  if (!report.ok()) return CouldNotRun(std::string(report.status().message()));
+  std::printf("%s", product::HeadlineTable(*report).c_str());
+  int exit_code = product::MatrixExitCode(*report);
+  auto write = [&](const std::string& path, const std::string& text) {
+    if (path.empty()) return;
+    if (auto s = harness::WriteTextFile(path, text); !s.ok()) {
+      exit_code = CouldNotRun(std::string(s.message()));
     }
-    if (absl::Status s = ParseGuestDisk(a->disk_size, &o.guest); !s.ok()) {
-      *exit_code = CouldNotRun(std::string(s.message()));
-      return;
-    }
-    o.powercut = product::SelfPath();
-    o.progress = !a->quiet;
-    o.torn = !a->no_torn;
-    o.expect = !a->no_expect;
-    if (!a->cells.empty()) {
-      auto cells = product::LoadCustomCells(a->cells);
-      if (!cells.ok()) {
-        *exit_code = CouldNotRun(std::string(cells.status().message()));
-        return;
-      }
-      o.custom_cells = std::move(*cells);
-    }
-    auto recordings =
-        product::RecordingStoreFor(a->recordings, a->recordings_cap, {a->html, a->json, a->junit});
-    if (!recordings.ok()) {
-      *exit_code = CouldNotRun(std::string(recordings.status().message()));
-      return;
-    }
-    o.recordings = *recordings;
-    auto shard = product::ParseShard(a->shard);
-    if (!shard.ok()) {
-      *exit_code = CouldNotRun(std::string(shard.status().message()));
-      return;
-    }
-    o.shard = *shard;
-    auto plan = product::PlanMatrix(o);
-    if (!plan.ok()) {
-      *exit_code = CouldNotRun(std::string(plan.status().message()));
-      return;
-    }
-    bool builtin = std::any_of(plan->begin(), plan->end(),
-                               [](const product::MatrixCell& c) { return !c.custom; });
-    if (builtin) {
-      auto binary = product::FindWorkloadBinary(a->workload_binary, o.powercut);
-      if (!binary.ok()) {
-        *exit_code = CouldNotRun(std::string(binary.status().message()));
-        return;
-      }
-      o.workload_binary = *binary;
-      if (o.expect) {
-        auto expectations = product::LoadBuiltinExpectations(o.workload_binary);
-        if (!expectations.ok()) {
-          *exit_code = CouldNotRun(std::string(expectations.status().message()));
-          return;
-        }
-        o.expectations = std::move(*expectations);
-      }
-    }
-    if (a->list) {
-      for (const auto& c : *plan) {
-        if (!o.shard.Contains(c.Name())) continue;
-        product::CellExpect e;
-        if (c.custom) {
-          e = c.custom->expect;
-        } else if (auto it = o.expectations.find(c.workload + "-" + c.setting);
-                   it != o.expectations.end()) {
-          e = it->second.ForFs(c.fs);  // the per-fs expectations, as the run applies them
-        }
-        if (!o.expect) e = product::CellExpect{};
-        std::string expect = e.error.empty() ? fmt::format("off={} on={} lying={}", e.For("off"),
-                                                           e.For("on"), e.For("lying"))
-                                             : "error=" + e.error;
-        std::printf("%-36s expect %s\n", c.Name().c_str(), expect.c_str());
-      }
-      *exit_code = 0;
-      return;
-    }
-    auto report = product::RunMatrix(o, product::VmCellRunner(product::AgentHint(o.powercut)));
-    if (!report.ok()) {
-      *exit_code = CouldNotRun(std::string(report.status().message()));
-      return;
-    }
-    std::printf("%s", product::HeadlineTable(*report).c_str());
-    *exit_code = product::MatrixExitCode(*report);
-    auto write = [&](const std::string& path, const std::string& text) {
-      if (path.empty()) return;
-      if (auto s = harness::WriteTextFile(path, text); !s.ok()) {
-        *exit_code = CouldNotRun(std::string(s.message()));
-      }
-    };
-    write(a->json, product::MatrixToJson(*report).dump(2) + "\n");
-    write(a->junit, product::MatrixJunit(*report));
-    write(a->html, product::HtmlReport(*report, "powercut matrix"));
-  });
+  };
+  write(a.json, product::MatrixToJson(*report).dump(2) + "\n");
+  write(a.junit, product::MatrixJunit(*report));
+  write(a.html, product::HtmlReport(*report, "powercut matrix"));
+  return exit_code;
+}
+
+}  // namespace
+
+void AddMatrixCommand(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<MatrixArgs>();
+  CLI::App* m = app.add_subcommand(
+      "matrix",
+      "the headline table: one recording per workload x setting x fs, replayed under "
+      "every cache model (exit 0 every cell as expected, 1 some cell not as expected, 2 a cell "
+      "could not run)");
+  AddMatrixOptions(m, a.get());
+  m->callback([=] { *exit_code = Matrix(*a); });
 }
 
 }  // namespace powercut::cli

@@ -53,20 +53,19 @@ int CouldNotRun(const std::string& message) {
   return 2;
 }
 
-void AddRunCommand(CLI::App& app, int* exit_code) {
-  struct Args {
-    product::RunOptions o;
-    std::string cache = "all", window = "16", recorder = "nbd", points = product::kDefaultPoints,
-                states = product::kDefaultStates, json, junit, html, trace, sector = "512e", expect,
-                recordings, recordings_cap = "1GiB", budget, disk_size;
-    int timeout = 600;
-    bool quiet = false, no_torn = false;
-  };
-  auto a = std::make_shared<Args>();
-  CLI::App* run = app.add_subcommand(
-      "run",
-      "record a workload once in the VM, replay its crash states under each cache model "
-      "and check them (exit 0 pass, 1 violations, 2 could not run)");
+namespace {
+
+// The flags of `powercut run`, as parsed.
+struct RunArgs {
+  product::RunOptions o;
+  std::string cache = "all", window = "16", recorder = "nbd", points = product::kDefaultPoints,
+              states = product::kDefaultStates, json, junit, html, trace, sector = "512e", expect,
+              recordings, recordings_cap = "1GiB", budget, disk_size;
+  int timeout = 600;
+  bool quiet = false, no_torn = false;
+};
+
+void AddRunOptions(CLI::App* run, RunArgs* a) {
   run->add_option("--workload", a->o.workload,
                   "the workload command (runs in the guest; acks on $POWERCUT_ACK_FD); not "
                   "needed with --trace");
@@ -123,147 +122,182 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                 "violating state, where its verdict is decided)");
   run->add_option("--budget", a->budget,
                   "bound the checking time (30s, 2m, 1h); a pass cut short is incomplete");
-  run->callback([=] {
-    product::RunOptions o = a->o;
-    o.powercut = product::SelfPath();
-    o.timeout = std::chrono::seconds(a->timeout);
-    // Every flag is checked before the VM boots.
-    auto models = product::ParseCacheList(a->cache, a->window);
-    auto points = product::ParsePoints(a->points);
-    auto states = product::ParseStates(a->states);
-    auto recorder = product::ParseRecorder(a->recorder);
-    auto sector = harness::ParseSectorFormat(a->sector);
-    auto recordings =
-        product::RecordingStoreFor(a->recordings, a->recordings_cap, {a->html, a->json, a->junit});
-    absl::StatusOr<double> budget = a->budget.empty() ? 0.0 : harness::ParseBudget(a->budget);
-    for (const absl::Status& s :
-         {models.status(), points.status(), states.status(), recorder.status(), sector.status(),
-          recordings.status(), budget.status(), ParseGuestDisk(a->disk_size, &o.guest),
-          product::ValidateRunOptions(o)}) {
-      if (!s.ok()) {
-        *exit_code = CouldNotRun(std::string(s.message()));
-        return;
-      }
+}
+
+// Every flag checked (all of them before the VM boots) and turned into the run's options; the
+// cell's expectations filled when --expect is given. `recordings` must outlive the options.
+absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::CellResult* cell,
+                                                 product::RecordingStore* recordings) {
+  product::RunOptions o = a.o;
+  o.powercut = product::SelfPath();
+  o.timeout = std::chrono::seconds(a.timeout);
+  auto models = product::ParseCacheList(a.cache, a.window);
+  auto points = product::ParsePoints(a.points);
+  auto states = product::ParseStates(a.states);
+  auto recorder = product::ParseRecorder(a.recorder);
+  auto sector = harness::ParseSectorFormat(a.sector);
+  auto store =
+      product::RecordingStoreFor(a.recordings, a.recordings_cap, {a.html, a.json, a.junit});
+  absl::StatusOr<double> budget = a.budget.empty() ? 0.0 : harness::ParseBudget(a.budget);
+  for (const absl::Status& s :
+       {models.status(), points.status(), states.status(), recorder.status(), sector.status(),
+        store.status(), budget.status(), ParseGuestDisk(a.disk_size, &o.guest),
+        product::ValidateRunOptions(o)}) {
+    if (!s.ok()) return s;
+  }
+  o.budget_seconds = *budget;
+  *cell = product::CellResult{.workload_command = o.workload, .checker_command = o.checker};
+  cell->judged = !a.expect.empty();
+  if (cell->judged) {
+    std::vector<std::string> caches;
+    for (const auto& m : *models) caches.emplace_back(m.Name());
+    auto expect = product::ParseExpect(a.expect, caches);
+    if (!expect.ok()) return expect.status();
+    cell->expect = *expect;
+  }
+  *recordings = std::move(*store);
+  o.recordings = recordings;
+  o.models = *models;
+  o.points = *points;
+  o.states = *states;
+  o.states.torn = !a.no_torn;
+  o.recording = *recorder;
+  o.sector = *sector;
+  if (o.name.empty()) o.name = "run";
+  return o;
+}
+
+// Records the workload in the VM and checks it, or checks the recording --trace names.
+absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, const product::RunOptions& o) {
+  const bool progress = !a.quiet && ::isatty(2);
+  if (!a.trace.empty()) return product::CheckRecording(a.trace, o);
+  if (progress) std::fprintf(stderr, "powercut run: preparing the VM...\n");
+  auto env = vm::PrepareVm(product::AgentHint(o.powercut));
+  if (!env.ok()) {
+    return absl::Status(env.status().code(), fmt::format("cannot prepare the VM: {}",
+                                                         std::string(env.status().message())));
+  }
+  if (progress) {
+    std::fprintf(stderr, "powercut run: recording the workload in the VM (%s)...\n",
+                 vm::AccelName(env->accel));
+  }
+  return product::RunWorkload(*env, o);
+}
+
+// The JSON report: the engine's report (or an empty one) with the run's own section.
+nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOptions& o,
+                       const product::CellResult& cell, const product::RecordingStore& recordings) {
+  nlohmann::json j;
+  if (outcome.report) {
+    j = harness::ReportToJson(*outcome.report);
+  } else {
+    j = {{"schema", "powercut-report/1"}, {"results", nlohmann::json::array()}};
+  }
+  j["run"] = {{"workload", o.workload},
+              {"checker", o.checker},
+              {"fs", o.fs},
+              {"sector", harness::SectorFormatName(o.sector)},
+              {"guest",
+               {{"memory_mib", o.guest.memory_mib},
+                {"cpus", o.guest.cpus},
+                {"disk_bytes", o.guest.disk_bytes}}},
+              {"status", !outcome.ran                    ? "error"
+                         : !outcome.report->passed()     ? "fail"
+                         : outcome.could_not_check() > 0 ? "incomplete"
+                                                         : "pass"},
+              {"error_kind", outcome.error_kind},
+              {"error", outcome.error},
+              {"workload_exit", outcome.workload_exit},
+              {"acks", outcome.acks},
+              {"invalid_ack_lines", outcome.invalid_ack_lines},
+              {"record_seconds", outcome.record_seconds},
+              {"check_seconds", outcome.check_seconds},
+              {"recording", outcome.recording_dir},
+              {"recording_bytes", outcome.recording_bytes},
+              {"recordings", recordings.ToJson()},
+              {"could_not_check", outcome.could_not_check()},
+              {"expect", cell.judged ? cell.expect.ToJson() : nlohmann::json(nullptr)},
+              {"verdict", cell.judged && outcome.ran ? cell.Verdict() : ""},
+              {"unexpected", cell.Unexpected()},
+              {"notes", outcome.notes}};
+  return j;
+}
+
+// The JUnit report; a run that could not run is one error.
+std::string RunJunit(const product::RunOutcome& outcome, const product::RunOptions& o) {
+  if (outcome.report) return harness::ReportToJunit(*outcome.report);
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite "
+      "name=\"powercut run\" tests=\"1\" failures=\"0\" errors=\"1\">"
+      "<testcase classname=\"powercut.run\" name=\"{}\"><error type=\"{}\"/>"
+      "</testcase></testsuite></testsuites>\n",
+      o.name, outcome.error_kind);
+}
+
+// Writes the reports the flags ask for; returns the exit code (2 when one cannot be written).
+int WriteRunReports(const RunArgs& a, const product::RunOutcome& outcome,
+                    const product::RunOptions& o, const product::CellResult& cell,
+                    const product::RecordingStore& recordings, int exit_code) {
+  auto write = [&](const std::string& path, const std::string& text) {
+    if (path.empty()) return;
+    if (auto s = harness::WriteTextFile(path, text); !s.ok()) {
+      exit_code = CouldNotRun(std::string(s.message()));
     }
-    o.budget_seconds = *budget;
-    product::CellResult cell{.workload_command = o.workload, .checker_command = o.checker};
-    cell.judged = !a->expect.empty();
-    if (cell.judged) {
-      std::vector<std::string> caches;
-      for (const auto& m : *models) caches.push_back(m.Name());
-      auto expect = product::ParseExpect(a->expect, caches);
-      if (!expect.ok()) {
-        *exit_code = CouldNotRun(std::string(expect.status().message()));
-        return;
-      }
-      cell.expect = *expect;
-    }
-    o.recordings = &*recordings;
-    o.models = *models;
-    o.points = *points;
-    o.states = *states;
-    o.states.torn = !a->no_torn;
-    o.recording = *recorder;
-    o.sector = *sector;
-    if (o.name.empty()) o.name = "run";
-    bool progress = !a->quiet && ::isatty(2);
-    product::Progress states_progress("powercut run: checking", 0, !a->quiet);
-    if (states_progress.enabled()) {  // the engine counts the states up front only for this
-      o.on_state_checked = [&states_progress](uint64_t done, uint64_t total) {
-        states_progress.UpdateStates(done, total);
-      };
-    }
-    product::RunOutcome outcome;
-    if (!a->trace.empty()) {
-      outcome = product::CheckRecording(a->trace, o);
-    } else {
-      if (progress) std::fprintf(stderr, "powercut run: preparing the VM...\n");
-      auto env = vm::PrepareVm(product::AgentHint(o.powercut));
-      if (!env.ok()) {
-        *exit_code = CouldNotRun(
-            fmt::format("cannot prepare the VM: {}", std::string(env.status().message())));
-        return;
-      }
-      if (progress) {
-        std::fprintf(stderr, "powercut run: recording the workload in the VM (%s)...\n",
-                     vm::AccelName(env->accel));
-      }
-      outcome = product::RunWorkload(*env, o);
-    }
-    std::printf("%s", product::RunSummary(outcome).c_str());
-    cell.name = o.name + "/" + o.fs;
-    cell.workload = o.name;
-    cell.setting = "-";
-    cell.fs = o.fs;
-    product::FillCell(outcome, &cell);
-    if (cell.judged && outcome.ran) {
-      std::printf("expect %s: %s\n", a->expect.c_str(),
-                  cell.Verdict() == "ok" ? "every cache model as expected"
-                                         : ("UNEXPECTED: " + cell.Unexpected()).c_str());
-    }
-    std::fflush(stdout);
-    nlohmann::json j;
-    if (outcome.report) {
-      j = harness::ReportToJson(*outcome.report);
-    } else {
-      j = {{"schema", "powercut-report/1"}, {"results", nlohmann::json::array()}};
-    }
-    j["run"] = {{"workload", o.workload},
-                {"checker", o.checker},
-                {"fs", o.fs},
-                {"sector", harness::SectorFormatName(o.sector)},
-                {"guest",
-                 {{"memory_mib", o.guest.memory_mib},
-                  {"cpus", o.guest.cpus},
-                  {"disk_bytes", o.guest.disk_bytes}}},
-                {"status", !outcome.ran                    ? "error"
-                           : !outcome.report->passed()     ? "fail"
-                           : outcome.could_not_check() > 0 ? "incomplete"
-                                                           : "pass"},
-                {"error_kind", outcome.error_kind},
-                {"error", outcome.error},
-                {"workload_exit", outcome.workload_exit},
-                {"acks", outcome.acks},
-                {"invalid_ack_lines", outcome.invalid_ack_lines},
-                {"record_seconds", outcome.record_seconds},
-                {"check_seconds", outcome.check_seconds},
-                {"recording", outcome.recording_dir},
-                {"recording_bytes", outcome.recording_bytes},
-                {"recordings", recordings->ToJson()},
-                {"could_not_check", outcome.could_not_check()},
-                {"expect", cell.judged ? cell.expect.ToJson() : nlohmann::json(nullptr)},
-                {"verdict", cell.judged && outcome.ran ? cell.Verdict() : ""},
-                {"unexpected", cell.Unexpected()},
-                {"notes", outcome.notes}};
-    *exit_code = product::RunExitCode(outcome, cell);
-    auto write = [&](const std::string& path, const std::string& text) {
-      if (path.empty()) return;
-      if (auto s = harness::WriteTextFile(path, text); !s.ok()) {
-        *exit_code = CouldNotRun(std::string(s.message()));
-      }
+  };
+  write(a.json, RunJson(outcome, o, cell, recordings).dump(2) + "\n");
+  if (!a.junit.empty()) write(a.junit, RunJunit(outcome, o));
+  if (!a.html.empty()) {
+    product::MatrixReport m;
+    m.plan_cells = 1;
+    m.seconds = outcome.record_seconds + outcome.check_seconds;
+    m.recordings = recordings;
+    m.cells.push_back(cell);
+    write(a.html, product::HtmlReport(m, "powercut run: " + o.name));
+  }
+  return exit_code;
+}
+
+// `powercut run` once its flags are parsed; returns the exit code.
+int Run(const RunArgs& a) {
+  product::CellResult cell;
+  product::RecordingStore recordings;
+  auto parsed = ParseRunArgs(a, &cell, &recordings);
+  if (!parsed.ok()) return CouldNotRun(std::string(parsed.status().message()));
+  product::RunOptions o = *std::move(parsed);
+  product::Progress states_progress("powercut run: checking", 0, !a.quiet);
+  if (states_progress.enabled()) {  // the engine counts the states up front only for this
+    o.on_state_checked = [&states_progress](uint64_t done, uint64_t total) {
+      states_progress.UpdateStates(done, total);
     };
-    write(a->json, j.dump(2) + "\n");
-    if (!a->junit.empty()) {
-      if (outcome.report) {
-        write(a->junit, harness::ReportToJunit(*outcome.report));
-      } else {
-        write(a->junit,
-              fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite "
-                          "name=\"powercut run\" tests=\"1\" failures=\"0\" errors=\"1\">"
-                          "<testcase classname=\"powercut.run\" name=\"{}\"><error type=\"{}\"/>"
-                          "</testcase></testsuite></testsuites>\n",
-                          o.name, outcome.error_kind));
-      }
-    }
-    if (!a->html.empty()) {
-      product::MatrixReport m;
-      m.plan_cells = 1;
-      m.seconds = outcome.record_seconds + outcome.check_seconds;
-      m.recordings = *recordings;
-      m.cells.push_back(cell);
-      write(a->html, product::HtmlReport(m, "powercut run: " + o.name));
-    }
-  });
+  }
+  auto ran = RecordAndCheck(a, o);
+  if (!ran.ok()) return CouldNotRun(std::string(ran.status().message()));
+  const product::RunOutcome& outcome = *ran;
+  std::printf("%s", product::RunSummary(outcome).c_str());
+  cell.name = o.name + "/" + o.fs;
+  cell.workload = o.name;
+  cell.setting = "-";
+  cell.fs = o.fs;
+  product::FillCell(outcome, &cell);
+  if (cell.judged && outcome.ran) {
+    std::printf("expect %s: %s\n", a.expect.c_str(),
+                cell.Verdict() == "ok" ? "every cache model as expected"
+                                       : ("UNEXPECTED: " + cell.Unexpected()).c_str());
+  }
+  std::fflush(stdout);
+  return WriteRunReports(a, outcome, o, cell, recordings, product::RunExitCode(outcome, cell));
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* run = app.add_subcommand(
+      "run",
+      "record a workload once in the VM, replay its crash states under each cache model "
+      "and check them (exit 0 pass, 1 violations, 2 could not run)");
+  AddRunOptions(run, a.get());
+  run->callback([=] { *exit_code = Run(*a); });
 }
 
 }  // namespace powercut::cli

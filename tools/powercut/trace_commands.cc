@@ -4,9 +4,9 @@
 #include <optional>
 #include <string>
 
+#include "base/ack_id.h"
 #include "base/image_io.h"
 #include "fmt/format.h"
-#include "harness/trace/ack_id.h"
 #include "harness/trace/manifest.h"
 #include "harness/trace/trace_reader.h"
 #include "harness/trace/trace_replay.h"
@@ -46,7 +46,7 @@ int Show(const std::string& log, const std::string& base, bool json) {
   for (const TraceEntry& e : t.entries) {
     if (e.is_mark()) {
       ++marks;
-      acks += harness::AckIdFromMark(e.mark).has_value();
+      acks += AckIdFromMark(e.mark).has_value();
     } else if (e.is_discard()) {
       ++discards;
     } else if (e.header.nr_sectors > 0) {

@@ -24,10 +24,10 @@
 #include <sstream>
 #include <string>
 
+#include "base/ack_id.h"
 #include "base/process.h"
 #include "fmt/format.h"
 #include "harness/check/boot_recovery.h"
-#include "harness/trace/ack_id.h"
 #include "harness/vm/guest_job.h"
 
 namespace {
@@ -356,7 +356,7 @@ class Agent {
   }
 
   void HandleAckLine(const std::string& line) {
-    if (line.rfind("ack ", 0) != 0 || !powercut::harness::IsValidAckId(line.substr(4))) {
+    if (line.rfind("ack ", 0) != 0 || !powercut::IsValidAckId(line.substr(4))) {
       ++result_.invalid_ack_lines;
       Send(fmt::format("event invalid-ack-line {}", line.substr(0, 80)));
       return;

@@ -1,5 +1,6 @@
-// Harness test helpers: a temporary folder for one test (removed with everything in it when the
-// test ends), and whole-file reads/writes and sparse images.
+// Test helpers of tests/trace, state, check and base (the harness rooms): a temporary folder for
+// one test (removed with everything in it when the test ends), and whole-file reads/writes and
+// sparse images.
 #pragma once
 
 #include <filesystem>

@@ -25,7 +25,7 @@
 #include "harness/check/loop_mount.h"
 #include "harness/check/report.h"
 #include "harness/trace/diff_trace.h"
-#include "tests/harness/temp_dir.h"
+#include "tests/harness_testing.h"
 
 namespace powercut::harness {
 namespace {

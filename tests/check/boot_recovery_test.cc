@@ -18,7 +18,7 @@
 #include "harness/check/oracle.h"
 #include "harness/trace/recorder.h"
 #include "harness/trace/trace_reader.h"
-#include "tests/harness/temp_dir.h"
+#include "tests/harness_testing.h"
 
 namespace powercut::harness {
 namespace {

@@ -8,7 +8,7 @@
 #include "harness/trace/trace_reader.h"
 #include "harness/trace/trace_replay.h"
 #include "harness/trace/trace_writer.h"
-#include "tests/harness/temp_dir.h"
+#include "tests/harness_testing.h"
 
 namespace powercut::harness {
 namespace {

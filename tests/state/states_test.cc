@@ -11,7 +11,7 @@
 #include "harness/state/working_image.h"
 #include "harness/trace/recorder.h"
 #include "harness/trace/trace_reader.h"
-#include "tests/harness/temp_dir.h"
+#include "tests/harness_testing.h"
 
 namespace powercut::harness {
 namespace {

@@ -18,7 +18,7 @@
 
 #include "gtest/gtest.h"
 #include "harness/check/loop_mount.h"
-#include "tests/harness/temp_dir.h"
+#include "tests/harness_testing.h"
 
 namespace powercut::harness {
 namespace {

@@ -13,7 +13,7 @@
 #include "harness/trace/raw_log.h"
 #include "harness/trace/raw_log_format.h"
 #include "harness/trace/recorder.h"
-#include "tests/harness/temp_dir.h"
+#include "tests/harness_testing.h"
 
 namespace powercut::harness {
 namespace {

@@ -11,7 +11,7 @@
 #include "harness/check/report.h"
 #include "harness/trace/trace_reader.h"
 #include "harness/trace/trace_replay.h"
-#include "tests/harness/temp_dir.h"
+#include "tests/harness_testing.h"
 
 namespace powercut::harness {
 namespace {
