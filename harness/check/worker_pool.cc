@@ -1,13 +1,12 @@
 #include "harness/check/worker_pool.h"
 
 #include <fcntl.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
 
 #include "base/image_io.h"
-#include "base/signal_cleanup.h"
+#include "base/scratch_dir.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 
@@ -17,18 +16,14 @@ absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::Create(
     const std::string& work_dir, int workers, FsKind fs, const std::string& base,
     uint64_t base_bytes, const TraceFile* trace, uint32_t granule) {
   std::string dir = work_dir;
-  const bool own = dir.empty();
-  if (own) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "powercut-check-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      return absl::InternalError(fmt::format("check: mkdtemp({}) failed", tmpl));
-    }
-    dir = tmpl;
-    RegisterCleanupFolder(dir);  // a fatal signal removes it (base/signal_cleanup.h)
+  ScratchDir own;  // empty when the caller named the folder
+  if (dir.empty()) {
+    ASSIGN_OR_RETURN(own, ScratchDir::Create("powercut-check"));
+    dir = own.path();
   } else {
     std::filesystem::create_directories(dir);
   }
-  std::unique_ptr<WorkerPool> pool(new WorkerPool(dir, own));
+  std::unique_ptr<WorkerPool> pool(new WorkerPool(dir, std::move(own)));
   pool->workers_.resize(static_cast<size_t>(workers));
   for (int i = 0; i < workers; ++i) {
     CheckWorker& w = pool->workers_[static_cast<size_t>(i)];
@@ -52,11 +47,7 @@ WorkerPool::~WorkerPool() {
     w.image.reset();
   }
   std::error_code ec;
-  if (own_) {
-    std::filesystem::remove_all(dir_, ec);
-    UnregisterCleanupFolder(dir_);
-    return;
-  }
+  if (!own_.path().empty()) return;  // own_ removes the folder with everything in it
   for (CheckWorker& w : workers_) {
     if (!w.scratch.empty()) std::filesystem::remove(w.scratch, ec);
     if (!w.mountpoint.empty()) std::filesystem::remove(w.mountpoint, ec);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/scratch_dir.h"
 #include "harness/check/engine.h"
 #include "harness/check/image_check.h"
 #include "harness/state/working_image.h"
@@ -36,10 +37,10 @@ class WorkerPool {
   std::vector<CheckWorker>& workers() { return workers_; }
 
  private:
-  WorkerPool(std::string dir, bool own) : dir_(std::move(dir)), own_(own) {}
+  WorkerPool(std::string dir, ScratchDir own) : dir_(std::move(dir)), own_(std::move(own)) {}
 
   const std::string dir_;
-  const bool own_;
+  ScratchDir own_;  // the folder when the pool made it (destroyed after the workers' files close)
   std::vector<CheckWorker> workers_;
 };
 
