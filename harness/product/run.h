@@ -22,6 +22,7 @@
 #include "harness/state/cache_model.h"
 #include "harness/state/state_generator.h"
 #include "harness/vm/vm_run.h"
+#include "harness/vm/warm_guest.h"
 
 namespace powercut::product {
 
@@ -78,7 +79,9 @@ struct RunOutcome {
   uint64_t acks = 0;
   uint64_t invalid_ack_lines = 0;
   uint64_t trace_entries = 0;
-  double record_seconds = 0;
+  double record_seconds = 0;    // the whole recording: disk, guest boot if any, workload, outputs
+  double boot_seconds = 0;      // the guest boot it waited for (0: a warm guest)
+  double workload_seconds = 0;  // the workload's own run time in the guest
   double check_seconds = 0;
   std::optional<harness::CheckReport> report;
   std::optional<Timeline> timeline;
@@ -93,7 +96,9 @@ struct RunOutcome {
   int exit_code() const;
 };
 
-RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& options);
+// Records in `pool`'s warm guest (harness/vm/warm_guest.h), or in a guest of its own when null.
+RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& options,
+                       vm::GuestPool* pool = nullptr);
 
 // Checks an existing recording (the part of RunWorkload after the VM): trace + manifest.
 RunOutcome CheckRecording(const std::string& trace, const RunOptions& options);

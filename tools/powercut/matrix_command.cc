@@ -171,7 +171,7 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
       *exit_code = 0;
       return;
     }
-    auto report = product::RunMatrix(o, product::VmCellRunner(product::AgentHint(o.powercut)));
+    auto report = product::RunMatrix(o, product::VmCellRunner(product::AgentHint(o.powercut), o.fs));
     if (!report.ok()) {
       *exit_code = CouldNotRun(std::string(report.status().message()));
       return;
