@@ -224,7 +224,7 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
     bool hung = absl::IsDeadlineExceeded(run.status());
     out.error_kind = hung ? "timeout" : "vm";
     out.error = hung ? fmt::format(
-                           "the workload did not finish within {} s (VM boot included; "
+                           "the workload did not finish within {} s (the guest's boot not counted; "
                            "raise --timeout if it is only slow): {}",
                            o.timeout.count(), std::string(run.status().message()))
                      : fmt::format("the VM could not run the workload: {}",

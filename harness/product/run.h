@@ -53,7 +53,7 @@ struct RunOptions {
   bool fs_failures_are_violations = false;
   int workers = 0;
   double checker_timeout_s = 60;
-  std::chrono::seconds timeout{600};  // the whole VM run (boot included)
+  std::chrono::seconds timeout{600};  // one recording in its guest (a boot has its own limit)
   uint64_t max_acks = 1000000;        // more is an ack flood
   std::string keep_dir;  // keep the recording (trace, manifest, base image) here; "" = temporary
   // Where a temporary recording goes when the run has violating states, so that the report's

@@ -12,10 +12,8 @@
 #include "harness/vm/guest/agent.h"
 
 #include <fcntl.h>
-#include <linux/dm-ioctl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -301,31 +299,6 @@ class Agent {
     HandleCompleteLines();
   }
 
-  // Stops every process of the workload's group and waits (bounded) until all are stopped.
-  static void StopGroup(pid_t pgid) {
-    kill(-pgid, SIGSTOP);
-    for (int attempt = 0; attempt < 1000; ++attempt) {
-      bool all_stopped = true;
-      std::error_code ec;
-      for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-        std::string name = entry.path().filename();
-        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::string stat = ReadLine(entry.path() / "stat");
-        auto close_paren = stat.rfind(')');
-        if (close_paren == std::string::npos) continue;
-        std::istringstream fields(stat.substr(close_paren + 2));
-        std::string state;
-        long ppid = 0, pgrp = 0;
-        fields >> state >> ppid >> pgrp;
-        if (pgrp == pgid && state != "T" && state != "t" && state != "Z" && state != "X") {
-          all_stopped = false;
-        }
-      }
-      if (all_stopped) return;
-      usleep(1000);
-    }
-  }
-
   void HandleAckLine(const std::string& line) {
     if (line.rfind("ack ", 0) != 0 || !powercut::harness::IsValidAckId(line.substr(4))) {
       ++result_.invalid_ack_lines;
@@ -350,7 +323,7 @@ class Agent {
     flakey_switched_ = true;
     const pid_t pgid = workload_pgid_;
     if (pgid > 0) {
-      StopGroup(pgid);
+      StopProcessGroup(pgid);
       DrainAcks();
     }
     result_.acks_before_cut = static_cast<int64_t>(result_.acks);

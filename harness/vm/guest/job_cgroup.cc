@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "fmt/format.h"
 #include "harness/vm/guest/guest_devices.h"
@@ -24,9 +25,9 @@ namespace {
 
 constexpr char kCgroupRoot[] = "/sys/fs/cgroup";
 
-// Members of process group `pgid` (the fallback without cgroups), zombies excluded.
-uint64_t CountGroup(pid_t pgid) {
-  uint64_t n = 0;
+// The states ("R", "S", "T", "Z"...) of the members of process group `pgid`, from /proc.
+std::vector<std::string> GroupMemberStates(pid_t pgid) {
+  std::vector<std::string> states;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     std::string name = entry.path().filename();
@@ -38,8 +39,17 @@ uint64_t CountGroup(pid_t pgid) {
     std::string state;
     long ppid = 0, pgrp = 0;
     fields >> state >> ppid >> pgrp;
-    if (pgrp == pgid && state != "Z" && state != "X") ++n;
+    if (pgrp == pgid) states.push_back(state);
   }
+  return states;
+}
+
+bool Dead(const std::string& state) { return state == "Z" || state == "X"; }
+
+// Members of process group `pgid` (the fallback without cgroups), zombies excluded.
+uint64_t CountGroup(pid_t pgid) {
+  uint64_t n = 0;
+  for (const std::string& state : GroupMemberStates(pgid)) n += Dead(state) ? 0 : 1;
   return n;
 }
 
@@ -93,6 +103,18 @@ bool JobCgroup::KillAll(pid_t pgid) const {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return true;
+}
+
+void StopProcessGroup(pid_t pgid) {
+  kill(-pgid, SIGSTOP);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    bool all_stopped = true;
+    for (const std::string& state : GroupMemberStates(pgid)) {
+      if (state != "T" && state != "t" && !Dead(state)) all_stopped = false;
+    }
+    if (all_stopped) return;
+    usleep(1000);
+  }
 }
 
 }  // namespace powercut::vm::guest

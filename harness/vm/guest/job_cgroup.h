@@ -32,4 +32,8 @@ class JobCgroup {
   std::string path_;
 };
 
+// SIGSTOPs process group `pgid` and waits (bounded, 1 s) until every member is stopped (the
+// workload is paused while a dm table switches).
+void StopProcessGroup(pid_t pgid);
+
 }  // namespace powercut::vm::guest
