@@ -137,6 +137,8 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
   cell->trace_entries = o.trace_entries;
   cell->acks = o.acks;
   cell->record_seconds = o.record_seconds;
+  cell->boot_seconds = o.boot_seconds;
+  cell->workload_seconds = o.workload_seconds;
   cell->check_seconds = o.check_seconds;
   cell->timeline = o.timeline;
   cell->notes = o.notes;
@@ -224,6 +226,8 @@ nlohmann::json CellToJson(const CellResult& c) {
                       {"trace_entries", c.trace_entries},
                       {"acks", c.acks},
                       {"record_seconds", c.record_seconds},
+                      {"boot_seconds", c.boot_seconds},
+                      {"workload_seconds", c.workload_seconds},
                       {"check_seconds", c.check_seconds},
                       {"verdict", c.Verdict()},
                       {"unexpected", c.Unexpected()},
@@ -255,6 +259,8 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.trace_entries = j.value("trace_entries", uint64_t{0});
     c.acks = j.value("acks", uint64_t{0});
     c.record_seconds = j.value("record_seconds", 0.0);
+    c.boot_seconds = j.value("boot_seconds", 0.0);
+    c.workload_seconds = j.value("workload_seconds", 0.0);
     c.check_seconds = j.value("check_seconds", 0.0);
     c.notes = j.value("notes", std::vector<std::string>{});
     c.recording = j.value("recording", "");

@@ -84,6 +84,8 @@ struct CellResult {
   uint64_t trace_entries = 0;
   uint64_t acks = 0;
   double record_seconds = 0, check_seconds = 0;
+  // Of record_seconds: the guest boot it waited for (0 in a warm guest) and the workload's run.
+  double boot_seconds = 0, workload_seconds = 0;
   std::vector<CellModel> models;
   std::optional<Timeline> timeline;
   std::vector<std::string> notes;

@@ -184,22 +184,33 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
           {"custom_cells", custom}};
 }
 
-CellRunner VmCellRunner(const std::string& agent_hint) {
-  auto env =
-      std::make_shared<absl::StatusOr<vm::VmEnvironment>>(absl::UnknownError("not prepared"));
-  auto prepared = std::make_shared<bool>(false);
-  return [=](const MatrixCell&, const RunOptions& options) {
-    if (!*prepared) {
-      *env = vm::PrepareVm(agent_hint);
-      *prepared = true;
+CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::string>& fs) {
+  struct Shared {
+    absl::StatusOr<vm::VmEnvironment> env = absl::UnknownError("not prepared");
+    bool prepared = false;
+    std::unique_ptr<vm::GuestPool> pool;
+  };
+  auto shared = std::make_shared<Shared>();
+  vm::GuestConfig preload;
+  for (const std::string& f : fs) {
+    if (absl::StatusOr<harness::FsKind> kind = harness::ParseFsKind(f); kind.ok()) {
+      preload.Add({.modules = vm::GuestModulesFor(*kind, false, false), .keep_paths = {}});
     }
-    if (!env->ok()) {
+  }
+  return [=](const MatrixCell&, const RunOptions& options) {
+    if (!shared->prepared) {
+      shared->env = vm::PrepareVm(agent_hint);
+      shared->prepared = true;
+      if (shared->env.ok()) shared->pool = std::make_unique<vm::GuestPool>(*shared->env, preload);
+    }
+    if (!shared->env.ok()) {
       RunOutcome out;
       out.error_kind = "vm";
-      out.error = fmt::format("cannot prepare the VM: {}", std::string(env->status().message()));
+      out.error =
+          fmt::format("cannot prepare the VM: {}", std::string(shared->env.status().message()));
       return out;
     }
-    return RunWorkload(**env, options);
+    return RunWorkload(*shared->env, options, shared->pool.get());
   };
 }
 

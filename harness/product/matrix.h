@@ -1,5 +1,5 @@
 // `powercut matrix`: the headline table. One recording per (workload, setting, fs) cell, replayed
-// under every cache model; cells run one after another (each boots its own VM) and a cell that
+// under every cache model; cells run one after another (recorded in one warm guest) and a cell that
 // cannot run is reported as such while the rest still runs. `--shard K/N` keeps the cells of one
 // shard (harness/product/shard.h) and records the plan's size, so `powercut merge` can combine
 // shards into exactly the unsharded report. Each cell is judged against its expected verdict
@@ -105,8 +105,10 @@ struct MatrixReport {
 // Runs the shard's cells. `run_cell` runs one cell (tests pass a fake; the default boots the VM).
 using CellRunner = std::function<RunOutcome(const MatrixCell&, const RunOptions&)>;
 absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& options, const CellRunner& run_cell);
-// The default runner: PrepareVm once, then RunWorkload per cell (errors become outcomes).
-CellRunner VmCellRunner(const std::string& agent_hint);
+// The default runner: PrepareVm once, then RunWorkload per cell (errors become outcomes) in one
+// warm guest (vm::GuestPool): it boots once, loading the modules of every file system in `fs`,
+// and is replaced only when a cell leaves it unusable (a hang, a disk it would not release).
+CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::string>& fs = {});
 
 // The parameters object of a report (everything that decides which cells exist and how they
 // are checked; not the shard).

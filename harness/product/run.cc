@@ -172,7 +172,7 @@ RunOutcome CheckRecording(const std::string& trace, const RunOptions& o) {
   return out;
 }
 
-RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
+RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::GuestPool* pool) {
   RunOutcome out;
   absl::Status valid = o.workload.empty() ? absl::InvalidArgumentError("--workload CMD is required")
                                           : ValidateRunOptions(o);
@@ -207,14 +207,14 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
   spec.cpus = o.guest.cpus;
   spec.disk_bytes = o.guest.disk_bytes;
   auto start = std::chrono::steady_clock::now();
-  auto run = vm::RunInVm(env, spec);
+  auto run = pool != nullptr ? pool->Record(spec) : vm::RunInVm(env, spec);
   out.record_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!run.ok()) {
     bool hung = absl::IsDeadlineExceeded(run.status());
     out.error_kind = hung ? "timeout" : "vm";
     out.error = hung ? fmt::format(
-                           "the workload did not finish within {} s (VM boot included; "
+                           "the workload did not finish within {} s (the guest's boot not counted; "
                            "raise --timeout if it is only slow): {}",
                            o.timeout.count(), std::string(run.status().message()))
                      : fmt::format("the VM could not run the workload: {}",
@@ -222,6 +222,14 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
     return out;
   }
   out.workload_exit = run->guest.exit_code;
+  out.boot_seconds = run->boot_seconds;
+  out.workload_seconds = run->workload_seconds;
+  if (run->guest.leftover_processes > 0) {
+    out.notes.push_back(fmt::format(
+        "the workload left {} process(es) running in the guest when it exited; they were killed "
+        "before the disk was unmounted (their writes until then are in the recording)",
+        run->guest.leftover_processes));
+  }
   out.acks = run->host_acks.size();
   out.invalid_ack_lines = run->guest.invalid_ack_lines;
   out.trace_entries = run->trace_entries;
@@ -267,6 +275,9 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o) {
   checked.workload_exit = out.workload_exit;
   checked.invalid_ack_lines = out.invalid_ack_lines;
   checked.record_seconds = out.record_seconds;
+  checked.boot_seconds = out.boot_seconds;
+  checked.workload_seconds = out.workload_seconds;
+  checked.notes.insert(checked.notes.begin(), out.notes.begin(), out.notes.end());
   checked.recording_dir = out.recording_dir;
   if (temporary && o.recordings != nullptr && checked.ran && checked.report &&
       !checked.report->passed()) {

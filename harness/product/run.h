@@ -22,6 +22,7 @@
 #include "harness/state/cache_model.h"
 #include "harness/state/state_generator.h"
 #include "harness/vm/vm_run.h"
+#include "harness/vm/warm_guest.h"
 
 namespace powercut::product {
 
@@ -60,7 +61,7 @@ struct RunOptions {
   bool fs_failures_are_violations = false;
   int workers = 0;
   double checker_timeout_s = 60;
-  std::chrono::seconds timeout{600};  // the whole VM run (boot included)
+  std::chrono::seconds timeout{600};  // one recording in its guest (a boot has its own limit)
   uint64_t max_acks = 1000000;        // more is an ack flood
   GuestSize guest;
   std::string keep_dir;  // keep the recording (trace, manifest, base image) here; "" = temporary
@@ -90,7 +91,9 @@ struct RunOutcome {
   uint64_t acks = 0;
   uint64_t invalid_ack_lines = 0;
   uint64_t trace_entries = 0;
-  double record_seconds = 0;
+  double record_seconds = 0;    // the whole recording: disk, guest boot if any, workload, outputs
+  double boot_seconds = 0;      // the guest boot it waited for (0: a warm guest)
+  double workload_seconds = 0;  // the workload's own run time in the guest
   double check_seconds = 0;
   std::optional<harness::CheckReport> report;
   std::optional<Timeline> timeline;
@@ -105,7 +108,9 @@ struct RunOutcome {
   int exit_code() const;
 };
 
-RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& options);
+// Records in `pool`'s warm guest (harness/vm/warm_guest.h), or in a guest of its own when null.
+RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& options,
+                       vm::GuestPool* pool = nullptr);
 
 // Checks an existing recording (the part of RunWorkload after the VM): trace + manifest.
 RunOutcome CheckRecording(const std::string& trace, const RunOptions& options);

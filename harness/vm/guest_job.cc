@@ -7,6 +7,11 @@ namespace powercut::vm {
 
 using nlohmann::json;
 
+std::string JobFileName(const char* stem, uint64_t job_id, const char* extension) {
+  return job_id == 0 ? fmt::format("{}.{}", stem, extension)
+                     : fmt::format("{}-{}.{}", stem, job_id, extension);
+}
+
 std::string GuestJobToJson(const GuestJob& job) {
   json j = {{"mode", job.mode == GuestJob::Mode::kCheck ? "check" : "workload"},
             {"fs", harness::FsName(job.fs)},
@@ -17,6 +22,8 @@ std::string GuestJobToJson(const GuestJob& job) {
             {"command", job.command},
             {"checker", job.checker},
             {"mount_options", job.mount_options},
+            {"job_id", job.job_id},
+            {"head_hash_bytes", job.head_hash_bytes},
             {"checks", json::array()}};
   for (const GuestCheck& c : job.checks) {
     j["checks"].push_back({{"disk_serial", c.disk_serial},
@@ -47,6 +54,8 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
     job.command = j.value("command", "");
     job.checker = j.value("checker", "");
     job.mount_options = j.value("mount_options", "");
+    job.job_id = j.value("job_id", uint64_t{0});
+    job.head_hash_bytes = j.value("head_hash_bytes", uint64_t{0});
     for (const json& c : j.value("checks", json::array())) {
       absl::StatusOr<harness::FsKind> check_fs =
           harness::ParseFsKind(c.value("fs", std::string("ext4")), "job.json: checks[].fs");
@@ -80,6 +89,9 @@ json ResultToJson(const GuestResult& r) {
             {"logical_block_size", r.logical_block_size},
             {"physical_block_size", r.physical_block_size},
             {"ready_seconds", r.ready_seconds},
+            {"leftover_processes", r.leftover_processes},
+            {"head_hash_direct", r.head_hash_direct},
+            {"head_hash_cached", r.head_hash_cached},
             {"checks", json::array()}};
   for (const GuestResult& c : r.checks) j["checks"].push_back(ResultToJson(c));
   return j;
@@ -103,6 +115,9 @@ GuestResult ResultFromJson(const json& j) {
   r.logical_block_size = j.value("logical_block_size", uint32_t{0});
   r.physical_block_size = j.value("physical_block_size", uint32_t{0});
   r.ready_seconds = j.value("ready_seconds", 0.0);
+  r.leftover_processes = j.value("leftover_processes", uint64_t{0});
+  r.head_hash_direct = j.value("head_hash_direct", "");
+  r.head_hash_cached = j.value("head_hash_cached", "");
   for (const json& c : j.value("checks", json::array())) r.checks.push_back(ResultFromJson(c));
   return r;
 }

@@ -35,6 +35,13 @@ struct GuestJob {
   std::string command;        // the workload (kWorkload) or checker (kCheck)
   std::string checker;        // kWorkload with flakey: run after the remount
   std::string mount_options;  // passed to mount -o ("" = defaults)
+  // A warm guest's job number (0: the guest's only job). The agent prefixes every line it sends
+  // for the job with `job <id> ` and writes result-<id>.json, workload-<id>.log, checker-<id>.log.
+  uint64_t job_id = 0;
+  // Hash the first this many bytes of the disk before anything uses it, read with O_DIRECT and
+  // through the page cache (GuestResult::head_hash_*): the proof that a fresh disk shows no block
+  // of the previous one (0 = skip).
+  uint64_t head_hash_bytes = 0;
   // kCheck with several images in one boot: checked in this order, each reported in
   // GuestResult::checks; when non-empty, fs/disk_serial/command/mount_options above are unused.
   std::vector<GuestCheck> checks;
@@ -58,10 +65,21 @@ struct GuestResult {
   uint32_t logical_block_size = 0;
   uint32_t physical_block_size = 0;
   double ready_seconds = 0;  // guest uptime when the agent started
+  // Processes the workload left behind when it exited; the agent killed them (their cgroup)
+  // before unmounting.
+  uint64_t leftover_processes = 0;
+  // XXH3-128 hex of the disk's first GuestJob::head_hash_bytes, read with O_DIRECT and through
+  // the page cache ("" when not asked).
+  std::string head_hash_direct;
+  std::string head_hash_cached;
   // GuestJob::checks: one result per image, in order (ok, failed_step, error, exit codes,
   // have, corrupt).
   std::vector<GuestResult> checks;
 };
+
+// The names of a job's files in the run folder: job.json, result.json (job 0) or job-<id>.json,
+// result-<id>.json; logs `workload.log` / `workload-<id>.log`.
+std::string JobFileName(const char* stem, uint64_t job_id, const char* extension);
 
 std::string GuestJobToJson(const GuestJob& job);
 absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text);

@@ -85,6 +85,7 @@ class NbdServer {
   uint64_t requests() const;
   uint64_t flushes() const;
   uint64_t export_bytes() const { return export_bytes_; }
+  const std::string& socket_path() const { return options_.socket_path; }
 
  private:
   struct UndoRecord {

@@ -98,8 +98,9 @@ absl::StatusOr<std::unique_ptr<Qemu>> Qemu::Start(const QemuOptions& o) {
       o.initramfs,
       "-append",
       fmt::format("console=ttyS0 panic=-1 quiet loglevel=4 8250.nr_uarts=1 "
-                  "powercut.agent={} powercut.modules={} powercut.keep={}",
-                  o.agent, fmt::join(o.guest_modules, ","), fmt::join(o.keep_paths, ",")),
+                  "powercut.agent={} powercut.modules={} powercut.keep={}{}",
+                  o.agent, fmt::join(o.guest_modules, ","), fmt::join(o.keep_paths, ","),
+                  o.serve ? " powercut.serve=1" : ""),
       "-chardev",
       fmt::format("file,id=console,path={}", o.console_log),
       "-serial",
@@ -115,6 +116,13 @@ absl::StatusOr<std::unique_ptr<Qemu>> Qemu::Start(const QemuOptions& o) {
          {std::string("-chardev"), fmt::format("socket,id=ack,path={}", o.ack_socket),
           std::string("-device"), std::string("virtio-serial-pci"), std::string("-device"),
           std::string("virtserialport,chardev=ack,name=powercut.ack")}) {
+      argv.push_back(a);
+    }
+  }
+  if (!o.qmp_socket.empty()) {
+    for (const std::string& a :
+         {std::string("-chardev"), fmt::format("socket,id=qmp,path={}", o.qmp_socket),
+          std::string("-mon"), std::string("chardev=qmp,mode=control")}) {
       argv.push_back(a);
     }
   }

@@ -55,6 +55,11 @@ struct QemuOptions {
   std::string console_log;  // serial console output
   std::string ack_socket;   // a unix socket the host listens on; qemu connects to it ("" = none)
   std::vector<GuestDisk> disks;  // virtio-blk, serial powercut<i>, in this order
+  // A unix socket the host listens on for qemu's QMP monitor (qmp.h; "" = no monitor). Disks
+  // hot-plugged through it are on the i440fx root bus with ACPI PCI hotplug (docs/vm.md).
+  std::string qmp_socket;
+  // The agent serves job after job (a warm guest) instead of doing one job.json and powering off.
+  bool serve = false;
   // Modules the guest loads besides the base ones (see initramfs.h), e.g. {"ext4", "dm-flakey"}.
   std::vector<std::string> guest_modules;
   // Host folders that must stay visible although they lie under a folder the guest covers with

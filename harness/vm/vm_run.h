@@ -9,7 +9,8 @@
 //                                 .checker = "..."});
 //
 // Every run uses a private temporary folder (sockets, job, result) removed at the end; qemu never
-// outlives the call; the guest is killed after `timeout`.
+// outlives the call; the guest is killed after `timeout`. RunInVm boots a guest for one recording;
+// to record several, a GuestPool (warm_guest.h) keeps the guest warm between them.
 #pragma once
 
 #include <chrono>
@@ -125,15 +126,23 @@ struct RunResult {
   std::string console_log;
   std::string workload_log;  // the workload's stdout and stderr (checker.log beside it)
   Accel accel = Accel::kTcg;
-  double boot_seconds = 0;  // qemu start -> agent running (host clock)
-  double wall_seconds = 0;
+  // qemu start -> agent running (host clock), for the guest this recording booted; 0 when it
+  // reused a warm guest (warm_guest.h).
+  double boot_seconds = 0;
+  bool reused_guest = false;
+  // The workload's own run time as the host saw it (its start and exit events), so the cost of
+  // a recording beyond the workload shows: wall_seconds - workload_seconds.
+  double workload_seconds = 0;
+  double wall_seconds = 0;  // job sent -> job done (or cut), without mkfs and boot
   uint64_t trace_entries = 0;
   uint64_t nbd_requests = 0;
   uint64_t nbd_flushes = 0;
 };
 
 // Fails (naming the step and quoting the last console lines) when a step before the workload
-// fails or the guest hangs; a workload that exits non-zero is reported in guest.exit_code.
+// fails or the guest hangs (DeadlineExceeded); a workload that exits non-zero is reported in
+// guest.exit_code, processes it left behind (killed before the unmount) in
+// guest.leftover_processes.
 absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec);
 
 struct CheckSpec {

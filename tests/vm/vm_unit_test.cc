@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "base/process.h"
 #include "fmt/format.h"
 #include "gmock/gmock.h"
@@ -259,6 +260,59 @@ TEST(AckChannelTest, RecordsValidAcksAsMarksAndLogsEverything) {
   EXPECT_THAT(log, HasSubstr("\"id\":\"1\""));
   EXPECT_THAT(log, HasSubstr("\"event\":\"workload-start\""));
   EXPECT_THAT(log, HasSubstr("\"invalid\":\"ack bad id\""));
+}
+
+// A warm guest's channel: only the current job's lines reach its recorder and log; a line of
+// another job (an ack of an earlier cell arriving late) is stale and never becomes a mark.
+TEST(AckChannelTest, OnlyTheCurrentJobsLinesAreRecorded) {
+  VmTempDir dir;
+  auto rec = harness::Recorder::Create(
+      {.log_path = dir / "t.log", .sector_size = 512, .device_bytes = 1 << 20, .base_image = ""});
+  ASSERT_TRUE(rec.ok());
+  auto ch = AckChannel::Start({.socket_path = dir / "ack.sock",
+                               .ack_log_path = "",
+                               .recorder = nullptr,
+                               .on_ack = nullptr,
+                               .on_event = nullptr});
+  ASSERT_TRUE(ch.ok()) << ch.status();
+  int fd = Connect(dir / "ack.sock");
+  ASSERT_GE(fd, 0);
+  absl::Notification done;
+  ASSERT_TRUE((*ch)
+                  ->BeginJob(2, {.socket_path = "",
+                                 .ack_log_path = dir / "acks-2.jsonl",
+                                 .recorder = rec->get(),
+                                 .on_ack = nullptr,
+                                 .on_event =
+                                     [&](const std::string& e) {
+                                       if (e == "job-done") done.Notify();
+                                     }})
+                  .ok());
+  std::string lines = "job 1 ack 5\njob 2 ack 7\njob 12 ack 8\njob 2 event job-done\n";
+  ASSERT_EQ(write(fd, lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_THAT((*ch)->acks(), ElementsAre("7"));
+  EXPECT_EQ((*ch)->stale_lines(), 2u);
+  (*ch)->EndJob();
+  // After the job, its late lines are stale too.
+  lines = "job 2 ack 9\n";
+  ASSERT_EQ(write(fd, lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  // The host's requests reach the guest.
+  ASSERT_TRUE((*ch)->Send("job 3").ok());
+  char buf[16] = {};
+  ASSERT_EQ(read(fd, buf, 6), 6);
+  EXPECT_EQ(std::string(buf, 6), "job 3\n");
+  close(fd);
+  ASSERT_TRUE((*ch)->WaitForPeerClose(std::chrono::seconds(30)));
+  EXPECT_EQ((*ch)->stale_lines(), 3u);
+  (*ch)->Stop();
+  ASSERT_TRUE((*rec)->Finish().ok());
+  auto trace = harness::TraceFile::Open(dir / "t.log");
+  ASSERT_TRUE(trace.ok());
+  ASSERT_EQ((*trace)->trace().entries.size(), 1u);
+  EXPECT_EQ((*trace)->trace().entries[0].mark, "ack:7");
+  std::string log = ReadFile(dir / "acks-2.jsonl");
+  EXPECT_THAT(log, HasSubstr("\"stale\":\"job 1 ack 5\""));
 }
 
 TEST(CpioWriterTest, TheCpioToolReadsTheArchiveBack) {

@@ -175,7 +175,7 @@ int Matrix(const MatrixArgs& a) {
     ListCells(*plan, o);
     return 0;
   }
-  auto report = product::RunMatrix(o, product::VmCellRunner(product::AgentHint(o.powercut)));
+  auto report = product::RunMatrix(o, product::VmCellRunner(product::AgentHint(o.powercut), o.fs));
   if (!report.ok()) return CouldNotRun(std::string(report.status().message()));
   std::printf("%s", product::HeadlineTable(*report).c_str());
   int exit_code = product::MatrixExitCode(*report);

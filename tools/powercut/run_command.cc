@@ -97,7 +97,8 @@ void AddRunOptions(CLI::App* run, RunArgs* a) {
   run->add_flag("--fsck", a->o.fsck,
                 "run the file system's checker read-only on every state before mounting");
   run->add_option("--workers", a->o.workers, "parallel checks (default: one per core)");
-  run->add_option("--timeout", a->timeout, "seconds the VM run may take (boot included)")
+  run->add_option("--timeout", a->timeout,
+                  "seconds one recording may take in its guest (boot not counted)")
       ->capture_default_str();
   run->add_option("--checker-timeout", a->o.checker_timeout_s, "seconds per checker run");
   run->add_option("--max-acks", a->o.max_acks, "more acks than this is an ack flood");

@@ -7,11 +7,14 @@
 //   check:    the boot path a machine runs after a power cut (harness/check/boot_recovery.h:
 //             e2fsck -p for ext4, the mount's journal replay, the recovery tools where the mount
 //             fails) -> run the checker -> parse have/corrupt.
-// It writes /run/powercut/result.json and exits; the init powers the guest off.
+// One job: agent_main.cc runs it from job.json (then the init powers the guest off) or, in a warm
+// guest, one job-<id>.json after another.
+#include "harness/vm/guest/agent.h"
+
 #include <fcntl.h>
-#include <linux/dm-ioctl.h>
+#include <poll.h>
 #include <signal.h>
-#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,97 +31,31 @@
 #include "base/process.h"
 #include "fmt/format.h"
 #include "harness/check/boot_recovery.h"
+#include "harness/vm/guest/guest_devices.h"
+#include "harness/vm/guest/job_cgroup.h"
 #include "harness/vm/guest_job.h"
 
+namespace powercut::vm::guest {
 namespace {
 
 namespace fs = std::filesystem;
-using powercut::vm::GuestJob;
-using powercut::vm::GuestResult;
 
-constexpr char kRunDir[] = "/run/powercut";
 constexpr char kMountDir[] = "/tmp/powercut-fs";  // (+ "-<i>" for the i-th of several checks)
 constexpr char kLogWritesName[] = "powercut-lw";
 constexpr char kFlakeyName[] = "powercut-flakey";
-constexpr char kAckPortName[] = "powercut.ack";
-
-std::string ReadLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string s;
-  std::getline(in, s);
-  return s;
-}
-
-double Uptime() {
-  std::ifstream in("/proc/uptime");
-  double up = 0;
-  in >> up;
-  return up;
-}
-
-// "/dev/vdb" for the virtio disk with that serial.
-std::string FindDisk(const std::string& serial) {
-  for (const auto& entry : fs::directory_iterator("/sys/block")) {
-    std::string name = entry.path().filename();
-    if (name.rfind("vd", 0) != 0) continue;
-    if (ReadLine(entry.path() / "serial") == serial) return "/dev/" + name;
-  }
-  return "";
-}
-
-// "/dev/vport1p1" for the virtio-serial port with that name.
-std::string FindPort(const std::string& port_name) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/sys/class/virtio-ports", ec)) {
-    if (ReadLine(entry.path() / "name") == port_name) {
-      return "/dev/" + entry.path().filename().string();
-    }
-  }
-  return "";
-}
-
-// "/dev/dm-0" for the device-mapper device of that name (devtmpfs makes the node; there is no
-// udev in the guest to make /dev/mapper/<name>).
-std::string FindDmDevice(const std::string& name) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/sys/block", ec)) {
-    std::string dev = entry.path().filename();
-    if (dev.rfind("dm-", 0) == 0 && ReadLine(entry.path() / "dm/name") == name) {
-      return "/dev/" + dev;
-    }
-  }
-  return "";
-}
-
-// Sends a dm target message (e.g. "mark ack:7") with the DM_TARGET_MSG ioctl: no process per ack.
-bool DmMessage(const std::string& device_name, const std::string& message) {
-  int fd = open("/dev/mapper/control", O_RDWR | O_CLOEXEC);
-  if (fd < 0) return false;
-  alignas(8) char buf[8192] = {};
-  auto* io = reinterpret_cast<dm_ioctl*>(buf);
-  io->version[0] = DM_VERSION_MAJOR;
-  io->version[1] = 0;
-  io->version[2] = 0;
-  io->data_size = sizeof buf;
-  io->data_start = sizeof(dm_ioctl);
-  std::strncpy(io->name, device_name.c_str(), sizeof(io->name) - 1);
-  auto* msg = reinterpret_cast<dm_target_msg*>(buf + io->data_start);
-  msg->sector = 0;
-  std::strncpy(msg->message, message.c_str(),
-               sizeof buf - io->data_start - sizeof(dm_target_msg) - 1);
-  bool ok = ioctl(fd, DM_TARGET_MSG, io) == 0;
-  close(fd);
-  return ok;
-}
+// How long a disk the host just hot-plugged may take to appear (ACPI event + virtio probe).
+constexpr std::chrono::seconds kDiskAppears{30};
 
 class Agent {
  public:
-  explicit Agent(GuestJob job) : job_(std::move(job)) {}
+  Agent(GuestJob job, int port_fd)
+      : job_(std::move(job)),
+        port_fd_(port_fd),
+        prefix_(job_.job_id == 0 ? "" : fmt::format("job {} ", job_.job_id)) {}
 
   GuestResult Run() {
     result_.ready_seconds = Uptime();
-    port_fd_ = OpenPort();
-    Event("agent-start");
+    if (job_.job_id == 0) Event("agent-start");
     bool ok = job_.mode == GuestJob::Mode::kCheck ? Check() : Workload();
     result_.ok = ok;
     Event(fmt::format("agent-done ok={}", ok ? 1 : 0));
@@ -139,15 +76,9 @@ class Agent {
     return true;
   }
 
-  int OpenPort() {
-    std::string port = FindPort(kAckPortName);
-    if (port.empty()) return -1;
-    return open(port.c_str(), O_WRONLY | O_CLOEXEC);
-  }
-
   void Send(const std::string& line) {
     if (port_fd_ < 0) return;
-    std::string text = line + "\n";
+    std::string text = prefix_ + line + "\n";
     const char* p = text.data();
     size_t n = text.size();
     while (n > 0) {
@@ -168,7 +99,7 @@ class Agent {
   }
 
   bool Setup() {
-    disk_ = FindDisk(job_.disk_serial);
+    disk_ = FindDisk(job_.disk_serial, kDiskAppears);
     if (disk_.empty()) {
       return Fail("find-disk", fmt::format("no virtio disk with serial {}", job_.disk_serial));
     }
@@ -183,8 +114,13 @@ class Agent {
     if (!DeviceSectors(disk_, &sectors)) return Fail("find-disk", "cannot read the disk size");
     sectors_ = sectors;
     device_ = disk_;
+    if (job_.head_hash_bytes > 0) {
+      HeadHashes h = HashDiskHead(disk_, job_.head_hash_bytes);
+      result_.head_hash_direct = h.direct;
+      result_.head_hash_cached = h.cached;
+    }
     if (!job_.log_writes_serial.empty()) {
-      std::string log = FindDisk(job_.log_writes_serial);
+      std::string log = FindDisk(job_.log_writes_serial, kDiskAppears);
       if (log.empty()) {
         return Fail("dm-log-writes",
                     fmt::format("no virtio disk with serial {}", job_.log_writes_serial));
@@ -224,12 +160,12 @@ class Agent {
     return fmt::format("0 {} flakey {} 0 0 3600 1 {}", sectors_, flakey_base_, job_.flakey);
   }
 
-  bool Raw() const { return powercut::harness::FileSystemOf(job_.fs).raw(); }
+  bool Raw() const { return harness::FileSystemOf(job_.fs).raw(); }
 
   bool Mount() {
     if (Raw()) return true;
     fs::create_directories(mount_dir_);
-    std::vector<std::string> argv = {"mount", "-t", powercut::harness::FsName(job_.fs)};
+    std::vector<std::string> argv = {"mount", "-t", harness::FsName(job_.fs)};
     if (!job_.mount_options.empty()) {
       argv.push_back("-o");
       argv.push_back(job_.mount_options);
@@ -244,16 +180,20 @@ class Agent {
     return Cmd("unmount", {"umount", mount_dir_});
   }
 
-  // Runs `command` with the protocol's variables; relays acks while it runs.
+  // Runs `command` with the protocol's variables; relays acks while it runs. The command ends when
+  // its own process exits: what it left behind (holding the ack pipe or a file on the disk) is
+  // counted in leftover_processes and killed, so the disk can be unmounted.
   int RunCommand(const std::string& command, const std::string& log_name, bool relay_acks,
                  std::string* stdout_text) {
     int ack_pipe[2];
     int out_pipe[2];
     if (pipe2(ack_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) return -1;
     std::string log_path = fmt::format("{}/{}", kRunDir, log_name);
+    JobCgroup cgroup(fmt::format("job-{}-{}", job_.job_id, ++commands_));
     pid_t pid = fork();
     if (pid == 0) {
       setpgid(0, 0);  // so the whole workload can be paused while the dm table switches
+      cgroup.EnterFromChild();
       int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       dup2(stdout_text != nullptr ? out_pipe[1] : log_fd, STDOUT_FILENO);
       dup2(log_fd, STDERR_FILENO);
@@ -278,33 +218,63 @@ class Agent {
       close(out_pipe[0]);
       return -1;
     }
-    // Checker output is read to the end first (checkers do not ack); then the ack pipe.
-    if (stdout_text != nullptr) {
-      char buf[4096];
-      ssize_t n;
-      while ((n = read(out_pipe[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-        if (n > 0) stdout_text->append(buf, static_cast<size_t>(n));
-      }
-    }
-    close(out_pipe[0]);
     setpgid(pid, pid);
     workload_pgid_ = relay_acks ? pid : -1;
     ack_fd_ = ack_pipe[0];
     ack_pending_.clear();
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(ack_pipe[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-      if (n <= 0) continue;
-      ack_pending_.append(buf, static_cast<size_t>(n));
-      if (relay_acks) HandleCompleteLines();
-    }
+    ReadUntilExit(pid, out_pipe[0], relay_acks, stdout_text);
+    close(out_pipe[0]);
     close(ack_pipe[0]);
     ack_fd_ = -1;
     workload_pgid_ = -1;
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
+    if (const uint64_t left = cgroup.Count(pid); left > 0) {
+      result_.leftover_processes += left;
+      Event(fmt::format("leftover-processes {}", left));
+      if (!cgroup.KillAll(pid)) leftovers_survived_ = true;
+    }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  // Reads the command's stdout (checkers) and ack pipe until its own process exited, then what is
+  // still buffered in both. (A process it left behind may hold the pipes open for ever.)
+  void ReadUntilExit(pid_t pid, int out_fd, bool relay_acks, std::string* stdout_text) {
+    const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    bool out_open = stdout_text != nullptr;
+    bool ack_open = true;
+    auto read_into = [](int fd, std::string* into, bool* open_flag) {
+      char buf[4096];
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) return false;
+      if (n <= 0) {
+        *open_flag = false;
+        return false;
+      }
+      into->append(buf, static_cast<size_t>(n));
+      return true;
+    };
+    bool exited = false;
+    while ((out_open || ack_open) && !exited) {
+      pollfd p[3] = {{out_open ? out_fd : -1, POLLIN, 0},
+                     {ack_open ? ack_fd_ : -1, POLLIN, 0},
+                     {pidfd, POLLIN, 0}};
+      if (poll(p, 3, -1) < 0 && errno != EINTR) break;
+      if (p[0].revents != 0) read_into(out_fd, stdout_text, &out_open);
+      if (p[1].revents != 0 && read_into(ack_fd_, &ack_pending_, &ack_open) && relay_acks) {
+        HandleCompleteLines();
+      }
+      exited = pidfd >= 0 && p[2].revents != 0;
+    }
+    if (pidfd >= 0) close(pidfd);
+    // The process exited: take what it wrote before, without waiting for writers it left.
+    for (int fd : {out_fd, ack_fd_}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    while (out_open && read_into(out_fd, stdout_text, &out_open)) {
+    }
+    while (ack_open && read_into(ack_fd_, &ack_pending_, &ack_open)) {
+    }
+    if (relay_acks) HandleCompleteLines();
   }
 
   void HandleCompleteLines() {
@@ -328,31 +298,6 @@ class Agent {
     }
     fcntl(ack_fd_, F_SETFL, flags);
     HandleCompleteLines();
-  }
-
-  // Stops every process of the workload's group and waits (bounded) until all are stopped.
-  static void StopGroup(pid_t pgid) {
-    kill(-pgid, SIGSTOP);
-    for (int attempt = 0; attempt < 1000; ++attempt) {
-      bool all_stopped = true;
-      std::error_code ec;
-      for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-        std::string name = entry.path().filename();
-        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::string stat = ReadLine(entry.path() / "stat");
-        auto close_paren = stat.rfind(')');
-        if (close_paren == std::string::npos) continue;
-        std::istringstream fields(stat.substr(close_paren + 2));
-        std::string state;
-        long ppid = 0, pgrp = 0;
-        fields >> state >> ppid >> pgrp;
-        if (pgrp == pgid && state != "T" && state != "t" && state != "Z" && state != "X") {
-          all_stopped = false;
-        }
-      }
-      if (all_stopped) return;
-      usleep(1000);
-    }
   }
 
   void HandleAckLine(const std::string& line) {
@@ -379,7 +324,7 @@ class Agent {
     flakey_switched_ = true;
     const pid_t pgid = workload_pgid_;
     if (pgid > 0) {
-      StopGroup(pgid);
+      StopProcessGroup(pgid);
       DrainAcks();
     }
     result_.acks_before_cut = static_cast<int64_t>(result_.acks);
@@ -400,16 +345,20 @@ class Agent {
     if (!Setup() || !Mount()) return false;
     if (!job_.flakey.empty() && job_.flakey_after_acks <= 0) SwitchToFlakey();
     Event("workload-start");
-    result_.exit_code = RunCommand(job_.command, "workload.log", /*relay_acks=*/true, nullptr);
+    result_.exit_code = RunCommand(job_.command, JobFileName("workload", job_.job_id, "log"),
+                                   /*relay_acks=*/true, nullptr);
     Event(fmt::format("workload-exit {}", result_.exit_code));
+    if (leftovers_survived_) return LeftoversSurvived();
     if (!job_.flakey.empty()) {
       if (!flakey_switched_) SwitchToFlakey();
       // As xfstests: unmount with the writes going nowhere, restore the pass-through table,
       // remount (journal replay) and check.
       if (!Unmount() || !SwitchFlakey(PassThroughTable()) || !Mount()) return false;
       std::string out;
-      result_.checker_exit_code = RunCommand(job_.checker, "checker.log", false, &out);
+      result_.checker_exit_code =
+          RunCommand(job_.checker, JobFileName("checker", job_.job_id, "log"), false, &out);
       ParseChecker(out, &result_);
+      if (leftovers_survived_) return LeftoversSurvived();
     }
     sync();
     if (!Unmount()) return false;
@@ -422,7 +371,16 @@ class Agent {
         !Cmd("dm-log-writes", {"dmsetup", "--noudevsync", "remove", kLogWritesName})) {
       return false;
     }
+    // The host detaches the disk next: nothing in the guest may still hold it.
+    std::string held;
+    if (!DiskReleased(disk_, &held)) return Fail("release", held);
     return true;
+  }
+
+  bool LeftoversSurvived() {
+    return Fail("cleanup", fmt::format("the workload left {} process(es) behind that survived "
+                                       "SIGKILL for 10 s (stuck in the kernel?)",
+                                       result_.leftover_processes));
   }
 
   bool Check() {
@@ -478,7 +436,10 @@ class Agent {
   GuestJob job_;
   GuestResult result_;
   std::string mount_dir_ = kMountDir;  // POWERCUT_DIR
-  int port_fd_ = -1;
+  const int port_fd_;                  // the virtio-serial port (-1: none)
+  const std::string prefix_;           // "job <id> " in a warm guest, else ""
+  int commands_ = 0;                   // commands run so far (each gets its own cgroup)
+  bool leftovers_survived_ = false;
   std::string disk_;
   std::string device_;
   std::string flakey_base_;
@@ -492,23 +453,6 @@ class Agent {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  std::string job_path = argc > 1 ? argv[1] : fmt::format("{}/job.json", kRunDir);
-  std::ifstream in(job_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  GuestResult result;
-  auto job = powercut::vm::GuestJobFromJson(text.str());
-  if (!job.ok()) {
-    result.failed_step = "job";
-    result.error = fmt::format("{}: {}", job_path, std::string(job.status().message()));
-  } else {
-    result = Agent(*job).Run();
-  }
-  std::string out_path = fmt::format("{}/result.json", kRunDir);
-  std::ofstream out(out_path + ".tmp");
-  out << powercut::vm::GuestResultToJson(result);
-  out.close();
-  std::rename((out_path + ".tmp").c_str(), out_path.c_str());
-  return result.ok ? 0 : 1;
-}
+GuestResult RunGuestJob(const GuestJob& job, int port_fd) { return Agent(job, port_fd).Run(); }
+
+}  // namespace powercut::vm::guest

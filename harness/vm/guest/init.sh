@@ -2,7 +2,8 @@
 # powercut guest init (PID 1 of the initramfs; see docs/vm.md "Boot sequence").
 # Loads the base modules and those named by powercut.modules=, mounts the host root read-only over 9p at /host with
 # tmpfs where the guest must write, mounts the run folder (job.json, results) at /host/run/powercut,
-# runs the guest agent chrooted into the host root, and powers off. Every failure is printed on the
+# runs the guest agent chrooted into the host root (one job, or with powercut.serve=1 job after job
+# for a warm guest), and powers off. Every failure is printed on the
 # console with the prefix "powercut-init:" so the host can name the failing step.
 /bin/busybox --install -s /bin
 export PATH=/bin
@@ -13,11 +14,13 @@ echo "powercut-init: kernel up at $(cut -d' ' -f1 /proc/uptime)s"
 
 agent=
 wanted=
+serve=
 for word in $(cat /proc/cmdline); do
   case "$word" in
     powercut.agent=*) agent="${word#powercut.agent=}" ;;
     powercut.modules=*) wanted="${word#powercut.modules=}" ;;
     powercut.keep=*) keep="${word#powercut.keep=}" ;;
+    powercut.serve=1) serve=--serve ;;
   esac
 done
 
@@ -41,6 +44,8 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=loose,ro hostroo
 mount -t proc proc /host/proc || fail "step mount-host-root: /host/proc"
 mount -t sysfs sysfs /host/sys || fail "step mount-host-root: /host/sys"
 mount -t devtmpfs devtmpfs /host/dev || fail "step mount-host-root: /host/dev"
+# cgroup v2: the agent puts each command in a cgroup of its own to kill what it leaves behind.
+mount -t cgroup2 cgroup2 /host/sys/fs/cgroup || echo "powercut-init: note: no cgroup2"
 # Host folders under the tmpfs mount points below (e.g. a build tree in /tmp) stay visible: they
 # are held aside with a bind mount and bound back at their own path (powercut.keep=a,b).
 keep=$(echo "$keep" | tr ',' ' ')
@@ -68,7 +73,11 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 powercut /host/run/pow
 [ -n "$agent" ] || fail "step agent: no powercut.agent= on the kernel command line"
 [ -x "/host$agent" ] || fail "step agent: $agent is not an executable in the host root"
 echo "powercut-init: ready at $(cut -d' ' -f1 /proc/uptime)s"
-PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin chroot /host "$agent" /run/powercut/job.json
+if [ -n "$serve" ]; then
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin chroot /host "$agent" --serve
+else
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin chroot /host "$agent" /run/powercut/job.json
+fi
 rc=$?
 echo "powercut-init: agent exited with status $rc"
 sync

@@ -1,0 +1,121 @@
+// powercut-vm-agent: the guest agent. Runs inside the VM, chrooted into the host root by the
+// guest init (docs/vm.md, "Boot sequence" and "Warm guests"):
+//   powercut-vm-agent [JOB.json]   one job (default /run/powercut/job.json) -> result.json; the
+//                                  init then powers the guest off;
+//   powercut-vm-agent --serve      a warm guest: announces `event agent-start` on the virtio-serial
+//                                  port, then for each line `job <id>` the host writes there runs
+//                                  job-<id>.json, writes result-<id>.json and sends
+//                                  `job <id> event job-done`; `quit` (or the host closing the port)
+//                                  ends it.
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "fmt/format.h"
+#include "harness/vm/guest/agent.h"
+#include "harness/vm/guest/guest_devices.h"
+
+namespace {
+
+using powercut::vm::GuestJob;
+using powercut::vm::GuestResult;
+using powercut::vm::guest::kRunDir;
+
+GuestResult RunJobFile(const std::string& job_path, int port_fd) {
+  std::ifstream in(job_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  GuestResult result;
+  auto job = powercut::vm::GuestJobFromJson(text.str());
+  if (!job.ok()) {
+    result.failed_step = "job";
+    result.error = fmt::format("{}: {}", job_path, std::string(job.status().message()));
+    return result;
+  }
+  return powercut::vm::guest::RunGuestJob(*job, port_fd);
+}
+
+// Written under a temporary name and renamed: the host never reads half a result.
+void WriteResult(const std::string& name, const GuestResult& result) {
+  const std::string path = fmt::format("{}/{}", kRunDir, name);
+  std::ofstream out(path + ".tmp");
+  out << powercut::vm::GuestResultToJson(result);
+  out.close();
+  std::rename((path + ".tmp").c_str(), path.c_str());
+}
+
+void SendLine(int fd, const std::string& line) {
+  std::string text = line + "\n";
+  const char* p = text.data();
+  size_t n = text.size();
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// One line from the port; false when the host closed it.
+bool ReadLineFrom(int fd, std::string* pending, std::string* line) {
+  for (;;) {
+    size_t nl = pending->find('\n');
+    if (nl != std::string::npos) {
+      *line = pending->substr(0, nl);
+      pending->erase(0, nl + 1);
+      return true;
+    }
+    char buf[256];
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    pending->append(buf, static_cast<size_t>(n));
+  }
+}
+
+int Serve(int port_fd) {
+  if (port_fd < 0) {
+    std::fprintf(stderr, "powercut-agent: --serve needs the virtio-serial port %s\n",
+                 powercut::vm::guest::kAckPortName);
+    return 1;
+  }
+  SendLine(port_fd, fmt::format("event agent-start ready={:.2f}", powercut::vm::guest::Uptime()));
+  std::string pending, line;
+  while (ReadLineFrom(port_fd, &pending, &line)) {
+    if (line == "quit") return 0;
+    uint64_t id = 0;
+    if (line.rfind("job ", 0) != 0 || (id = std::strtoull(line.c_str() + 4, nullptr, 10)) == 0) {
+      SendLine(port_fd, fmt::format("event unknown-request {}", line.substr(0, 80)));
+      continue;
+    }
+    GuestResult result = RunJobFile(
+        fmt::format("{}/{}", kRunDir, powercut::vm::JobFileName("job", id, "json")), port_fd);
+    WriteResult(powercut::vm::JobFileName("result", id, "json"), result);
+    SendLine(port_fd, fmt::format("job {} event job-done ok={}", id, result.ok ? 1 : 0));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Orphans of a workload are reparented to the agent, which reaps them (job_cgroup.cc).
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const std::string port = powercut::vm::guest::FindPort(powercut::vm::guest::kAckPortName);
+  const std::string arg = argc > 1 ? argv[1] : "";
+  if (arg == "--serve") {
+    const int fd = port.empty() ? -1 : open(port.c_str(), O_RDWR | O_CLOEXEC);
+    return Serve(fd);
+  }
+  const int fd = port.empty() ? -1 : open(port.c_str(), O_WRONLY | O_CLOEXEC);
+  GuestResult result = RunJobFile(arg.empty() ? fmt::format("{}/job.json", kRunDir) : arg, fd);
+  WriteResult("result.json", result);
+  return result.ok ? 0 : 1;
+}

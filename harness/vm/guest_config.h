@@ -1,0 +1,29 @@
+// What a guest must have from boot for a job: the kernel modules it loads (a file system, dm
+// targets) and the host folders under its tmpfs folders it keeps visible (docs/vm.md, "Host
+// paths"). A warm guest runs a job only if its boot covered the job's needs; otherwise the pool
+// boots one that covers both (warm_guest.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "harness/check/file_system.h"
+
+namespace powercut::vm {
+
+struct GuestConfig {
+  std::vector<std::string> modules;     // sorted, each once
+  std::vector<std::string> keep_paths;  // sorted, each once
+  bool Covers(const GuestConfig& need) const;
+  void Add(const GuestConfig& more);
+};
+
+std::vector<std::string> GuestModulesFor(harness::FsKind fs, bool log_writes, bool flakey);
+// The folders to keep visible: the caller's, the agent's folder and what the commands name.
+std::vector<std::string> KeepPathsFor(const std::string& agent, std::vector<std::string> keep,
+                                      const std::vector<std::string>& commands);
+absl::Status ValidateKeepPaths(const std::vector<std::string>& paths);
+absl::Status ValidateCommand(const std::string& command, const char* what);
+
+}  // namespace powercut::vm

@@ -1,0 +1,182 @@
+#include "harness/vm/recording.h"
+
+#include <filesystem>
+
+#include "base/status_macros.h"
+#include "fmt/format.h"
+#include "harness/trace/manifest.h"
+#include "harness/trace/trace_reader.h"
+#include "harness/vm/disk_image.h"
+#include "harness/vm/guest_config.h"
+
+namespace powercut::vm {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool LogWrites(const RunSpec& spec) {
+  return spec.recording == Recording::kLogWrites || spec.also_log_writes;
+}
+
+// What both manifests say about the disk and its file system (docs/trace.md).
+void DescribeDisk(const RunSpec& spec, const RunResult& result, harness::TraceManifest* m) {
+  const harness::FileSystem& file_system = harness::FileSystemOf(spec.fs);
+  m->logical_sector = result.geometry.logical_sector;
+  m->physical_sector = result.geometry.physical_sector;
+  m->fs = file_system.raw() ? "" : file_system.name;
+  m->mkfs_command = result.mkfs_command;
+  m->fs_block_size = result.fs_block_size;
+}
+
+// The NBD recorder names the base image by the path it hashed; the output folder must stay
+// movable, so name it relative to the manifest's folder (as for dm-log-writes).
+absl::Status WriteNbdManifest(const RunSpec& spec, harness::Recorder* recorder, RunResult* result) {
+  RETURN_IF_ERROR(recorder->Finish());
+  result->trace_entries = recorder->entries();
+  result->manifest = harness::ManifestPathFor(result->trace);
+  ASSIGN_OR_RETURN(harness::TraceManifest m, harness::ReadManifest(result->manifest));
+  m.base_image = fs::path(result->base_image)
+                     .lexically_relative(fs::path(result->manifest).parent_path())
+                     .string();
+  DescribeDisk(spec, *result, &m);
+  return harness::WriteManifest(result->manifest, m);
+}
+
+// Keeps only the used part of the log device (that is the trace) and writes its manifest, in
+// flush-epoch order.
+absl::Status WriteLogWritesTrace(const RunSpec& spec, const RecordingDisks& disks,
+                                 RunResult* result) {
+  std::error_code ec;
+  ASSIGN_OR_RETURN(uint64_t used, LogWritesUsedBytes(disks.log_disk));
+  fs::resize_file(disks.log_disk, used, ec);
+  std::string trace = disks.out + (spec.also_log_writes ? "/log-writes.log" : "/trace.log");
+  fs::rename(disks.log_disk, trace, ec);
+  if (ec) return absl::InternalError(fmt::format("cannot move {} to {}", disks.log_disk, trace));
+  ASSIGN_OR_RETURN(auto file,
+                   harness::TraceFile::Open(trace, {.device_bytes = disks.bytes, .name = trace}));
+  ASSIGN_OR_RETURN(
+      harness::TraceManifest m,
+      harness::MakeManifest(result->base_image, file->trace().sector_size,
+                            harness::OrderSemantics::kFlushEpoch, file->trace().entries.size()));
+  m.base_image = "base.img";
+  DescribeDisk(spec, *result, &m);
+  std::string manifest = harness::ManifestPathFor(trace);
+  RETURN_IF_ERROR(harness::WriteManifest(manifest, m));
+  if (spec.also_log_writes) {
+    result->log_writes_trace = trace;
+    result->log_writes_manifest = manifest;
+  } else {
+    result->trace = trace;
+    result->manifest = manifest;
+    result->trace_entries = file->trace().entries.size();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateRunSpec(const RunSpec& spec) {
+  RETURN_IF_ERROR(ValidateCommand(spec.command, "workload"));
+  RETURN_IF_ERROR(ValidateKeepPaths(spec.keep_paths));
+  if (spec.output_dir.empty()) {
+    return absl::InvalidArgumentError("no output folder for the trace and images");
+  }
+  if (!spec.flakey.empty() && spec.flakey != "drop_writes" && spec.flakey != "error_writes") {
+    return absl::InvalidArgumentError(
+        fmt::format("dm-flakey mode '{}': expected drop_writes or error_writes", spec.flakey));
+  }
+  if (spec.also_log_writes && spec.recording != Recording::kNbd) {
+    return absl::InvalidArgumentError("also_log_writes needs the NBD recording");
+  }
+  if (!spec.flakey.empty() && LogWrites(spec)) {
+    return absl::InvalidArgumentError("dm-flakey and dm-log-writes cannot be combined in one run");
+  }
+  const harness::FileSystem& file_system = harness::FileSystemOf(spec.fs);
+  const uint64_t bytes = spec.disk_bytes != 0 ? spec.disk_bytes : file_system.default_image_bytes;
+  if (bytes < file_system.min_image_bytes || bytes % 4096 != 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("disk size {} bytes: {} needs at least {} bytes, in whole 4 KiB blocks", bytes,
+                    file_system.name, file_system.min_image_bytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RecordingDisks> PrepareDisks(const RunSpec& spec, RunResult* result) {
+  std::error_code ec;
+  fs::create_directories(spec.output_dir, ec);
+  RecordingDisks disks;
+  disks.out = fs::absolute(spec.output_dir).lexically_normal().string();
+  disks.disk = disks.out + "/disk.img";
+  disks.geometry = harness::GeometryOf(spec.sector);
+  const harness::FileSystem& file_system = harness::FileSystemOf(spec.fs);
+  disks.bytes = spec.disk_bytes != 0 ? spec.disk_bytes : file_system.default_image_bytes;
+  result->base_image = disks.out + "/base.img";
+  result->final_image = disks.out + "/final.img";
+  result->ack_log = disks.out + "/acks.jsonl";
+  result->console_log = disks.out + "/console.log";
+  result->workload_log = disks.out + "/workload.log";
+  result->geometry = disks.geometry;
+  RETURN_IF_ERROR(CreateSparseImage(disks.disk, disks.bytes));
+  ASSIGN_OR_RETURN(result->mkfs_command, MakeFileSystem(spec.fs, disks.geometry, disks.disk));
+  ASSIGN_OR_RETURN(result->fs_block_size, FileSystemBlockSize(spec.fs, disks.disk));
+  RETURN_IF_ERROR(CopySparse(disks.disk, result->base_image));
+  if (LogWrites(spec)) {
+    // The log holds a copy of every write plus one block per entry.
+    disks.log_disk = disks.out + "/log-writes.img";
+    RETURN_IF_ERROR(CreateSparseImage(disks.log_disk, disks.bytes * 2 + (64ull << 20)));
+  }
+  return disks;
+}
+
+absl::StatusOr<Recorders> StartRecorder(const RunSpec& spec, const RecordingDisks& disks,
+                                        const std::string& socket_path, RunResult* result) {
+  Recorders r;
+  if (spec.recording != Recording::kNbd) return r;
+  result->trace = disks.out + "/trace.log";
+  harness::Recorder::Options ro;
+  ro.log_path = result->trace;
+  ro.sector_size = disks.geometry.logical_sector;
+  ro.device_bytes = disks.bytes;
+  ro.base_image = result->base_image;
+  ASSIGN_OR_RETURN(r.recorder, harness::Recorder::Create(ro));
+  NbdServer::Options no;
+  no.socket_path = socket_path;
+  no.image_path = disks.disk;
+  no.recorder = r.recorder.get();
+  no.atomic_unit = disks.geometry.physical_sector;  // the live cut tears at the physical sector
+  ASSIGN_OR_RETURN(r.nbd, NbdServer::Start(no));
+  return r;
+}
+
+std::vector<GuestDisk> GuestDisksFor(const RunSpec& spec, const RecordingDisks& disks,
+                                     const Recorders& recorders) {
+  std::vector<GuestDisk> out;
+  out.push_back({.nbd_socket = recorders.nbd != nullptr ? recorders.nbd->socket_path() : "",
+                 .image_file = recorders.nbd != nullptr ? "" : disks.disk,
+                 .cache = spec.disk_cache,
+                 .geometry = disks.geometry});
+  if (!disks.log_disk.empty()) {
+    // dm-log-writes writes its log in the data disk's logical sectors: same geometry.
+    out.push_back({.nbd_socket = "", .image_file = disks.log_disk, .geometry = disks.geometry});
+  }
+  return out;
+}
+
+absl::Status WriteRecordingOutputs(const RunSpec& spec, const RecordingDisks& disks,
+                                   harness::Recorder* recorder, RunResult* result) {
+  if (recorder != nullptr) RETURN_IF_ERROR(WriteNbdManifest(spec, recorder, result));
+  std::error_code ec;
+  if (!disks.log_disk.empty() && !result->power_cut) {
+    RETURN_IF_ERROR(WriteLogWritesTrace(spec, disks, result));
+  } else if (!disks.log_disk.empty()) {
+    fs::remove(disks.log_disk, ec);
+  }
+  fs::rename(disks.disk, result->final_image, ec);
+  if (ec) {
+    return absl::InternalError(
+        fmt::format("cannot move {} to {}", disks.disk, result->final_image));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace powercut::vm

@@ -1,0 +1,54 @@
+// The host side of one recording, around the guest that runs it (warm_guest.cc): the disk under
+// test made and copied to base.img before the guest sees it, the recorder (powercut's NBD server)
+// started, and after the guest the outputs written: the trace manifests (NBD and dm-log-writes),
+// the dm-log-writes trace cut to its used length, final.img (docs/vm.md).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "harness/trace/recorder.h"
+#include "harness/vm/nbd_server.h"
+#include "harness/vm/qemu.h"
+#include "harness/vm/vm_run.h"
+
+namespace powercut::vm {
+
+struct RecordingDisks {
+  std::string out;       // the output folder (absolute)
+  std::string disk;      // out/disk.img, the disk under test while it is recorded
+  std::string log_disk;  // out/log-writes.img, dm-log-writes' log device ("" without)
+  uint64_t bytes = 0;
+  harness::DiskGeometry geometry;
+};
+
+// Everything about the spec that can be wrong before a guest is involved.
+absl::Status ValidateRunSpec(const RunSpec& spec);
+
+// Creates the output folder, the sparse disk, the file system (host mkfs) and base.img; fills
+// result's paths, geometry, mkfs_command and fs_block_size.
+absl::StatusOr<RecordingDisks> PrepareDisks(const RunSpec& spec, RunResult* result);
+
+struct Recorders {
+  std::unique_ptr<harness::Recorder> recorder;  // null without the NBD recording
+  std::unique_ptr<NbdServer> nbd;
+};
+// With Recording::kNbd: the recorder writing out/trace.log and the NBD server serving the disk on
+// `socket_path`.
+absl::StatusOr<Recorders> StartRecorder(const RunSpec& spec, const RecordingDisks& disks,
+                                        const std::string& socket_path, RunResult* result);
+
+// The disks the guest gets for this recording: the disk under test first, then the dm-log-writes
+// log.
+std::vector<GuestDisk> GuestDisksFor(const RunSpec& spec, const RecordingDisks& disks,
+                                     const Recorders& recorders);
+
+// After the guest: finishes the recorder, writes the manifests, the dm-log-writes trace and
+// final.img.
+absl::Status WriteRecordingOutputs(const RunSpec& spec, const RecordingDisks& disks,
+                                   harness::Recorder* recorder, RunResult* result);
+
+}  // namespace powercut::vm

@@ -1,0 +1,410 @@
+#include "harness/vm/warm_guest.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/synchronization/notification.h"
+#include "base/hash.h"
+#include "base/status_macros.h"
+#include "fmt/format.h"
+#include "harness/vm/cut.h"
+#include "harness/vm/recording.h"
+
+namespace powercut::vm {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+// The agent hashes this much of every fresh disk (O_DIRECT and page cache) and the host compares
+// it with base.img: the proof, per recording, that the guest sees no block of a previous disk.
+constexpr uint64_t kHeadHashBytes = 1 << 20;
+constexpr std::chrono::seconds kQmpTimeout{30};
+
+std::chrono::milliseconds Until(Clock::time_point t) {
+  return std::max(std::chrono::milliseconds(0),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()));
+}
+
+int64_t NowNs() { return Clock::now().time_since_epoch().count(); }
+
+// XXH3-128 of the first `bytes` of a host image.
+absl::StatusOr<std::string> HashImageHead(const std::string& path, uint64_t bytes) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> buf(bytes);
+  in.read(buf.data(), static_cast<std::streamsize>(bytes));
+  if (static_cast<uint64_t>(in.gcount()) != bytes) {
+    return absl::InternalError(fmt::format("cannot read the first {} bytes of {}", bytes, path));
+  }
+  return HashBytes({reinterpret_cast<const uint8_t*>(buf.data()), buf.size()}).Hex();
+}
+
+}  // namespace
+
+// What the callbacks of one job share with the thread waiting for it.
+struct WarmGuest::JobState {
+  std::atomic<bool> cut_fired{false};
+  std::atomic<int64_t> trigger_ns{-1};  // when the cut's trigger happened (steady clock)
+  absl::Notification done;              // `job <id> event job-done`
+  std::atomic<int64_t> workload_start_ns{-1}, workload_exit_ns{-1};
+};
+
+struct WarmGuest::Job {
+  uint64_t id = 0;
+  uint64_t bytes = 0;  // the disk under test's size
+  std::vector<GuestDisk> disks;
+  std::string Serial(size_t i) const {
+    return i == 0 ? fmt::format("powercut-{}", id) : fmt::format("powercut-{}-log", id);
+  }
+  std::string Device(size_t i) const { return fmt::format("pcdev{}-{}", id, i); }
+  std::string Node(size_t i) const { return fmt::format("pcnode{}-{}", id, i); }
+};
+
+GuestConfig GuestConfigFor(const VmEnvironment& env, const RunSpec& spec) {
+  const bool log_writes = spec.recording == Recording::kLogWrites || spec.also_log_writes;
+  GuestConfig c;
+  c.Add({.modules = GuestModulesFor(spec.fs, log_writes, !spec.flakey.empty()),
+         .keep_paths = KeepPathsFor(env.agent, spec.keep_paths, {spec.command, spec.checker})});
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<WarmGuest>> WarmGuest::Boot(const VmEnvironment& env,
+                                                           const Options& options) {
+  ASSIGN_OR_RETURN(RunFolder run, CreateRunFolder());
+  std::unique_ptr<WarmGuest> guest(new WarmGuest(env, options, std::move(run)));
+  RETURN_IF_ERROR(guest->Start());
+  return guest;
+}
+
+WarmGuest::~WarmGuest() { Shutdown(); }
+
+absl::Status WarmGuest::Start() {
+  const Clock::time_point t0 = Clock::now();
+  // Shared with the channel, whose idle sink keeps the callback after Start returned.
+  auto ready = std::make_shared<absl::Notification>();
+  AckChannel::Options channel;
+  channel.socket_path = run_ / "ack.sock";
+  channel.on_event = [ready](const std::string& event) {
+    if (event.rfind("agent-start", 0) == 0 && !ready->HasBeenNotified()) ready->Notify();
+  };
+  ASSIGN_OR_RETURN(channel_, AckChannel::Start(channel));
+  ASSIGN_OR_RETURN(QmpListener listener, QmpListener::Listen(run_ / "qmp.sock"));
+  QemuOptions q;
+  q.kernel = env_.kernel.vmlinuz;
+  q.initramfs = env_.initramfs.path;
+  q.agent = env_.agent;
+  q.run_dir = run_.path();
+  q.console_log = run_ / "console.log";
+  q.ack_socket = channel.socket_path;
+  q.qmp_socket = listener.socket_path();
+  q.serve = true;
+  q.accel = env_.accel;
+  q.keep_paths = options_.config.keep_paths;
+  q.guest_modules = options_.config.modules;
+  ASSIGN_OR_RETURN(qemu_, Qemu::Start(q));
+  absl::StatusOr<std::unique_ptr<QmpClient>> qmp = QmpClient::Accept(listener, kQmpTimeout);
+  if (!qmp.ok()) {
+    qemu_->Kill();
+    return absl::UnavailableError(fmt::format("qemu start: {}; last console lines:\n{}",
+                                              std::string(qmp.status().message()),
+                                              qemu_->ConsoleTail()));
+  }
+  qmp_ = std::move(*qmp);
+  const Clock::time_point deadline = t0 + options_.boot_timeout;
+  while (!ready->WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
+    if (std::optional<int> code = qemu_->Poll(std::chrono::milliseconds(0))) {
+      return absl::InternalError(
+          fmt::format("the guest ended (qemu exit {}) before its agent started; last console "
+                      "lines:\n{}",
+                      *code, qemu_->ConsoleTail()));
+    }
+    if (Clock::now() >= deadline) {
+      qemu_->Kill();
+      return absl::DeadlineExceededError(
+          fmt::format("the guest did not boot within {} s and was killed; last console lines:\n{}",
+                      options_.boot_timeout.count(), qemu_->ConsoleTail()));
+    }
+  }
+  boot_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
+  usable_ = true;
+  return absl::OkStatus();
+}
+
+void WarmGuest::Discard() {
+  usable_ = false;
+  if (qemu_ != nullptr) qemu_->Kill();
+}
+
+void WarmGuest::Shutdown() {
+  // Nothing in the guest needs a clean power-off (its disks were detached and it has no state of
+  // its own), so the guest is killed: no wait for the kernel to shut down.
+  Discard();
+  if (channel_ != nullptr) channel_->Stop();
+  qmp_.reset();
+}
+
+absl::Status WarmGuest::Attach(const Job& job) {
+  for (size_t i = 0; i < job.disks.size(); ++i) {
+    const GuestDisk& d = job.disks[i];
+    json node = {{"driver", "raw"}, {"node-name", job.Node(i)}};
+    if (!d.nbd_socket.empty()) {
+      node["file"] = {{"driver", "nbd"}, {"server", {{"type", "unix"}, {"path", d.nbd_socket}}}};
+    } else {
+      node["file"] = {{"driver", "file"}, {"filename", d.image_file}};
+      // kDefault: cache=unsafe (the host's durability of a scratch image does not matter; the
+      // guest still sees a volatile write cache, which dm-log-writes needs to see FLUSH/FUA).
+      node["cache"] = {{"no-flush", d.cache == DiskCache::kDefault}};
+    }
+    RETURN_IF_ERROR(qmp_->Execute("blockdev-add", node, kQmpTimeout).status());
+    json device = {{"driver", "virtio-blk-pci"},
+                   {"id", job.Device(i)},
+                   {"drive", job.Node(i)},
+                   {"serial", job.Serial(i)},
+                   {"logical_block_size", d.geometry.logical_sector},
+                   {"physical_block_size", d.geometry.physical_sector},
+                   // write back: the guest sees a volatile cache and sends FLUSH (the recorder
+                   // needs them); write through only when asked (walbench cache).
+                   {"write-cache", d.cache == DiskCache::kWriteThrough ? "off" : "on"}};
+    RETURN_IF_ERROR(qmp_->Execute("device_add", device, kQmpTimeout).status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WarmGuest::Detach(const Job& job) {
+  // ACPI hot-unplug: device_del asks the guest to eject; DEVICE_DELETED says it did.
+  for (size_t i = 0; i < job.disks.size(); ++i) {
+    RETURN_IF_ERROR(qmp_->Execute("device_del", {{"id", job.Device(i)}}, kQmpTimeout).status());
+  }
+  for (size_t i = 0; i < job.disks.size(); ++i) {
+    absl::Status s =
+        qmp_->WaitForEvent("DEVICE_DELETED", "device", job.Device(i), options_.release_timeout);
+    if (!s.ok()) {
+      return absl::DeadlineExceededError(
+          fmt::format("the guest did not release disk {} within {} ms of device_del ({})",
+                      job.Serial(i), options_.release_timeout.count(), std::string(s.message())));
+    }
+  }
+  for (size_t i = 0; i < job.disks.size(); ++i) {
+    RETURN_IF_ERROR(
+        qmp_->Execute("blockdev-del", {{"node-name", job.Node(i)}}, kQmpTimeout).status());
+  }
+  return absl::OkStatus();
+}
+
+GuestJob WarmGuest::JobFor(const RunSpec& spec, const Job& job) {
+  GuestJob j;
+  j.mode = GuestJob::Mode::kWorkload;
+  j.job_id = job.id;
+  j.fs = spec.fs;
+  j.disk_serial = job.Serial(0);
+  if (job.disks.size() > 1) j.log_writes_serial = job.Serial(1);
+  j.command = spec.command;
+  j.checker = spec.checker;
+  j.mount_options = spec.mount_options;
+  j.flakey = spec.flakey;
+  j.flakey_after_acks = spec.flakey_after_acks;
+  j.head_hash_bytes = std::min(kHeadHashBytes, job.bytes);
+  return j;
+}
+
+absl::StatusOr<RunResult> WarmGuest::Record(const RunSpec& spec) {
+  RETURN_IF_ERROR(ValidateRunSpec(spec));
+  if (!usable_) {
+    return absl::FailedPreconditionError("this guest was killed; boot a new one (GuestPool does)");
+  }
+  RunResult result;
+  result.accel = env_.accel;
+  ASSIGN_OR_RETURN(RecordingDisks disks, PrepareDisks(spec, &result));
+  Job job;
+  job.id = ++jobs_;
+  job.bytes = disks.bytes;
+  JobState state;  // before the recorders: the NBD server's cut callback uses it until Stop()
+  ASSIGN_OR_RETURN(Recorders rec,
+                   StartRecorder(spec, disks, run_ / fmt::format("nbd-{}.sock", job.id), &result));
+  job.disks = GuestDisksFor(spec, disks, rec);
+  const GuestJob guest_job = JobFor(spec, job);
+  RETURN_IF_ERROR(WriteAll(run_ / JobFileName("job", job.id, "json"), GuestJobToJson(guest_job)));
+  if (absl::Status s = Attach(job); !s.ok()) {
+    Discard();
+    return absl::InternalError(
+        fmt::format("attaching the disk to the guest failed: {}; the guest was killed",
+                    std::string(s.message())));
+  }
+  const Clock::time_point t0 = Clock::now();
+  absl::Status ran = RunJob(spec, job, rec, &state, &result);
+  result.wall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  CollectLogs(job, disks.out);
+  if (rec.nbd != nullptr) {
+    rec.nbd->Stop();
+    result.nbd_requests = rec.nbd->requests();
+    result.nbd_flushes = rec.nbd->flushes();
+  }
+  RETURN_IF_ERROR(ran);
+  if (rec.nbd != nullptr) RETURN_IF_ERROR(rec.nbd->status());
+  if (result.power_cut && rec.nbd != nullptr) {
+    ASSIGN_OR_RETURN(result.cut_report, rec.nbd->ApplyPowerCut(spec.cut.model, spec.cut.seed));
+  }
+  RETURN_IF_ERROR(WriteRecordingOutputs(spec, disks, rec.recorder.get(), &result));
+  return result;
+}
+
+void WarmGuest::CollectLogs(const Job& job, const std::string& out) {
+  // The guest wrote these into the shared folder; keep them with the outputs.
+  std::error_code ec;
+  for (const char* stem : {"workload", "checker"}) {
+    fs::copy_file(run_ / JobFileName(stem, job.id, "log"), fmt::format("{}/{}.log", out, stem),
+                  fs::copy_options::overwrite_existing, ec);
+  }
+  fs::copy_file(run_ / "console.log", out + "/console.log", fs::copy_options::overwrite_existing,
+                ec);
+}
+
+absl::Status WarmGuest::RunJob(const RunSpec& spec, const Job& job, Recorders& rec, JobState* state,
+                               RunResult* result) {
+  const CutPlan plan = PlanCut(spec.cut, rec.nbd != nullptr);
+  auto cut_now = [this, state] {
+    if (!state->cut_fired.exchange(true)) qemu_->SignalKill();
+  };
+  AckChannel::Options sink;
+  sink.ack_log_path = result->ack_log;
+  sink.recorder = rec.recorder.get();
+  sink.on_ack = [&, state](uint64_t acks) {
+    if (spec.cut.when == CutSpec::When::kAfterAcks && acks == spec.cut.after_acks) cut_now();
+    if (plan.trigger_ack != 0 && acks == plan.trigger_ack && state->trigger_ns < 0) {
+      // Fired on the server's thread right after the K-th write completed, before its reply.
+      if (plan.nbd_writes != 0) rec.nbd->ArmCut(plan.nbd_writes, cut_now);
+      state->trigger_ns = NowNs();
+    }
+  };
+  sink.on_event = [&, state](const std::string& event) {
+    if (event == "workload-start") {
+      state->workload_start_ns = NowNs();
+      if (plan.trigger_ack == 0 && state->trigger_ns < 0) state->trigger_ns.store(NowNs());
+    }
+    if (event.rfind("workload-exit", 0) == 0) state->workload_exit_ns = NowNs();
+    if (event.rfind("job-done", 0) == 0 && !state->done.HasBeenNotified()) state->done.Notify();
+  };
+  RETURN_IF_ERROR(channel_->BeginJob(job.id, sink));
+  absl::Status sent = channel_->Send(fmt::format("job {}", job.id));
+  const JobEnd end = sent.ok() ? WaitForJob(spec, plan, state) : JobEnd::kExited;
+  if (end == JobEnd::kExited) channel_->WaitForPeerClose(std::chrono::seconds(5));
+  result->host_acks = channel_->acks();
+  channel_->EndJob();
+  if (state->workload_start_ns >= 0) {
+    const int64_t exit_ns = state->workload_exit_ns >= 0 ? state->workload_exit_ns.load() : NowNs();
+    result->workload_seconds = static_cast<double>(exit_ns - state->workload_start_ns) / 1e9;
+  }
+  result->power_cut = state->cut_fired.load();
+  if (result->power_cut) {
+    usable_ = false;  // qemu was killed: the pool boots another guest
+    return absl::OkStatus();
+  }
+  if (end == JobEnd::kTimedOut) {
+    std::string tail = qemu_->ConsoleTail();
+    Discard();
+    return absl::DeadlineExceededError(fmt::format(
+        "the recording did not finish within {} s; the guest was killed (a new one takes the "
+        "next recording); last console lines:\n{}",
+        spec.timeout.count(), tail));
+  }
+  if (end == JobEnd::kExited) {
+    usable_ = false;
+    return absl::InternalError(fmt::format(
+        "the guest died during the recording{}; last console lines:\n{}",
+        sent.ok() ? "" : fmt::format(" ({})", std::string(sent.message())), qemu_->ConsoleTail()));
+  }
+  return FinishJob(job, result);
+}
+
+WarmGuest::JobEnd WarmGuest::WaitForJob(const RunSpec& spec, const CutPlan& plan, JobState* state) {
+  const Clock::time_point deadline = Clock::now() + spec.timeout;
+  for (;;) {
+    if (state->done.HasBeenNotified()) return JobEnd::kDone;
+    if (qemu_->Poll(std::chrono::milliseconds(0)).has_value()) return JobEnd::kExited;
+    std::chrono::milliseconds wait = std::min(Until(deadline), std::chrono::milliseconds(100));
+    if (plan.delay.count() >= 0 && state->trigger_ns >= 0) {
+      // A timed cut: `delay` after its trigger (the workload's start or an ack).
+      const auto cut_at = Clock::time_point(Clock::duration(state->trigger_ns.load())) + plan.delay;
+      if (Clock::now() >= cut_at) {
+        if (!state->cut_fired.exchange(true)) qemu_->Kill();
+        return JobEnd::kExited;
+      }
+      wait = std::min(wait, Until(cut_at));
+    }
+    if (Clock::now() >= deadline) return JobEnd::kTimedOut;
+    state->done.WaitForNotificationWithTimeout(absl::FromChrono(wait));
+  }
+}
+
+absl::Status WarmGuest::FinishJob(const Job& job, RunResult* result) {
+  absl::StatusOr<GuestResult> guest =
+      ReadGuestResult(run_, JobFileName("result", job.id, "json"), *qemu_);
+  if (!guest.ok()) {
+    Discard();
+    return guest.status();
+  }
+  result->guest = std::move(*guest);
+  if (!result->guest.ok) {
+    // The agent stopped half-way (a mount, an unmount, a dm device, a disk it could not
+    // release): the guest's state is unknown, so it is not used again.
+    absl::Status step = GuestStepError(result->guest, *qemu_);
+    Discard();
+    return absl::Status(
+        step.code(), fmt::format("{}\n(the guest was killed; a new one takes the next recording)",
+                                 std::string(step.message())));
+  }
+  if (absl::Status s = Detach(job); !s.ok()) {
+    Discard();
+    return absl::FailedPreconditionError(fmt::format(
+        "{}; the guest was killed (a new one takes the next recording)", std::string(s.message())));
+  }
+  ASSIGN_OR_RETURN(std::string host,
+                   HashImageHead(result->base_image, std::min(kHeadHashBytes, job.bytes)));
+  const GuestResult& g = result->guest;
+  if (g.head_hash_direct != host || g.head_hash_cached != host) {
+    Discard();
+    return absl::InternalError(fmt::format(
+        "the guest read a disk whose first {} bytes differ from base.img (O_DIRECT {}, page "
+        "cache {}, host {}): it may see blocks of an earlier disk; the guest was killed",
+        std::min(kHeadHashBytes, job.bytes), g.head_hash_direct, g.head_hash_cached, host));
+  }
+  return CheckGuestGeometry(g, result->geometry);
+}
+
+GuestPool::GuestPool(const VmEnvironment& env, GuestConfig preload,
+                     std::chrono::milliseconds release_timeout)
+    : env_(env), preload_(std::move(preload)), release_timeout_(release_timeout) {}
+
+GuestPool::~GuestPool() { Shutdown(); }
+
+void GuestPool::Shutdown() { guest_.reset(); }
+
+absl::StatusOr<RunResult> GuestPool::Record(const RunSpec& spec) {
+  RETURN_IF_ERROR(ValidateRunSpec(spec));  // before any guest boots
+  const GuestConfig need = GuestConfigFor(env_, spec);
+  if (guest_ != nullptr && (!guest_->usable() || !guest_->config().Covers(need))) guest_.reset();
+  bool booted = false;
+  if (guest_ == nullptr) {
+    WarmGuest::Options o;
+    o.config = preload_;
+    o.config.Add(need);
+    // A short per-recording timeout (a test of a hang) must not fail the boot before it.
+    o.boot_timeout = std::max(spec.timeout, std::chrono::seconds(300));
+    o.release_timeout = release_timeout_;
+    ASSIGN_OR_RETURN(guest_, WarmGuest::Boot(env_, o));
+    ++boots_;
+    booted = true;
+  }
+  absl::StatusOr<RunResult> r = guest_->Record(spec);
+  if (r.ok()) {
+    r->boot_seconds = booted ? guest_->boot_seconds() : 0;
+    r->reused_guest = !booted;
+  }
+  if (!guest_->usable()) guest_.reset();
+  return r;
+}
+
+}  // namespace powercut::vm
