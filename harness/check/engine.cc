@@ -250,10 +250,10 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
   ASSIGN_OR_RETURN(CheckSetup setup, Setup(options));
   const CheckOptions& o = setup.options;
   const Trace& trace = setup.trace_file->trace();
-  ASSIGN_OR_RETURN(auto pool,
-                   WorkerPool::Create(o.work_dir, setup.workers, o.fs, setup.base, setup.base_bytes,
-                                      setup.trace_file.get(),
-                                      std::min<uint32_t>(trace.sector_size, setup.unit)));
+  ASSIGN_OR_RETURN(
+      auto pool,
+      WorkerPool::Create(o.work_dir, setup.workers, o.fs, setup.base, setup.trace_file.get(),
+                         std::min<uint32_t>(trace.sector_size, setup.unit)));
   TraceIndex index(trace);
   Oracle oracle(index, o.ordered, o.fs_failures_are_violations);
   CheckReport report = ReportHeader(setup, index);

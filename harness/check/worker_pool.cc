@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "base/image_io.h"
@@ -12,9 +14,11 @@
 
 namespace powercut::harness {
 
-absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::Create(
-    const std::string& work_dir, int workers, FsKind fs, const std::string& base,
-    uint64_t base_bytes, const TraceFile* trace, uint32_t granule) {
+absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::Create(const std::string& work_dir,
+                                                               int workers, FsKind fs,
+                                                               const std::string& base,
+                                                               const TraceFile* trace,
+                                                               uint32_t granule) {
   std::string dir = work_dir;
   ScratchDir own;  // empty when the caller named the folder
   if (dir.empty()) {
@@ -33,10 +37,6 @@ absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::Create(
     w.scratch = fmt::format("{}/worker{}.scratch.img", dir, i);
     w.mountpoint = fmt::format("{}/worker{}.mnt", dir, i);
     std::filesystem::create_directories(w.mountpoint);
-    w.scratch_fd = ::open(w.scratch.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (w.scratch_fd < 0 || ::ftruncate(w.scratch_fd, static_cast<off_t>(base_bytes)) != 0) {
-      return absl::InternalError(fmt::format("check: cannot create {}", w.scratch));
-    }
   }
   return pool;
 }
@@ -54,6 +54,30 @@ WorkerPool::~WorkerPool() {
   }
 }
 
+// Every checked state gets a new scratch inode rather than the previous state's file rewritten.
+// A file system we unmounted can outlive our umount: any process that copied our mount namespace
+// while the state was mounted (`unshare -m` in another worker's checker, a container, a service
+// with PrivateTmp) holds its superblock, and the kernel writes that superblock and journal back
+// through the still-bound loop device when the last copy goes away. Into a reused file that write
+// lands in the NEXT state's image (measured: e2fsck then "repairs" a state that is clean when
+// rebuilt alone); into an unlinked inode it lands nowhere that matters.
+absl::Status FreshScratch(CheckWorker& w) {
+  if (w.scratch_fd >= 0) {
+    ::close(w.scratch_fd);
+    w.scratch_fd = -1;
+  }
+  if (::unlink(w.scratch.c_str()) != 0 && errno != ENOENT) {
+    return absl::InternalError(
+        fmt::format("check: cannot remove {}: {}", w.scratch, std::strerror(errno)));
+  }
+  w.scratch_fd = ::open(w.scratch.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (w.scratch_fd < 0 || ::ftruncate(w.scratch_fd, static_cast<off_t>(w.image->size())) != 0) {
+    return absl::InternalError(
+        fmt::format("check: cannot create {}: {}", w.scratch, std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ImageCheckResult> CheckWorkerImage(const CheckOptions& o, CheckWorker& w) {
   ImageCheckOptions ic{.fs = o.fs,
                        .checker = o.checker,
@@ -67,6 +91,7 @@ absl::StatusOr<ImageCheckResult> CheckWorkerImage(const CheckOptions& o, CheckWo
     if (absl::IsFailedPrecondition(out.status())) RETURN_IF_ERROR(w.image->Reset());
     return out;
   }
+  RETURN_IF_ERROR(FreshScratch(w));
   RETURN_IF_ERROR(
       CopyOnto(w.image->fd(), w.scratch_fd, w.image->size(), w.image->path(), w.scratch));
   return CheckImageFile(w.scratch, ic);
