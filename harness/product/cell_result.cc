@@ -180,6 +180,10 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
   }
 }
 
+nlohmann::json GuestSizeToJson(const GuestSize& guest) {
+  return {{"memory_mib", guest.memory_mib}, {"cpus", guest.cpus}, {"disk_bytes", guest.disk_bytes}};
+}
+
 nlohmann::json CellToJson(const CellResult& c) {
   nlohmann::json results = nlohmann::json::array();
   for (const CellModel& m : c.models) {

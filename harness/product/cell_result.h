@@ -117,6 +117,9 @@ void FillCell(const RunOutcome& outcome, CellResult* cell);
 int RunExitCode(const RunOutcome& outcome, const CellResult& cell);
 
 nlohmann::json CellToJson(const CellResult& cell);
+// The guest a run asked for ({memory_mib, cpus, disk_bytes}; 0 = the VM's default), as the run
+// and matrix reports record it.
+nlohmann::json GuestSizeToJson(const GuestSize& guest);
 absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j);
 
 }  // namespace powercut::product

@@ -21,6 +21,17 @@ constexpr char kAgentName[] = "powercut-vm-agent";
 
 }  // namespace
 
+QemuOptions QemuOptionsFor(const VmEnvironment& env, const std::string& run_dir) {
+  QemuOptions q;
+  q.kernel = env.kernel.vmlinuz;
+  q.initramfs = env.initramfs.path;
+  q.agent = env.agent;
+  q.run_dir = run_dir;
+  q.console_log = run_dir + "/console.log";
+  q.accel = env.accel;
+  return q;
+}
+
 absl::StatusOr<VmEnvironment> PrepareVm(const std::string& agent_hint) {
   VmEnvironment env;
   ASSIGN_OR_RETURN(env.kernel, FetchKernel());
@@ -71,13 +82,7 @@ absl::StatusOr<std::vector<GuestResult>> CheckImagesInVm(const VmEnvironment& en
                     specs.size(), kMaxCheckImages));
   }
   ASSIGN_OR_RETURN(RunFolder run, CreateRunFolder());
-  QemuOptions q;
-  q.kernel = env.kernel.vmlinuz;
-  q.initramfs = env.initramfs.path;
-  q.agent = env.agent;
-  q.run_dir = run.path();
-  q.console_log = run / "console.log";
-  q.accel = env.accel;
+  QemuOptions q = QemuOptionsFor(env, run.path());
   GuestJob job;
   job.mode = GuestJob::Mode::kCheck;
   std::vector<std::string> keep;

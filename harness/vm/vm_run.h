@@ -37,6 +37,10 @@ struct VmEnvironment {
   Accel accel = Accel::kTcg;
 };
 
+// The guest's part of every qemu start: kernel, initramfs, agent, accelerator, and the run
+// folder shared over 9p with its console log (run_dir/console.log).
+QemuOptions QemuOptionsFor(const VmEnvironment& env, const std::string& run_dir);
+
 // Fetches the kernel, builds the initramfs and finds the guest agent: $POWERCUT_VM_AGENT, else
 // powercut-vm-agent next to the running program, else `agent_hint` (e.g. a build-tree path).
 absl::StatusOr<VmEnvironment> PrepareVm(const std::string& agent_hint = "");

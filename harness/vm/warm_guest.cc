@@ -92,16 +92,10 @@ absl::Status WarmGuest::Start() {
   };
   ASSIGN_OR_RETURN(channel_, AckChannel::Start(channel));
   ASSIGN_OR_RETURN(QmpListener listener, QmpListener::Listen(run_ / "qmp.sock"));
-  QemuOptions q;
-  q.kernel = env_.kernel.vmlinuz;
-  q.initramfs = env_.initramfs.path;
-  q.agent = env_.agent;
-  q.run_dir = run_.path();
-  q.console_log = run_ / "console.log";
+  QemuOptions q = QemuOptionsFor(env_, run_.path());
   q.ack_socket = channel.socket_path;
   q.qmp_socket = listener.socket_path();
   q.serve = true;
-  q.accel = env_.accel;
   q.keep_paths = options_.config.keep_paths;
   q.guest_modules = options_.config.modules;
   ASSIGN_OR_RETURN(qemu_, Qemu::Start(q));

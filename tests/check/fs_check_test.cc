@@ -41,6 +41,12 @@ class Ext4Check : public ::testing::Test {
     std::filesystem::create_directories(mnt);
     auto mount = LoopMount::Mount(after_, "ext4", mnt);
     if (!mount.ok()) GTEST_SKIP() << "loop mount not permitted here: " << mount.status();
+    ASSERT_NO_FATAL_FAILURE(WriteCommits(mnt));
+    ASSERT_TRUE((*mount)->Unmount().ok());
+  }
+
+  // commit-0..2, each fsynced, in the mounted file system at `mnt`.
+  static void WriteCommits(const std::string& mnt) {
     for (int i = 0; i < 3; ++i) {
       std::string path = mnt + "/commit-" + std::to_string(i);
       int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -50,7 +56,6 @@ class Ext4Check : public ::testing::Test {
       ASSERT_EQ(::fsync(fd), 0);
       ::close(fd);
     }
-    ASSERT_TRUE((*mount)->Unmount().ok());
   }
 
   CheckReport Check(bool flush_before_acks, const std::string& fs = "ext4") {
@@ -131,15 +136,7 @@ TEST_F(Ext4Check, AFileSystemKeptAliveByAnotherMountNamespaceCannotWriteIntoTheN
     std::filesystem::create_directories(mnt);
     auto mount = LoopMount::Mount(live, "ext4", mnt);
     ASSERT_TRUE(mount.ok()) << mount.status();
-    for (int i = 0; i < 3; ++i) {
-      std::string path = mnt + "/commit-" + std::to_string(i);
-      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ASSERT_GE(fd, 0);
-      std::string text = "commit " + std::to_string(i) + "\n";
-      ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-      ASSERT_EQ(::fsync(fd), 0);
-      ::close(fd);
-    }
+    ASSERT_NO_FATAL_FAILURE(WriteCommits(mnt));
     ASSERT_TRUE(CopySparse(live, crash).ok());
     ASSERT_TRUE((*mount)->Unmount().ok());
   }

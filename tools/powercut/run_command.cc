@@ -198,10 +198,7 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
               {"checker", o.checker},
               {"fs", o.fs},
               {"sector", harness::SectorFormatName(o.sector)},
-              {"guest",
-               {{"memory_mib", o.guest.memory_mib},
-                {"cpus", o.guest.cpus},
-                {"disk_bytes", o.guest.disk_bytes}}},
+              {"guest", product::GuestSizeToJson(o.guest)},
               {"status", !outcome.ran                    ? "error"
                          : !outcome.report->passed()     ? "fail"
                          : outcome.could_not_check() > 0 ? "incomplete"
