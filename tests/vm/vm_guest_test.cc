@@ -23,6 +23,7 @@
 #include "harness/trace/trace_replay.h"
 #include "harness/vm/vm_run.h"
 #include "tests/vm/vm_temp_dir.h"
+#include "tests/vm/vm_test_env.h"
 
 namespace powercut::vm {
 namespace {
@@ -95,15 +96,9 @@ std::string ReadWholeFile(const std::string& path) {
 class VmTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto qemu = RunCommand({"qemu-system-x86_64", "--version"});
-    if (!qemu.ok() || qemu->exit_code != 0) {
-      skip_reason_ = new std::string("qemu-system-x86_64 is not installed (qemu-system-x86)");
-      return;
-    }
-    auto env = PrepareVm(POWERCUT_VM_AGENT_PATH);
+    auto env = testing::PrepareTestVm();
     if (!env.ok()) {
-      skip_reason_ = new std::string(
-          fmt::format("the guest cannot be prepared: {}", std::string(env.status().message())));
+      skip_reason_ = new std::string(env.status().message());
       return;
     }
     env_ = new VmEnvironment(*env);

@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/vm/vm_temp_dir.h"
+#include "tests/vm/vm_test_env.h"
 
 namespace powercut::vm {
 namespace {
@@ -35,15 +36,9 @@ std::string HeadHash(const std::string& image) {
 class WarmGuestTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto qemu = RunCommand({"qemu-system-x86_64", "--version"});
-    if (!qemu.ok() || qemu->exit_code != 0) {
-      skip_reason_ = new std::string("qemu-system-x86_64 is not installed (qemu-system-x86)");
-      return;
-    }
-    auto env = PrepareVm(POWERCUT_VM_AGENT_PATH);
+    auto env = testing::PrepareTestVm();
     if (!env.ok()) {
-      skip_reason_ = new std::string(
-          fmt::format("the guest cannot be prepared: {}", std::string(env.status().message())));
+      skip_reason_ = new std::string(env.status().message());
       return;
     }
     env_ = new VmEnvironment(*env);
