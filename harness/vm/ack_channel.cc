@@ -12,6 +12,7 @@
 #include "base/ack_id.h"
 #include "base/tsan_mutex.h"
 #include "fmt/format.h"
+#include "harness/vm/socket_io.h"
 #include "nlohmann/json.hpp"
 
 namespace powercut::vm {
@@ -85,17 +86,9 @@ absl::Status AckChannel::Send(const std::string& line) {
   powercut::MutexLock lock(&mu_);
   if (peer_fd_ < 0) return absl::UnavailableError("ack channel: the guest is not connected");
   std::string text = line + "\n";
-  const char* p = text.data();
-  size_t n = text.size();
-  while (n > 0) {
-    ssize_t w = send(peer_fd_, p, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      return absl::UnavailableError(
-          fmt::format("ack channel: writing to the guest failed: {}", std::strerror(errno)));
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
+  if (absl::Status s = SendAll(peer_fd_, text.data(), text.size()); !s.ok()) {
+    return absl::UnavailableError(
+        fmt::format("ack channel: writing to the guest failed: {}", std::string(s.message())));
   }
   return absl::OkStatus();
 }

@@ -14,6 +14,7 @@
 #include "base/status_macros.h"
 #include "base/tsan_mutex.h"
 #include "fmt/format.h"
+#include "harness/vm/socket_io.h"
 
 namespace powercut::vm {
 namespace {
@@ -71,14 +72,7 @@ absl::Status ReadExact(int fd, void* buf, size_t n) {
 }
 
 absl::Status WriteExact(int fd, const void* buf, size_t n) {
-  const auto* p = static_cast<const uint8_t*>(buf);
-  while (n > 0) {
-    ssize_t r = send(fd, p, n, MSG_NOSIGNAL);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return absl::UnavailableError("nbd: connection closed");
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
+  if (!SendAll(fd, buf, n).ok()) return absl::UnavailableError("nbd: connection closed");
   return absl::OkStatus();
 }
 

@@ -11,6 +11,7 @@
 
 #include "base/status_macros.h"
 #include "fmt/format.h"
+#include "harness/vm/socket_io.h"
 
 namespace powercut::vm {
 namespace {
@@ -85,17 +86,9 @@ QmpClient::~QmpClient() {
 
 absl::Status QmpClient::Send(const json& message) {
   std::string text = message.dump() + "\n";
-  const char* p = text.data();
-  size_t n = text.size();
-  while (n > 0) {
-    ssize_t w = send(fd_, p, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      return absl::UnavailableError(
-          fmt::format("QMP: the monitor connection broke: {}", std::strerror(errno)));
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
+  if (absl::Status s = SendAll(fd_, text.data(), text.size()); !s.ok()) {
+    return absl::UnavailableError(
+        fmt::format("QMP: the monitor connection broke: {}", std::string(s.message())));
   }
   return absl::OkStatus();
 }
