@@ -290,6 +290,13 @@ absl::StatusOr<GuestKernel> KernelFromDeb(const std::string& deb) {
       made = version.status();
       if (made.ok()) std::ofstream(work / "package-version") << *version;
     }
+    if (made.ok()) {
+      absl::StatusOr<std::string> package =
+          RunCommandOrError(fmt::format("--kernel {}: reading its package name", deb),
+                            {"dpkg-deb", "-f", deb, "Package"});
+      made = package.status();
+      if (made.ok()) std::ofstream(work / "package") << *package;
+    }
     if (!made.ok()) {
       fs::remove_all(work, ec);
       return made;
@@ -299,8 +306,11 @@ absl::StatusOr<GuestKernel> KernelFromDeb(const std::string& deb) {
   }
   ASSIGN_OR_RETURN(GuestKernel k, KernelFromRoot(final_dir / "root", deb));
   k.package_version = ReadSmallFile(final_dir / "package-version");
-  while (!k.package_version.empty() && std::isspace(k.package_version.back())) {
-    k.package_version.pop_back();
+  k.package = ReadSmallFile(final_dir / "package");
+  for (std::string* field : {&k.package_version, &k.package}) {
+    while (!field->empty() && std::isspace(static_cast<unsigned char>(field->back()))) {
+      field->pop_back();
+    }
   }
   return k;
 }
