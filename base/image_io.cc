@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -96,10 +97,22 @@ absl::Status CopyOnto(int src_fd, int dst_fd, uint64_t size, const std::string& 
     uint64_t remaining = static_cast<uint64_t>(hole - data);
     while (remaining > 0) {
       ssize_t n = ::copy_file_range(src_fd, &in, dst_fd, &out, remaining, 0);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Errno(fmt::format("copy_file_range to {} from", dst), src);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EXDEV || errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL)) {
+        // Across file systems (a work folder on another file system than the recording, e.g.
+        // TMPDIR elsewhere) the kernel refuses: copy through a buffer.
+        std::vector<uint8_t> buf(std::min<uint64_t>(remaining, 1 << 20));
+        while (remaining > 0) {
+          const size_t chunk = static_cast<size_t>(std::min<uint64_t>(remaining, buf.size()));
+          RETURN_IF_ERROR(PreadFull(src_fd, buf.data(), chunk, static_cast<uint64_t>(in), src));
+          RETURN_IF_ERROR(PwriteFull(dst_fd, buf.data(), chunk, static_cast<uint64_t>(out), dst));
+          in += static_cast<loff_t>(chunk);
+          out += static_cast<loff_t>(chunk);
+          remaining -= chunk;
+        }
+        break;
       }
+      if (n < 0) return Errno(fmt::format("copy_file_range to {} from", dst), src);
       if (n == 0) break;
       remaining -= static_cast<uint64_t>(n);
     }

@@ -22,6 +22,10 @@ struct CheckWorker {
   std::string scratch;  // fs only
   int scratch_fd = -1;
   std::string mountpoint;
+  // The work folder's file system shares extents (FICLONE: btrfs, xfs with reflink): a state's
+  // scratch is a clone of the working image, no data copied. Cleared at the first refusal
+  // (ext4, tmpfs), after which the data extents are copied.
+  bool clone = true;
 };
 
 class WorkerPool {

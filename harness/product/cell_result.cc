@@ -1,6 +1,7 @@
 #include "harness/product/cell_result.h"
 
 #include <algorithm>
+#include <map>
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
@@ -140,6 +141,8 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
   cell->boot_seconds = o.boot_seconds;
   cell->workload_seconds = o.workload_seconds;
   cell->check_seconds = o.check_seconds;
+  cell->record_phases = o.record_phases;
+  cell->kernel = o.kernel;
   cell->timeline = o.timeline;
   cell->notes = o.notes;
   cell->recording = o.recording_dir;
@@ -182,6 +185,51 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
 
 nlohmann::json GuestSizeToJson(const GuestSize& guest) {
   return {{"memory_mib", guest.memory_mib}, {"cpus", guest.cpus}, {"disk_bytes", guest.disk_bytes}};
+}
+
+namespace {
+
+nlohmann::json PhasesToJson(const std::vector<std::pair<std::string, double>>& phases) {
+  // An array of [name, seconds]: the phases' order is the recording's.
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& [name, seconds] : phases) j.push_back({name, seconds});
+  return j;
+}
+
+std::vector<std::pair<std::string, double>> PhasesFromJson(const nlohmann::json& j) {
+  std::vector<std::pair<std::string, double>> phases;
+  for (const auto& p : j) phases.emplace_back(p.at(0).get<std::string>(), p.at(1).get<double>());
+  return phases;
+}
+
+}  // namespace
+
+std::string RecordPhasesSummary(const std::vector<CellResult>& cells) {
+  // Median per phase over the cells that have it, in the order the phases first appear.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<double>> seconds;
+  std::vector<double> overhead;
+  for (const CellResult& c : cells) {
+    double beyond = 0;
+    for (const auto& [name, s] : c.record_phases) {
+      if (seconds.find(name) == seconds.end()) order.push_back(name);
+      seconds[name].push_back(s);
+      if (name != "workload") beyond += s;
+    }
+    if (!c.record_phases.empty()) overhead.push_back(beyond);
+  }
+  if (overhead.empty()) return "";
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  std::string s =
+      fmt::format("recording overhead beyond the workload, median of {} cells: {:.2f} s (",
+                  overhead.size(), median(overhead));
+  for (size_t i = 0; i < order.size(); ++i) {
+    s += fmt::format("{}{} {:.2f}", i ? ", " : "", order[i], median(seconds[order[i]]));
+  }
+  return s + ")";
 }
 
 nlohmann::json CellToJson(const CellResult& c) {
@@ -233,6 +281,8 @@ nlohmann::json CellToJson(const CellResult& c) {
                       {"boot_seconds", c.boot_seconds},
                       {"workload_seconds", c.workload_seconds},
                       {"check_seconds", c.check_seconds},
+                      {"record_phases", PhasesToJson(c.record_phases)},
+                      {"kernel", c.kernel},
                       {"verdict", c.Verdict()},
                       {"unexpected", c.Unexpected()},
                       {"expect", c.judged ? c.expect.ToJson() : nlohmann::json(nullptr)},
@@ -266,6 +316,8 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.boot_seconds = j.value("boot_seconds", 0.0);
     c.workload_seconds = j.value("workload_seconds", 0.0);
     c.check_seconds = j.value("check_seconds", 0.0);
+    if (j.contains("record_phases")) c.record_phases = PhasesFromJson(j.at("record_phases"));
+    c.kernel = j.value("kernel", "");
     c.notes = j.value("notes", std::vector<std::string>{});
     c.recording = j.value("recording", "");
     if (j.contains("expect")) {

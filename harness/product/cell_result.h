@@ -86,6 +86,9 @@ struct CellResult {
   double record_seconds = 0, check_seconds = 0;
   // Of record_seconds: the guest boot it waited for (0 in a warm guest) and the workload's run.
   double boot_seconds = 0, workload_seconds = 0;
+  // Of record_seconds: where the recording's time went, phase by phase (RunOutcome).
+  std::vector<std::pair<std::string, double>> record_phases;
+  std::string kernel;  // the guest kernel that recorded the cell (vm::KernelName; "" if none)
   std::vector<CellModel> models;
   std::optional<Timeline> timeline;
   std::vector<std::string> notes;
@@ -115,6 +118,10 @@ void FillCell(const RunOutcome& outcome, CellResult* cell);
 // own (0 pass, 1 violations, 2 could not run or check); with --expect, 0 when every cache model
 // matched it, 1 when one did not, 2 when it could not run or some state could not be checked.
 int RunExitCode(const RunOutcome& outcome, const CellResult& cell);
+
+// One line: the median of each recording phase (CellResult::record_phases) over the cells, and of
+// the overhead beyond the workload's own run; "" when no cell has phases.
+std::string RecordPhasesSummary(const std::vector<CellResult>& cells);
 
 nlohmann::json CellToJson(const CellResult& cell);
 // The guest a run asked for ({memory_mib, cpus, disk_bytes}; 0 = the VM's default), as the run

@@ -1,8 +1,11 @@
 #include "harness/product/matrix.h"
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "base/xml_escape.h"
 #include "fmt/format.h"
 #include "harness/check/file_system.h"
@@ -158,31 +161,35 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
 nlohmann::json MatrixParameters(const MatrixOptions& o) {
   nlohmann::json custom = nlohmann::json::array();
   for (const CustomCell& c : o.custom_cells) custom.push_back(CustomCellToJson(c));
-  return {{"preset", o.preset},
-          {"workloads", o.workloads},
-          {"barriers", o.barriers},
-          {"fs", o.fs},
-          {"sector", harness::SectorFormatName(o.sector)},
-          {"guest", GuestSizeToJson(o.guest)},
-          {"cache", o.cache},
-          {"window", o.window},
-          {"points", o.points},
-          {"states", o.states},
-          {"count", o.count},
-          {"seed", o.seed},
-          {"atomic_unit", o.atomic_unit},
-          {"fsck", o.fsck},
-          {"torn", o.torn},
-          {"fs_failures_are_violations", o.fs_failures_are_violations},
-          {"exhaustive", o.exhaustive},
-          {"budget_seconds", o.budget_seconds},
-          {"max_acks", o.max_acks},
-          {"expect", o.expect},
-          {"custom_cells", custom}};
+  nlohmann::json j = {{"preset", o.preset},
+                      {"workloads", o.workloads},
+                      {"barriers", o.barriers},
+                      {"fs", o.fs},
+                      {"sector", harness::SectorFormatName(o.sector)},
+                      {"guest", GuestSizeToJson(o.guest)},
+                      {"cache", o.cache},
+                      {"window", o.window},
+                      {"points", o.points},
+                      {"states", o.states},
+                      {"count", o.count},
+                      {"seed", o.seed},
+                      {"atomic_unit", o.atomic_unit},
+                      {"fsck", o.fsck},
+                      {"torn", o.torn},
+                      {"fs_failures_are_violations", o.fs_failures_are_violations},
+                      {"exhaustive", o.exhaustive},
+                      {"budget_seconds", o.budget_seconds},
+                      {"max_acks", o.max_acks},
+                      {"expect", o.expect},
+                      {"custom_cells", custom}};
+  if (!o.kernel.empty()) j["kernel"] = o.kernel;  // only then: older reports merge unchanged
+  return j;
 }
 
-CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::string>& fs) {
+CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::string>& fs,
+                        int guests, const std::string& kernel) {
   struct Shared {
+    absl::Mutex mu;  // held while preparing; the pool is thread-safe
     absl::StatusOr<vm::VmEnvironment> env = absl::UnknownError("not prepared");
     bool prepared = false;
     std::unique_ptr<vm::GuestPool> pool;
@@ -195,10 +202,16 @@ CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::st
     }
   }
   return [=](const MatrixCell&, const RunOptions& options) {
-    if (!shared->prepared) {
-      shared->env = vm::PrepareVm(agent_hint);
-      shared->prepared = true;
-      if (shared->env.ok()) shared->pool = std::make_unique<vm::GuestPool>(*shared->env, preload);
+    {
+      absl::MutexLock lock(&shared->mu);
+      if (!shared->prepared) {
+        shared->env = vm::PrepareVm(agent_hint, kernel);
+        shared->prepared = true;
+        if (shared->env.ok()) {
+          shared->pool = std::make_unique<vm::GuestPool>(*shared->env, preload,
+                                                         std::chrono::seconds(20), guests);
+        }
+      }
     }
     if (!shared->env.ok()) {
       RunOutcome out;
@@ -236,9 +249,12 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
   }
   Progress progress("matrix: cells", mine.size(), o.progress);
   report.recordings = o.recordings;
-  for (size_t i = 0; i < mine.size(); ++i) {
+  std::vector<std::optional<CellResult>> results(mine.size());
+  std::atomic<size_t> next{0}, finished{0};
+  // One cell: record, check, judge. Several run at once when cells_in_flight > 1.
+  auto run_one = [&](size_t i) {
     const MatrixCell& c = mine[i];
-    progress.Update(i, "running " + c.Name());
+    progress.Update(finished.load(), "running " + c.Name());
     RunOptions r;
     r.name = c.Name();
     r.fs = c.fs;
@@ -306,8 +322,20 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     FillCell(run_cell(c, r), &cell);
     cell.expect = std::move(expect);
     cell.notes.insert(cell.notes.end(), notes.begin(), notes.end());
-    report.cells.push_back(std::move(cell));
-  }
+    results[i] = std::move(cell);
+    ++finished;
+  };
+  auto worker = [&] {
+    for (size_t i = next++; i < mine.size(); i = next++) run_one(i);
+  };
+  std::vector<std::thread> threads;
+  const size_t extra = std::min<size_t>(static_cast<size_t>(std::max(o.cells_in_flight, 1)),
+                                        std::max<size_t>(mine.size(), 1)) -
+                       1;
+  for (size_t t = 0; t < extra; ++t) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
+  for (std::optional<CellResult>& cell : results) report.cells.push_back(std::move(*cell));
   progress.Update(mine.size(), "done");
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
@@ -413,6 +441,13 @@ std::string HeadlineTable(const MatrixReport& r) {
       "{} cells: {} as expected, {} unexpected, {} could not run (shard {}, plan {}) in {:.0f} "
       "s\n",
       r.cells.size(), ok, unexpected, errors, r.shard, r.plan_cells, r.seconds);
+  std::vector<std::string> kernels;
+  for (const CellResult& c : r.cells) {
+    if (!c.kernel.empty() && std::find(kernels.begin(), kernels.end(), c.kernel) == kernels.end()) {
+      kernels.push_back(c.kernel);
+    }
+  }
+  if (!kernels.empty()) s += fmt::format("guest kernel: {}\n", fmt::join(kernels, "; "));
   if (std::string summary = r.recordings.Summary(); !summary.empty()) s += summary + "\n";
   return s;
 }

@@ -80,6 +80,11 @@ struct MatrixOptions {
   // Built-in expectations by catalog name "<workload>-<setting>" (LoadBuiltinExpectations).
   std::map<std::string, CellExpect> expectations;
   std::vector<CustomCell> custom_cells;  // --cells FILE.json
+  // Cells run at once (each records, then checks); the CLI runs one more than its warm guests
+  // (`--jobs`), so that one cell's checks overlap the next one's recording. The runner must be
+  // thread-safe when this is above 1 (VmCellRunner is).
+  int cells_in_flight = 1;
+  std::string kernel;  // `--kernel PATH` ("" = Debian's; vm::PrepareVm)
 };
 
 struct MatrixCell {
@@ -108,7 +113,9 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& options, const CellR
 // The default runner: PrepareVm once, then RunWorkload per cell (errors become outcomes) in one
 // warm guest (vm::GuestPool): it boots once, loading the modules of every file system in `fs`,
 // and is replaced only when a cell leaves it unusable (a hang, a disk it would not release).
-CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::string>& fs = {});
+// `guests`: warm guests recording at once (vm::GuestPool); the runner is thread-safe.
+CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::string>& fs = {},
+                        int guests = 1, const std::string& kernel = "");
 
 // The parameters object of a report (everything that decides which cells exist and how they
 // are checked; not the shard).

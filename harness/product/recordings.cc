@@ -64,6 +64,7 @@ void RewriteRebuild(harness::CheckReport* report, const std::string& powercut,
 void KeepRecording(const std::string& trace, const std::string& name, const std::string& powercut,
                    RecordingStore* store, RunOutcome* out) {
   if (!out->report) return;
+  absl::MutexLock lock(store->mu.get());
   std::string manifest_path = harness::ManifestPathFor(trace);
   auto manifest = harness::ReadManifest(manifest_path);
   if (!manifest.ok()) {

@@ -9,10 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "harness/product/run.h"
 #include "nlohmann/json.hpp"
 
@@ -31,6 +33,8 @@ struct RecordingStore {
     std::string why;  // dropped: why
   };
   std::vector<Entry> kept, dropped;
+  // KeepRecording holds it: a matrix checks several cells at once (copies share it).
+  std::shared_ptr<absl::Mutex> mu = std::make_shared<absl::Mutex>();
 
   nlohmann::json ToJson() const;
   // One line for the tables: where, how big, what was dropped; "" when nothing was failing.

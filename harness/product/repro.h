@@ -36,6 +36,8 @@ struct ReproOptions {
   bool shrink = true;
   double checker_timeout_s = 60;
   std::string powercut = "powercut";
+  // `--kernel PATH`: the kernel a check in a guest boots (vm::PrepareVm); host checks ignore it.
+  std::string kernel;
 };
 
 struct ReproStep {

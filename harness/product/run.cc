@@ -207,6 +207,7 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
   spec.cpus = o.guest.cpus;
   spec.disk_bytes = o.guest.disk_bytes;
   auto start = std::chrono::steady_clock::now();
+  out.kernel = vm::KernelName(env.kernel);
   auto run = pool != nullptr ? pool->Record(spec) : vm::RunInVm(env, spec);
   out.record_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -224,6 +225,7 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
   out.workload_exit = run->guest.exit_code;
   out.boot_seconds = run->boot_seconds;
   out.workload_seconds = run->workload_seconds;
+  out.record_phases = run->phases;
   if (run->guest.leftover_processes > 0) {
     out.notes.push_back(fmt::format(
         "the workload left {} process(es) running in the guest when it exited; they were killed "
@@ -277,6 +279,8 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
   checked.record_seconds = out.record_seconds;
   checked.boot_seconds = out.boot_seconds;
   checked.workload_seconds = out.workload_seconds;
+  checked.record_phases = out.record_phases;
+  checked.kernel = out.kernel;
   checked.notes.insert(checked.notes.begin(), out.notes.begin(), out.notes.end());
   checked.recording_dir = out.recording_dir;
   if (temporary && o.recordings != nullptr && checked.ran && checked.report &&
@@ -358,6 +362,13 @@ std::string RunSummary(const RunOutcome& o) {
   }
   s += fmt::format("recorded {} entries, {} acks in {:.1f} s; checked in {:.1f} s\n",
                    o.trace_entries, o.acks, o.record_seconds, o.check_seconds);
+  if (!o.record_phases.empty()) {
+    s += "recording:";
+    for (const auto& [name, seconds] : o.record_phases)
+      s += fmt::format(" {} {:.2f} s,", name, seconds);
+    s.back() = '\n';
+  }
+  if (!o.kernel.empty()) s += fmt::format("guest kernel: {}\n", o.kernel);
   s += harness::ReportSummaryTable(*o.report);
   for (const auto& n : o.notes) s += "note: " + n + "\n";
   if (!o.recording_dir.empty()) {

@@ -95,6 +95,11 @@ struct RunOutcome {
   double boot_seconds = 0;      // the guest boot it waited for (0: a warm guest)
   double workload_seconds = 0;  // the workload's own run time in the guest
   double check_seconds = 0;
+  // Of record_seconds: where the recording's time went (vm::RunResult::phases).
+  std::vector<std::pair<std::string, double>> record_phases;
+  // The guest kernel that recorded it (vm::KernelName: release and where it came from; "" when
+  // nothing was recorded).
+  std::string kernel;
   std::optional<harness::CheckReport> report;
   std::optional<Timeline> timeline;
   std::string recording_dir;     // kept recording ("" when temporary)

@@ -119,6 +119,17 @@ std::vector<std::string> DefaultGuestModules() {
           "dm-log-writes", "dm-flakey",  "ext4",           "xfs",          "btrfs", "loop"};
 }
 
+absl::StatusOr<std::vector<std::string>> MissingModules(const GuestKernel& kernel,
+                                                        const std::vector<std::string>& modules) {
+  ASSIGN_OR_RETURN(ModuleIndex index, LoadIndex(kernel));
+  std::vector<std::string> missing;
+  for (const std::string& name : modules) {
+    const std::string key = ModuleKey(name);
+    if (!index.path.count(key) && !index.builtin.count(key)) missing.push_back(name);
+  }
+  return missing;
+}
+
 absl::StatusOr<std::vector<std::string>> ResolveModuleLoadOrder(
     const GuestKernel& kernel, const std::vector<std::string>& modules) {
   ASSIGN_OR_RETURN(ModuleIndex index, LoadIndex(kernel));

@@ -28,6 +28,11 @@ std::vector<std::string> DefaultGuestModules();
 absl::StatusOr<std::vector<std::string>> ResolveModuleLoadOrder(
     const GuestKernel& kernel, const std::vector<std::string>& modules);
 
+// The names of `modules` the kernel has neither as a module (modules.dep) nor built in
+// (modules.builtin), in the order given.
+absl::StatusOr<std::vector<std::string>> MissingModules(const GuestKernel& kernel,
+                                                        const std::vector<std::string>& modules);
+
 struct Initramfs {
   std::string path;    // the cached cpio archive
   std::string hash;    // content hash (hex)

@@ -1,18 +1,22 @@
 // powercut-vm: the VM crash domain on its own (the `powercut` CLI wires the same library in).
-//   powercut-vm kernel       fetch the guest kernel, print its version
+//   powercut-vm kernel       fetch the guest kernel (or open --kernel PATH), print its version
+//                            and what it lacks
 //   powercut-vm initramfs    build the initramfs, print its path
 //   powercut-vm boot         boot a guest, run `true` on a fresh ext4, power off; print timings
 //   powercut-vm run ...      run a workload on a recorded disk (see --help)
 //   powercut-vm check ...    boot a fresh guest on an image and run a checker
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "base/process.h"
 #include "base/scratch_dir.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "harness/vm/initramfs.h"
 #include "harness/vm/kernel.h"
 #include "harness/vm/qemu.h"
@@ -30,18 +34,29 @@ int Fail(const absl::Status& status) {
   return 1;
 }
 
-int Kernel() {
-  auto kernel = FetchKernel();
+int Kernel(const std::string& path) {
+  auto kernel = path.empty() ? FetchKernel() : powercut::vm::OpenUserKernel(path);
   if (!kernel.ok()) return Fail(kernel.status());
-  fmt::print("kernel {} (package {} {})\n  {}\n  {}\n", kernel->release, kernel->package,
-             kernel->package_version, kernel->vmlinuz, kernel->modules_dir);
+  fmt::print("kernel {} (package {} {})\n  {}\n  {}\n  version: {}\n  config: {}\n",
+             kernel->release, kernel->package, kernel->package_version, kernel->vmlinuz,
+             kernel->modules_dir, kernel->version, kernel->config.empty() ? "-" : kernel->config);
+  auto missing = powercut::vm::MissingModules(*kernel, DefaultGuestModules());
+  if (!missing.ok()) return Fail(missing.status());
+  fmt::print("  lacks: {}\n", missing->empty() ? "nothing the guest uses"
+                                               : fmt::format("{}", fmt::join(*missing, ", ")));
   return 0;
 }
 
-int Initramfs() {
-  auto kernel = FetchKernel();
+int Initramfs(const std::string& path) {
+  auto kernel = path.empty() ? FetchKernel() : powercut::vm::OpenUserKernel(path);
   if (!kernel.ok()) return Fail(kernel.status());
-  auto initramfs = BuildInitramfs(*kernel, DefaultGuestModules());
+  auto missing = powercut::vm::MissingModules(*kernel, DefaultGuestModules());
+  if (!missing.ok()) return Fail(missing.status());
+  std::vector<std::string> load;
+  for (const std::string& m : DefaultGuestModules()) {
+    if (std::find(missing->begin(), missing->end(), m) == missing->end()) load.push_back(m);
+  }
+  auto initramfs = BuildInitramfs(*kernel, load);
   if (!initramfs.ok()) return Fail(initramfs.status());
   fmt::print("initramfs {} ({} modules, {} bytes)\n", initramfs->path, initramfs->modules,
              initramfs->bytes);
@@ -60,6 +75,13 @@ void PrintRun(const powercut::vm::RunResult& r) {
                r.guest.device_cache);
   }
   fmt::print("acks: {} received by the host\n", r.host_acks.size());
+  if (!r.phases.empty()) {
+    std::string phases;
+    for (const auto& [name, seconds] : r.phases) {
+      phases += fmt::format("{}{} {:.3f}", phases.empty() ? "" : ", ", name, seconds);
+    }
+    fmt::print("recording phases (s): {}\n", phases);
+  }
   if (r.guest.checker_exit_code >= 0) {
     fmt::print("checker exit: {}, have {} ids, corrupt {}\n", r.guest.checker_exit_code,
                r.guest.have.size(), r.guest.corrupt.size());
@@ -82,6 +104,12 @@ static int Main(int argc, char** argv) {
   powercut::InstallInterruptHandlers();
   CLI::App app{"powercut-vm: the VM crash domain of powercut"};
   app.require_subcommand(1);
+  app.fallthrough();  // --kernel may follow the subcommand
+  std::string kernel_path;
+  app.add_option("--kernel", kernel_path,
+                 "the guest kernel and its modules: a linux-image .deb, a folder with "
+                 "boot/vmlinuz-<release> and lib/modules/<release>, or a lib/modules/<release> "
+                 "folder of `make modules_install` (default: Debian's linux-image-amd64)");
   auto* kernel = app.add_subcommand("kernel", "fetch the guest kernel and print its version");
   auto* initramfs = app.add_subcommand("initramfs", "build the guest initramfs");
   auto* boot = app.add_subcommand("boot", "boot a guest with a trivial workload; print timings");
@@ -129,7 +157,7 @@ static int Main(int argc, char** argv) {
   check->add_option("checker", cspec.checker, "the checker, one command string")->required();
 
   CLI11_PARSE(app, argc, argv);
-  if (kernel->parsed()) return Kernel();
+  if (kernel->parsed()) return Kernel(kernel_path);
   // Flags are checked before anything boots.
   if (run->parsed() || check->parsed()) {
     auto kind = powercut::harness::ParseFsKind(run->parsed() ? fs_name : check_fs);
@@ -139,12 +167,12 @@ static int Main(int argc, char** argv) {
     spec.fs = cspec.fs = *kind;
     spec.sector = cspec.sector = *format;
   }
-  if (initramfs->parsed()) return Initramfs();
+  if (initramfs->parsed()) return Initramfs(kernel_path);
 
-  auto env = powercut::vm::PrepareVm();
+  auto env = powercut::vm::PrepareVm("", kernel_path);
   if (!env.ok()) return Fail(env.status());
-  fmt::print("kernel {} ({}), initramfs {}, accel {}\n", env->kernel.release,
-             env->kernel.package_version, env->initramfs.path, AccelName(env->accel));
+  fmt::print("kernel {}, initramfs {}, accel {}\n", powercut::vm::KernelName(env->kernel),
+             env->initramfs.path, AccelName(env->accel));
   if (boot->parsed()) {
     auto folder = powercut::ScratchDir::Create("powercut-boot", "/tmp");
     if (!folder.ok()) return Fail(folder.status());

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "base/image_io.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/trace/manifest.h"
@@ -101,7 +102,31 @@ absl::Status ValidateRunSpec(const RunSpec& spec) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<RecordingDisks> PrepareDisks(const RunSpec& spec, RunResult* result) {
+absl::Status BaseImageCache::MakeDisk(harness::FsKind fs, const harness::DiskGeometry& geometry,
+                                      uint64_t bytes, const std::string& disk, RunResult* result) {
+  const auto key = std::make_tuple(static_cast<int>(fs), geometry.logical_sector,
+                                   geometry.physical_sector, bytes);
+  auto it = made_.find(key);
+  if (it == made_.end()) {
+    if (dir_.path().empty()) {
+      // Beside the recordings: a disk-backed folder (sparse files, no tmpfs memory).
+      ASSIGN_OR_RETURN(dir_, ScratchDir::Create("powercut-base", "/var/tmp"));
+    }
+    Made m;
+    m.image = dir_ / fmt::format("fs{}.img", made_.size());
+    RETURN_IF_ERROR(CreateSparseImage(m.image, bytes));
+    ASSIGN_OR_RETURN(m.mkfs_command, MakeFileSystem(fs, geometry, m.image));
+    ASSIGN_OR_RETURN(m.block_size, FileSystemBlockSize(fs, m.image));
+    it = made_.emplace(key, std::move(m)).first;
+  }
+  RETURN_IF_ERROR(powercut::CopySparse(it->second.image, disk));
+  result->mkfs_command = it->second.mkfs_command;
+  result->fs_block_size = it->second.block_size;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RecordingDisks> PrepareDisks(const RunSpec& spec, RunResult* result,
+                                            BaseImageCache* cache) {
   std::error_code ec;
   fs::create_directories(spec.output_dir, ec);
   RecordingDisks disks;
@@ -116,10 +141,14 @@ absl::StatusOr<RecordingDisks> PrepareDisks(const RunSpec& spec, RunResult* resu
   result->console_log = disks.out + "/console.log";
   result->workload_log = disks.out + "/workload.log";
   result->geometry = disks.geometry;
-  RETURN_IF_ERROR(CreateSparseImage(disks.disk, disks.bytes));
-  ASSIGN_OR_RETURN(result->mkfs_command, MakeFileSystem(spec.fs, disks.geometry, disks.disk));
-  ASSIGN_OR_RETURN(result->fs_block_size, FileSystemBlockSize(spec.fs, disks.disk));
-  RETURN_IF_ERROR(CopySparse(disks.disk, result->base_image));
+  if (cache != nullptr) {
+    RETURN_IF_ERROR(cache->MakeDisk(spec.fs, disks.geometry, disks.bytes, disks.disk, result));
+  } else {
+    RETURN_IF_ERROR(CreateSparseImage(disks.disk, disks.bytes));
+    ASSIGN_OR_RETURN(result->mkfs_command, MakeFileSystem(spec.fs, disks.geometry, disks.disk));
+    ASSIGN_OR_RETURN(result->fs_block_size, FileSystemBlockSize(spec.fs, disks.disk));
+  }
+  RETURN_IF_ERROR(powercut::CopySparse(disks.disk, result->base_image));
   if (LogWrites(spec)) {
     // The log holds a copy of every write plus one block per entry.
     disks.log_disk = disks.out + "/log-writes.img";

@@ -7,6 +7,7 @@
 
 #include "base/status_macros.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "harness/vm/disk_image.h"
 #include "harness/vm/guest_config.h"
 #include "harness/vm/run_folder.h"
@@ -32,10 +33,67 @@ QemuOptions QemuOptionsFor(const VmEnvironment& env, const std::string& run_dir)
   return q;
 }
 
-absl::StatusOr<VmEnvironment> PrepareVm(const std::string& agent_hint) {
+absl::Status RequireModules(const VmEnvironment& env, const std::vector<std::string>& modules,
+                            const std::string& who) {
+  std::vector<std::string> lacking;
+  for (const std::string& m : modules) {
+    if (std::find(env.missing_modules.begin(), env.missing_modules.end(), m) ==
+        env.missing_modules.end()) {
+      continue;
+    }
+    const std::string option = ModuleConfigOption(m);
+    lacking.push_back(option.empty() ? m : fmt::format("{} ({})", m, option));
+  }
+  if (lacking.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(fmt::format(
+      "the guest kernel {} lacks {}, which {} needs (neither a module in {}/modules.dep nor "
+      "built in): build it as a module (=m) or built in (=y), or pick another --kernel",
+      KernelName(env.kernel), fmt::join(lacking, ", "), who, env.kernel.modules_dir));
+}
+
+std::string BootFailureHint(const VmEnvironment& env, const std::string& console) {
+  struct Sign {
+    const char* text;
+    const char* meaning;
+  };
+  static constexpr Sign kSigns[] = {
+      {"Invalid module format", "its modules were not built for this kernel image"},
+      {"Unknown symbol", "its modules were not built for this kernel image"},
+      {"Kernel panic", "the kernel panicked"},
+      {"Unable to mount root", "the kernel found no root file system (no initramfs support?)"},
+      {"powercut-init: fail", "the guest's init failed a step"},
+  };
+  for (const Sign& sign : kSigns) {
+    size_t at = console.find(sign.text);
+    if (at == std::string::npos) continue;
+    size_t begin = console.rfind('\n', at);
+    begin = begin == std::string::npos ? 0 : begin + 1;
+    const std::string line = console.substr(begin, console.find('\n', at) - begin);
+    return fmt::format("guest kernel {}: {} (\"{}\")", KernelName(env.kernel), sign.meaning, line);
+  }
+  return "";
+}
+
+absl::StatusOr<VmEnvironment> PrepareVm(const std::string& agent_hint, const std::string& kernel) {
   VmEnvironment env;
-  ASSIGN_OR_RETURN(env.kernel, FetchKernel());
-  ASSIGN_OR_RETURN(env.initramfs, BuildInitramfs(env.kernel, DefaultGuestModules()));
+  if (kernel.empty()) {
+    ASSIGN_OR_RETURN(env.kernel, FetchKernel());
+  } else {
+    ASSIGN_OR_RETURN(env.kernel, OpenUserKernel(kernel));
+  }
+  ASSIGN_OR_RETURN(env.missing_modules, MissingModules(env.kernel, DefaultGuestModules()));
+  // Without these no guest comes up: fail before booting, naming them.
+  RETURN_IF_ERROR(RequireModules(env, BaseGuestModules(),
+                                 "every guest (virtio disks, the "
+                                 "console port, the host root over 9p)"));
+  std::vector<std::string> load;
+  for (const std::string& m : DefaultGuestModules()) {
+    if (std::find(env.missing_modules.begin(), env.missing_modules.end(), m) ==
+        env.missing_modules.end()) {
+      load.push_back(m);
+    }
+  }
+  ASSIGN_OR_RETURN(env.initramfs, BuildInitramfs(env.kernel, load));
   std::vector<std::string> candidates;
   if (const char* e = std::getenv("POWERCUT_VM_AGENT"); e != nullptr && *e != '\0') {
     candidates.push_back(e);

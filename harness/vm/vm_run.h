@@ -31,19 +31,34 @@
 namespace powercut::vm {
 
 struct VmEnvironment {
-  GuestKernel kernel;
+  GuestKernel kernel;  // Debian's, or the user's (`--kernel`): recordings and checks boot it
   Initramfs initramfs;
   std::string agent;  // absolute path of powercut-vm-agent
   Accel accel = Accel::kTcg;
+  // Guest modules (of DefaultGuestModules) the kernel has neither as modules nor built in; a job
+  // that needs one fails before any boot (RequireModules).
+  std::vector<std::string> missing_modules;
 };
+
+// An error naming what of `modules` the environment's kernel lacks (with the config option that
+// provides each), `who` saying what needs them ("a recording on xfs"); OK when it has them all.
+absl::Status RequireModules(const VmEnvironment& env, const std::vector<std::string>& modules,
+                            const std::string& who);
+
+// A hint for a guest that did not come up, from its console (a panic, modules that do not match
+// the kernel, no root), naming the kernel; "" when the console says nothing recognisable.
+std::string BootFailureHint(const VmEnvironment& env, const std::string& console);
 
 // The guest's part of every qemu start: kernel, initramfs, agent, accelerator, and the run
 // folder shared over 9p with its console log (run_dir/console.log).
 QemuOptions QemuOptionsFor(const VmEnvironment& env, const std::string& run_dir);
 
-// Fetches the kernel, builds the initramfs and finds the guest agent: $POWERCUT_VM_AGENT, else
-// powercut-vm-agent next to the running program, else `agent_hint` (e.g. a build-tree path).
-absl::StatusOr<VmEnvironment> PrepareVm(const std::string& agent_hint = "");
+// Fetches the kernel (Debian's; `kernel` non-empty: the user's, OpenUserKernel), checks that it
+// has the drivers every guest needs (virtio, 9p), builds the initramfs and finds the guest agent:
+// $POWERCUT_VM_AGENT, else powercut-vm-agent next to the running program, else `agent_hint`
+// (e.g. a build-tree path).
+absl::StatusOr<VmEnvironment> PrepareVm(const std::string& agent_hint = "",
+                                        const std::string& kernel = "");
 
 // How the disk under test is recorded.
 enum class Recording {
@@ -138,6 +153,13 @@ struct RunResult {
   // a recording beyond the workload shows: wall_seconds - workload_seconds.
   double workload_seconds = 0;
   double wall_seconds = 0;  // job sent -> job done (or cut), without mkfs and boot
+  // Where this recording's time went (host clock, in order; docs/vm.md, "Recording overhead"):
+  // disk (the disk under test and base.img), recorder, attach (hot-plug), guest-setup (job sent
+  // -> workload start: finding the disk, the fresh-disk hashes, mount), workload, guest-teardown
+  // (workload exit -> job done: leftovers, unmount, release check), detach (device_del until
+  // DEVICE_DELETED, blockdev-del), proof (the host's hash of base.img), outputs (trace finalize,
+  // manifests, final.img). A boot the recording waited for is boot_seconds, not a phase.
+  std::vector<std::pair<std::string, double>> phases;
   uint64_t trace_entries = 0;
   uint64_t nbd_requests = 0;
   uint64_t nbd_flushes = 0;

@@ -44,12 +44,31 @@ absl::StatusOr<std::string> HashImageHead(const std::string& path, uint64_t byte
 
 }  // namespace
 
+// Appends the time since the previous mark to a recording's phases (RunResult::phases).
+class WarmGuest::PhaseClock {
+ public:
+  explicit PhaseClock(std::vector<std::pair<std::string, double>>* phases) : phases_(phases) {}
+  void Mark(const std::string& phase) { MarkAt(phase, NowNs()); }
+  // A phase that ended at `ns` (steady clock), e.g. an event the agent sent; ignored when the
+  // event never came (a cut, a failed step).
+  void MarkAt(const std::string& phase, int64_t ns) {
+    if (ns < last_ns_) return;
+    phases_->emplace_back(phase, static_cast<double>(ns - last_ns_) / 1e9);
+    last_ns_ = ns;
+  }
+
+ private:
+  std::vector<std::pair<std::string, double>>* phases_;
+  int64_t last_ns_ = NowNs();
+};
+
 // What the callbacks of one job share with the thread waiting for it.
 struct WarmGuest::JobState {
   std::atomic<bool> cut_fired{false};
   std::atomic<int64_t> trigger_ns{-1};  // when the cut's trigger happened (steady clock)
   absl::Notification done;              // `job <id> event job-done`
   std::atomic<int64_t> workload_start_ns{-1}, workload_exit_ns{-1};
+  std::atomic<int64_t> done_ns{-1};  // when job-done arrived
 };
 
 struct WarmGuest::Job {
@@ -81,6 +100,11 @@ absl::StatusOr<std::unique_ptr<WarmGuest>> WarmGuest::Boot(const VmEnvironment& 
 
 WarmGuest::~WarmGuest() { Shutdown(); }
 
+std::string WarmGuest::HintLine(const std::string& console) const {
+  std::string hint = BootFailureHint(env_, console);
+  return hint.empty() ? "" : hint + "\n";
+}
+
 absl::Status WarmGuest::Start() {
   const Clock::time_point t0 = Clock::now();
   // Shared with the channel, whose idle sink keeps the callback after Start returned.
@@ -110,16 +134,18 @@ absl::Status WarmGuest::Start() {
   const Clock::time_point deadline = t0 + options_.boot_timeout;
   while (!ready->WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
     if (std::optional<int> code = qemu_->Poll(std::chrono::milliseconds(0))) {
+      const std::string tail = qemu_->ConsoleTail();
       return absl::InternalError(
-          fmt::format("the guest ended (qemu exit {}) before its agent started; last console "
+          fmt::format("{}the guest ended (qemu exit {}) before its agent started; last console "
                       "lines:\n{}",
-                      *code, qemu_->ConsoleTail()));
+                      HintLine(tail), *code, tail));
     }
     if (Clock::now() >= deadline) {
       qemu_->Kill();
-      return absl::DeadlineExceededError(
-          fmt::format("the guest did not boot within {} s and was killed; last console lines:\n{}",
-                      options_.boot_timeout.count(), qemu_->ConsoleTail()));
+      const std::string tail = qemu_->ConsoleTail();
+      return absl::DeadlineExceededError(fmt::format(
+          "{}the guest did not boot within {} s and was killed; last console lines:\n{}",
+          HintLine(tail), options_.boot_timeout.count(), tail));
     }
   }
   boot_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -204,14 +230,16 @@ GuestJob WarmGuest::JobFor(const RunSpec& spec, const Job& job) {
   return j;
 }
 
-absl::StatusOr<RunResult> WarmGuest::Record(const RunSpec& spec) {
+absl::StatusOr<RunResult> WarmGuest::Record(const RunSpec& spec, BaseImageCache* bases) {
   RETURN_IF_ERROR(ValidateRunSpec(spec));
   if (!usable_) {
     return absl::FailedPreconditionError("this guest was killed; boot a new one (GuestPool does)");
   }
   RunResult result;
   result.accel = env_.accel;
-  ASSIGN_OR_RETURN(RecordingDisks disks, PrepareDisks(spec, &result));
+  PhaseClock clock(&result.phases);
+  ASSIGN_OR_RETURN(RecordingDisks disks, PrepareDisks(spec, &result, bases));
+  clock.Mark("disk");
   Job job;
   job.id = ++jobs_;
   job.bytes = disks.bytes;
@@ -221,14 +249,16 @@ absl::StatusOr<RunResult> WarmGuest::Record(const RunSpec& spec) {
   job.disks = GuestDisksFor(spec, disks, rec);
   const GuestJob guest_job = JobFor(spec, job);
   RETURN_IF_ERROR(WriteAll(run_ / JobFileName("job", job.id, "json"), GuestJobToJson(guest_job)));
+  clock.Mark("recorder");
   if (absl::Status s = Attach(job); !s.ok()) {
     Discard();
     return absl::InternalError(
         fmt::format("attaching the disk to the guest failed: {}; the guest was killed",
                     std::string(s.message())));
   }
+  clock.Mark("attach");
   const Clock::time_point t0 = Clock::now();
-  absl::Status ran = RunJob(spec, job, rec, &state, &result);
+  absl::Status ran = RunJob(spec, job, rec, &state, &result, &clock);
   result.wall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   CollectLogs(job, disks.out);
   if (rec.nbd != nullptr) {
@@ -242,6 +272,7 @@ absl::StatusOr<RunResult> WarmGuest::Record(const RunSpec& spec) {
     ASSIGN_OR_RETURN(result.cut_report, rec.nbd->ApplyPowerCut(spec.cut.model, spec.cut.seed));
   }
   RETURN_IF_ERROR(WriteRecordingOutputs(spec, disks, rec.recorder.get(), &result));
+  clock.Mark("outputs");
   return result;
 }
 
@@ -257,7 +288,7 @@ void WarmGuest::CollectLogs(const Job& job, const std::string& out) {
 }
 
 absl::Status WarmGuest::RunJob(const RunSpec& spec, const Job& job, Recorders& rec, JobState* state,
-                               RunResult* result) {
+                               RunResult* result, PhaseClock* clock) {
   const CutPlan plan = PlanCut(spec.cut, rec.nbd != nullptr);
   auto cut_now = [this, state] {
     if (!state->cut_fired.exchange(true)) qemu_->SignalKill();
@@ -279,7 +310,10 @@ absl::Status WarmGuest::RunJob(const RunSpec& spec, const Job& job, Recorders& r
       if (plan.trigger_ack == 0 && state->trigger_ns < 0) state->trigger_ns.store(NowNs());
     }
     if (event.rfind("workload-exit", 0) == 0) state->workload_exit_ns = NowNs();
-    if (event.rfind("job-done", 0) == 0 && !state->done.HasBeenNotified()) state->done.Notify();
+    if (event.rfind("job-done", 0) == 0 && !state->done.HasBeenNotified()) {
+      state->done_ns = NowNs();
+      state->done.Notify();
+    }
   };
   RETURN_IF_ERROR(channel_->BeginJob(job.id, sink));
   absl::Status sent = channel_->Send(fmt::format("job {}", job.id));
@@ -310,7 +344,10 @@ absl::Status WarmGuest::RunJob(const RunSpec& spec, const Job& job, Recorders& r
         "the guest died during the recording{}; last console lines:\n{}",
         sent.ok() ? "" : fmt::format(" ({})", std::string(sent.message())), qemu_->ConsoleTail()));
   }
-  return FinishJob(job, result);
+  clock->MarkAt("guest-setup", state->workload_start_ns);
+  clock->MarkAt("workload", state->workload_exit_ns);
+  clock->MarkAt("guest-teardown", state->done_ns);
+  return FinishJob(job, result, clock);
 }
 
 WarmGuest::JobEnd WarmGuest::WaitForJob(const RunSpec& spec, const CutPlan& plan, JobState* state) {
@@ -333,7 +370,7 @@ WarmGuest::JobEnd WarmGuest::WaitForJob(const RunSpec& spec, const CutPlan& plan
   }
 }
 
-absl::Status WarmGuest::FinishJob(const Job& job, RunResult* result) {
+absl::Status WarmGuest::FinishJob(const Job& job, RunResult* result, PhaseClock* clock) {
   absl::StatusOr<GuestResult> guest =
       ReadGuestResult(run_, JobFileName("result", job.id, "json"), *qemu_);
   if (!guest.ok()) {
@@ -355,8 +392,10 @@ absl::Status WarmGuest::FinishJob(const Job& job, RunResult* result) {
     return absl::FailedPreconditionError(fmt::format(
         "{}; the guest was killed (a new one takes the next recording)", std::string(s.message())));
   }
+  clock->Mark("detach");
   ASSIGN_OR_RETURN(std::string host,
                    HashImageHead(result->base_image, std::min(kHeadHashBytes, job.bytes)));
+  clock->Mark("proof");
   const GuestResult& g = result->guest;
   if (g.head_hash_direct != host || g.head_hash_cached != host) {
     Discard();
@@ -368,36 +407,93 @@ absl::Status WarmGuest::FinishJob(const Job& job, RunResult* result) {
   return CheckGuestGeometry(g, result->geometry);
 }
 
+namespace {
+
+// `preload` without the modules the kernel lacks: a recording that needs one fails on its own
+// (RequireModules), the others still run.
+GuestConfig LoadableOnly(const VmEnvironment& env, GuestConfig preload) {
+  std::erase_if(preload.modules, [&](const std::string& m) {
+    return std::find(env.missing_modules.begin(), env.missing_modules.end(), m) !=
+           env.missing_modules.end();
+  });
+  return preload;
+}
+
+}  // namespace
+
 GuestPool::GuestPool(const VmEnvironment& env, GuestConfig preload,
-                     std::chrono::milliseconds release_timeout)
-    : env_(env), preload_(std::move(preload)), release_timeout_(release_timeout) {}
+                     std::chrono::milliseconds release_timeout, int guests)
+    : env_(env),
+      preload_(LoadableOnly(env, std::move(preload))),
+      release_timeout_(release_timeout) {
+  for (int i = 0; i < std::max(guests, 1); ++i) slots_.push_back(std::make_unique<Slot>());
+}
 
 GuestPool::~GuestPool() { Shutdown(); }
 
-void GuestPool::Shutdown() { guest_.reset(); }
+void GuestPool::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  for (auto& slot : slots_) slot->guest.reset();
+}
+
+uint64_t GuestPool::boots() const {
+  absl::MutexLock lock(&mu_);
+  return boots_;
+}
 
 absl::StatusOr<RunResult> GuestPool::Record(const RunSpec& spec) {
   RETURN_IF_ERROR(ValidateRunSpec(spec));  // before any guest boots
   const GuestConfig need = GuestConfigFor(env_, spec);
-  if (guest_ != nullptr && (!guest_->usable() || !guest_->config().Covers(need))) guest_.reset();
+  RETURN_IF_ERROR(RequireModules(env_, need.modules,
+                                 fmt::format("a recording on {}", harness::FsName(spec.fs))));
+  Slot* slot = nullptr;
+  {
+    // A free slot, preferring a warm guest that covers the recording.
+    absl::MutexLock lock(&mu_);
+    auto free = [this] {
+      mu_.AssertHeld();
+      return std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->busy; });
+    };
+    mu_.Await(absl::Condition(&free));
+    for (auto& s : slots_) {
+      if (s->busy) continue;
+      const bool warm =
+          s->guest != nullptr && s->guest->usable() && s->guest->config().Covers(need);
+      if (slot == nullptr || warm) slot = s.get();
+      if (warm) break;
+    }
+    slot->busy = true;
+  }
+  std::unique_ptr<WarmGuest>& guest = slot->guest;
+  if (guest != nullptr && (!guest->usable() || !guest->config().Covers(need))) guest.reset();
   bool booted = false;
-  if (guest_ == nullptr) {
+  absl::StatusOr<RunResult> r = absl::UnknownError("not recorded");
+  if (guest == nullptr) {
     WarmGuest::Options o;
     o.config = preload_;
     o.config.Add(need);
     // A short per-recording timeout (a test of a hang) must not fail the boot before it.
     o.boot_timeout = std::max(spec.timeout, std::chrono::seconds(300));
     o.release_timeout = release_timeout_;
-    ASSIGN_OR_RETURN(guest_, WarmGuest::Boot(env_, o));
-    ++boots_;
-    booted = true;
+    absl::StatusOr<std::unique_ptr<WarmGuest>> boot = WarmGuest::Boot(env_, o);
+    if (boot.ok()) {
+      guest = std::move(*boot);
+      booted = true;
+    } else {
+      r = boot.status();
+    }
   }
-  absl::StatusOr<RunResult> r = guest_->Record(spec);
-  if (r.ok()) {
-    r->boot_seconds = booted ? guest_->boot_seconds() : 0;
-    r->reused_guest = !booted;
+  if (guest != nullptr) {
+    r = guest->Record(spec, &slot->bases);
+    if (r.ok()) {
+      r->boot_seconds = booted ? guest->boot_seconds() : 0;
+      r->reused_guest = !booted;
+    }
+    if (!guest->usable()) guest.reset();
   }
-  if (!guest_->usable()) guest_.reset();
+  absl::MutexLock lock(&mu_);
+  boots_ += booted ? 1 : 0;
+  slot->busy = false;
   return r;
 }
 

@@ -22,7 +22,9 @@
 #include <cstdint>
 #include <memory>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "harness/vm/ack_channel.h"
 #include "harness/vm/cut.h"
 #include "harness/vm/guest_config.h"
@@ -49,9 +51,9 @@ class WarmGuest {
                                                          const Options& options);
   ~WarmGuest();  // Shutdown()
 
-  // One recording on a fresh disk (the RunInVm contract, vm_run.h). After an error, or a power
-  // cut, usable() may be false: the guest was killed.
-  absl::StatusOr<RunResult> Record(const RunSpec& spec);
+  // One recording on a fresh disk (the RunInVm contract, vm_run.h), made from `bases` when given.
+  // After an error, or a power cut, usable() may be false: the guest was killed.
+  absl::StatusOr<RunResult> Record(const RunSpec& spec, BaseImageCache* bases = nullptr);
 
   bool usable() const { return usable_; }
   const GuestConfig& config() const { return options_.config; }
@@ -63,11 +65,14 @@ class WarmGuest {
  private:
   struct Job;       // one recording's id, disks and their QMP names
   struct JobState;  // what the job's callbacks share with the waiting thread
+  class PhaseClock;
   enum class JobEnd { kDone, kExited, kTimedOut };
 
   WarmGuest(VmEnvironment env, Options options, RunFolder run)
       : env_(std::move(env)), options_(std::move(options)), run_(std::move(run)) {}
   absl::Status Start();
+  // BootFailureHint on a line of its own, or "".
+  std::string HintLine(const std::string& console) const;
   // Hot-plugs the job's disks (blockdev-add + device_add).
   absl::Status Attach(const Job& job);
   // device_del, DEVICE_DELETED within release_timeout, blockdev-del.
@@ -75,10 +80,10 @@ class WarmGuest {
   static GuestJob JobFor(const RunSpec& spec, const Job& job);
   // Sends the job, waits for it (arming the cut), and reads its result back.
   absl::Status RunJob(const RunSpec& spec, const Job& job, Recorders& rec, JobState* state,
-                      RunResult* result);
+                      RunResult* result, PhaseClock* clock);
   JobEnd WaitForJob(const RunSpec& spec, const CutPlan& plan, JobState* state);
   // The agent's result, the disk detached, the fresh-disk proof and the geometry checked.
-  absl::Status FinishJob(const Job& job, RunResult* result);
+  absl::Status FinishJob(const Job& job, RunResult* result, PhaseClock* clock);
   void CollectLogs(const Job& job, const std::string& out);
   // Kills qemu: this guest is not used again.
   void Discard();
@@ -94,29 +99,41 @@ class WarmGuest {
   uint64_t jobs_ = 0;
 };
 
-// Warm guests for one worker: boots a guest on the first Record, reuses it while it is usable and
-// its boot covers the recording's modules and host folders, and boots a clean one otherwise.
-// Not thread-safe: one pool per worker thread.
+// Up to `guests` warm guests shared by the threads that record: each guest boots on the first
+// Record that needs it, is reused while it is usable and its boot covers the recording's modules
+// and host folders, and is replaced by a clean one otherwise. Thread-safe: up to `guests`
+// recordings run at once, each on a guest of its own; more wait for a free guest (so a matrix
+// with one guest more cell threads than guests checks one cell while the next records).
 class GuestPool {
  public:
   // `preload`: what every guest loads at boot besides what the recordings ask for (e.g. the
   // modules of every file system a matrix will use, so the guest never needs a reboot).
   explicit GuestPool(const VmEnvironment& env, GuestConfig preload = {},
-                     std::chrono::milliseconds release_timeout = std::chrono::seconds(20));
+                     std::chrono::milliseconds release_timeout = std::chrono::seconds(20),
+                     int guests = 1);
   ~GuestPool();
 
   // RunInVm's contract; RunResult::boot_seconds is the boot this recording waited for (0 when
   // it reused a warm guest).
-  absl::StatusOr<RunResult> Record(const RunSpec& spec);
-  uint64_t boots() const { return boots_; }
-  void Shutdown();
+  absl::StatusOr<RunResult> Record(const RunSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t boots() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Kills every guest; no Record may be running.
+  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  struct Slot {
+    std::unique_ptr<WarmGuest> guest;
+    BaseImageCache bases;  // outlives the guests: a replaced guest's recordings reuse it
+    bool busy = false;
+  };
+
   const VmEnvironment env_;
   const GuestConfig preload_;
   const std::chrono::milliseconds release_timeout_;
-  std::unique_ptr<WarmGuest> guest_;
-  uint64_t boots_ = 0;
+  mutable absl::Mutex mu_;
+  // A slot's guest and bases belong to the thread that marked it busy, until it clears busy.
+  std::vector<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
+  uint64_t boots_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace powercut::vm

@@ -39,6 +39,7 @@ struct MatrixArgs {
   std::string sector = "512e", shard = "1/1", json, junit, html, workload_binary, agent, cells,
               recordings, recordings_cap = "1GiB", budget, disk_size;
   bool quiet = false, list = false, no_torn = false, no_expect = false;
+  int jobs = 1;  // warm guests recording at once (docs/results.md, "Time to verdict")
 };
 
 void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
@@ -88,6 +89,7 @@ void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
   m->add_option("--keep", a->o.keep_dir, "keep each cell's recording under this folder");
   AddRecordingsOptions(m, &a->recordings, &a->recordings_cap);
   AddGuestSizeOptions(m, &a->o.guest, &a->disk_size);
+  AddKernelOption(m, &a->o.kernel);
   m->add_option("--workload-binary", a->workload_binary, "the powercut-workload binary");
   m->add_option("--json", a->json, "write the JSON report (powercut-matrix/1) here");
   m->add_option("--junit", a->junit, "write a JUnit XML report here");
@@ -101,6 +103,11 @@ void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
               "ignore expected verdicts: any violation is a failure (exit 1)");
   m->add_flag("--list", a->list, "print the shard's cells (and their expectations) and exit");
   m->add_flag("--quiet", a->quiet, "no progress on stderr");
+  m->add_option("--jobs", a->jobs,
+                "warm guests recording cells at once; one cell more than guests is in flight, so "
+                "a cell's checks overlap the next cell's recording")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
 }
 
 // Every flag checked and turned into the matrix's options (the built-in cells' binary and
@@ -119,6 +126,7 @@ absl::StatusOr<product::MatrixOptions> ParseMatrixArgs(const MatrixArgs& a) {
   o.progress = !a.quiet;
   o.torn = !a.no_torn;
   o.expect = !a.no_expect;
+  o.cells_in_flight = a.jobs + 1;
   if (!a.cells.empty()) {
     ASSIGN_OR_RETURN(o.custom_cells, product::LoadCustomCells(a.cells));
   }
@@ -175,9 +183,14 @@ int Matrix(const MatrixArgs& a) {
     ListCells(*plan, o);
     return 0;
   }
-  auto report = product::RunMatrix(o, product::VmCellRunner(product::AgentHint(o.powercut), o.fs));
+  auto report = product::RunMatrix(
+      o, product::VmCellRunner(product::AgentHint(o.powercut), o.fs, a.jobs, o.kernel));
   if (!report.ok()) return CouldNotRun(std::string(report.status().message()));
   std::printf("%s", product::HeadlineTable(*report).c_str());
+  if (std::string phases = product::RecordPhasesSummary(report->cells);
+      !phases.empty() && !a.quiet) {
+    std::fprintf(stderr, "%s\n", phases.c_str());
+  }
   int exit_code = product::MatrixExitCode(*report);
   auto write = [&](const std::string& path, const std::string& text) {
     if (path.empty()) return;

@@ -27,6 +27,8 @@ void AddRecordingsOptions(CLI::App* command, std::string* dir, std::string* cap)
 // --guest-memory MiB, --guest-cpus N, --disk-size SIZE (run and matrix): `disk` is parsed by
 // ParseGuestDisk.
 void AddGuestSizeOptions(CLI::App* command, product::GuestSize* guest, std::string* disk);
+// --kernel PATH (run, matrix, repro): the guest kernel with its modules (vm::OpenUserKernel).
+void AddKernelOption(CLI::App* command, std::string* path);
 // Fills guest->disk_bytes from --disk-size ("" keeps the file system's default).
 absl::Status ParseGuestDisk(const std::string& disk, product::GuestSize* guest);
 

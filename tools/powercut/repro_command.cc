@@ -31,6 +31,7 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
   r->add_flag("--no-shrink", a->no_shrink, "bundle the state as it is");
   r->add_flag("--recheck", a->recheck, "only rebuild and check the state (no bundle, no shrink)");
   r->add_option("--checker-timeout", a->o.checker_timeout_s, "seconds per checker run");
+  AddKernelOption(r, &a->o.kernel);
   r->callback([=] {
     product::ReproOptions o = a->o;
     o.powercut = product::SelfPath();
@@ -51,6 +52,10 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
                   result->steps.size());
     }
     if (!result->note.empty()) std::printf("note: %s\n", result->note.c_str());
+    if (!o.kernel.empty()) {
+      // Said, not silently dropped: the state was judged by the host's kernel.
+      std::printf("note: --kernel is for checks in a guest; this state was checked on the host\n");
+    }
     if (!o.bundle.empty()) std::printf("bundle: %s (see README.md)\n", o.bundle.c_str());
     *exit_code = result->violates ? 1 : 0;
   });

@@ -27,6 +27,14 @@ void AddGuestSizeOptions(CLI::App* command, product::GuestSize* guest, std::stri
                       "128MiB)");
 }
 
+void AddKernelOption(CLI::App* command, std::string* path) {
+  command->add_option("--kernel", *path,
+                      "the guest kernel and its modules: a linux-image .deb, a folder with "
+                      "boot/vmlinuz-<release> and lib/modules/<release>, or the lib/modules/"
+                      "<release> folder of `make modules_install` (default: Debian's "
+                      "linux-image-amd64; docs/vm.md)");
+}
+
 absl::Status ParseGuestDisk(const std::string& disk, product::GuestSize* guest) {
   if (disk.empty()) return absl::OkStatus();
   absl::StatusOr<uint64_t> bytes = product::ParseByteSize(disk, "--disk-size");
@@ -60,7 +68,7 @@ struct RunArgs {
   product::RunOptions o;
   std::string cache = "all", window = "16", recorder = "nbd", points = product::kDefaultPoints,
               states = product::kDefaultStates, json, junit, html, trace, sector = "512e", expect,
-              recordings, recordings_cap = "1GiB", budget, disk_size;
+              recordings, recordings_cap = "1GiB", budget, disk_size, kernel;
   int timeout = 600;
   bool quiet = false, no_torn = false;
 };
@@ -108,6 +116,7 @@ void AddRunOptions(CLI::App* run, RunArgs* a) {
                   "(survives, loses, may-lose); exit 0 when every model matches it, 1 otherwise");
   AddRecordingsOptions(run, &a->recordings, &a->recordings_cap);
   AddGuestSizeOptions(run, &a->o.guest, &a->disk_size);
+  AddKernelOption(run, &a->kernel);
   run->add_option("--max-unchecked", a->o.max_could_not_check,
                   "stop (exit 2) after this many checker runs whose output is not the protocol")
       ->capture_default_str();
@@ -173,7 +182,7 @@ absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, const produ
   const bool progress = !a.quiet && ::isatty(2);
   if (!a.trace.empty()) return product::CheckRecording(a.trace, o);
   if (progress) std::fprintf(stderr, "powercut run: preparing the VM...\n");
-  auto env = vm::PrepareVm(product::AgentHint(o.powercut));
+  auto env = vm::PrepareVm(product::AgentHint(o.powercut), a.kernel);
   if (!env.ok()) {
     return absl::Status(env.status().code(), fmt::format("cannot prepare the VM: {}",
                                                          std::string(env.status().message())));
@@ -209,6 +218,7 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
               {"acks", outcome.acks},
               {"invalid_ack_lines", outcome.invalid_ack_lines},
               {"record_seconds", outcome.record_seconds},
+              {"kernel", outcome.kernel},
               {"check_seconds", outcome.check_seconds},
               {"recording", outcome.recording_dir},
               {"recording_bytes", outcome.recording_bytes},
