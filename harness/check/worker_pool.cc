@@ -43,6 +43,7 @@ absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::Create(const std::string
 
 WorkerPool::~WorkerPool() {
   for (CheckWorker& w : workers_) {
+    w.judge.reset();  // it reads the image
     if (w.scratch_fd >= 0) ::close(w.scratch_fd);
     w.image.reset();
   }
@@ -91,6 +92,7 @@ absl::StatusOr<ImageCheckResult> CheckWorkerImage(const CheckOptions& o, CheckWo
     if (absl::IsFailedPrecondition(out.status())) RETURN_IF_ERROR(w.image->Reset());
     return out;
   }
+  if (w.judge != nullptr) return w.judge->Check(w.image->fd(), w.image->size());
   RETURN_IF_ERROR(FreshScratch(w));
   RETURN_IF_ERROR(
       CopyOnto(w.image->fd(), w.scratch_fd, w.image->size(), w.image->path(), w.scratch));

@@ -12,6 +12,7 @@
 #include "base/scratch_dir.h"
 #include "harness/check/engine.h"
 #include "harness/check/image_check.h"
+#include "harness/check/state_judge.h"
 #include "harness/state/working_image.h"
 #include "harness/trace/trace_reader.h"
 
@@ -22,6 +23,9 @@ struct CheckWorker {
   std::string scratch;  // fs only
   int scratch_fd = -1;
   std::string mountpoint;
+  // Set (file systems, `--check-in guest`): judges the image instead of the scratch copy's
+  // loop mount. Destroyed before the image it reads.
+  std::unique_ptr<StateJudge> judge;
 };
 
 class WorkerPool {

@@ -145,6 +145,8 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
   cell->recording = o.recording_dir;
   cell->models.clear();
   if (!o.report) return;
+  cell->check_method = o.report->check_method;
+  cell->check_kernel = o.report->check_kernel;
   for (const auto& m : o.report->results) {
     CellModel cm{.cache = m.model.Name(),
                  .points = m.points,
@@ -233,6 +235,8 @@ nlohmann::json CellToJson(const CellResult& c) {
                       {"boot_seconds", c.boot_seconds},
                       {"workload_seconds", c.workload_seconds},
                       {"check_seconds", c.check_seconds},
+                      {"check_method", c.check_method},
+                      {"check_kernel", c.check_kernel},
                       {"verdict", c.Verdict()},
                       {"unexpected", c.Unexpected()},
                       {"expect", c.judged ? c.expect.ToJson() : nlohmann::json(nullptr)},
@@ -266,6 +270,8 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.boot_seconds = j.value("boot_seconds", 0.0);
     c.workload_seconds = j.value("workload_seconds", 0.0);
     c.check_seconds = j.value("check_seconds", 0.0);
+    c.check_method = j.value("check_method", "");
+    c.check_kernel = j.value("check_kernel", "");
     c.notes = j.value("notes", std::vector<std::string>{});
     c.recording = j.value("recording", "");
     if (j.contains("expect")) {

@@ -87,6 +87,8 @@ struct CellResult {
   // Of record_seconds: the guest boot it waited for (0 in a warm guest) and the workload's run.
   double boot_seconds = 0, workload_seconds = 0;
   std::vector<CellModel> models;
+  // How and by which kernel (uname -r) its crash states were judged (harness::CheckReport).
+  std::string check_method, check_kernel;
   std::optional<Timeline> timeline;
   std::vector<std::string> notes;
 

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "harness/check/file_system.h"
+#include "harness/check/state_judge.h"
 #include "nlohmann/json.hpp"
 
 namespace powercut::product {
@@ -36,6 +37,9 @@ struct ReproOptions {
   bool shrink = true;
   double checker_timeout_s = 60;
   std::string powercut = "powercut";
+  // Set (`--check-in guest`, file systems): states are judged by this judge (a guest), not by a
+  // host loop mount.
+  harness::StateJudgeFactory judges;
 };
 
 struct ReproStep {
