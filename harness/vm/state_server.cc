@@ -147,13 +147,14 @@ absl::Status StateServer::Write(uint64_t offset, const uint8_t* data, size_t len
     const uint64_t index = offset / kPage;
     const size_t within = offset % kPage;
     const size_t n = std::min<size_t>(length, kPage - within);
-    auto& slot = overlay_[index];
-    if (slot == nullptr) {
+    auto it = overlay_.find(index);
+    if (it == overlay_.end()) {
+      // A partial page starts from what the page reads now (before it is in the overlay).
       auto page = std::make_unique<Page>();
       if (n != kPage) RETURN_IF_ERROR(ReadPage(index, page->data()));
-      slot = std::move(page);
+      it = overlay_.emplace(index, std::move(page)).first;
     }
-    std::memcpy(slot->data() + within, data, n);
+    std::memcpy(it->second->data() + within, data, n);
     data += n;
     offset += n;
     length -= n;

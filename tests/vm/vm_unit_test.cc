@@ -573,14 +573,14 @@ TEST(StateServerTest, OverlayPerStateStateBlockAndSealing) {
   // A partial-page write over image data: the rest of the page still reads the image's bytes.
   std::string out = io({"write -P 0x22 4096 512", "read -P 0x22 4096 512", "read -P 0x11 4608 3584",
                         "read -v 1048576 16"});
-  EXPECT_THAT(out, testing::Not(testing::HasSubstr("Pattern verification failed"))) << out;
-  EXPECT_THAT(out, testing::HasSubstr("powercut-state 7")) << out;
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("Pattern verification failed"))) << out;
+  EXPECT_THAT(out, HasSubstr("74 61 74 65 20 37  powercut.state.7")) << out;
   EXPECT_EQ(server.overlay_pages(), 1u);
   server.Seal();
   server.ServeState(8);  // the overlay is gone: the image's bytes again, the new state's name
   out = io({"read -P 0x11 4096 4096", "read -v 1048576 16"});
-  EXPECT_THAT(out, testing::Not(testing::HasSubstr("Pattern verification failed"))) << out;
-  EXPECT_THAT(out, testing::HasSubstr("powercut-state 8")) << out;
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("Pattern verification failed"))) << out;
+  EXPECT_THAT(out, HasSubstr("74 61 74 65 20 38  powercut.state.8")) << out;
   server.Seal();
   out = io({"write -P 0x33 0 4096"});
   EXPECT_EQ(server.refused_writes(), 1u) << out;
