@@ -254,6 +254,11 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
       auto pool,
       WorkerPool::Create(o.work_dir, setup.workers, o.fs, setup.base, setup.trace_file.get(),
                          std::min<uint32_t>(trace.sector_size, setup.unit)));
+  if (o.judges && o.fs != FsKind::kRaw) {
+    for (size_t i = 0; i < pool->workers().size(); ++i) {
+      ASSIGN_OR_RETURN(pool->workers()[i].judge, o.judges(static_cast<int>(i)));
+    }
+  }
   TraceIndex index(trace);
   Oracle oracle(index, o.ordered, o.fs_failures_are_violations);
   CheckReport report = ReportHeader(setup, index);
@@ -278,6 +283,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
     report.results.push_back(std::move(plan.result));
   }
   report.check_method = shared.method();
+  report.check_kernel = shared.kernel();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "harness/check/file_system.h"
 #include "harness/check/oracle.h"
+#include "harness/check/state_judge.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/state_generator.h"
 #include "harness/trace/manifest.h"
@@ -54,6 +55,9 @@ struct CheckOptions {
   // Optional (file systems only, e.g. `powercut run --fsck`): runs on each state's scratch copy
   // before it is mounted; a non-empty result marks the state not recoverable with that text.
   std::function<std::string(const std::string& image)> before_mount;
+  // Optional (file systems only, `--check-in guest`): one judge per worker instead of host loop
+  // mounts (harness/check/state_judge.h). Unset: loop mounts, or debugfs where `without_mount`.
+  StateJudgeFactory judges;
   // Optional progress: called after each crash state is judged, with the states judged so far
   // and the total this check will judge (all cache models). Called from the worker threads, one
   // call at a time (under the engine's lock): keep it short.
@@ -115,7 +119,9 @@ struct CheckReport {
   std::string base_image;
   std::string checker;
   std::string fs;
-  std::string check_method;  // how file-system states were read: "loop mount", "debugfs", ...
+  std::string
+      check_method;  // how the states were read: "loop mount", "guest mount", "debugfs", ...
+  std::string check_kernel;  // the judging kernel's release (uname -r): the host's or the guest's
   std::string order;
   uint64_t trace_entries = 0;
   uint64_t trace_acks = 0;

@@ -1,6 +1,7 @@
 #include "harness/check/image_check.h"
 
 #include <sys/stat.h>
+#include <sys/utsname.h>
 
 #include <filesystem>
 #include <memory>
@@ -19,6 +20,7 @@ absl::StatusOr<ImageCheckResult> CheckRaw(const std::string& image, const ImageC
   ::stat(image.c_str(), &before);
   ImageCheckResult r;
   r.method = "raw device";
+  r.kernel = HostKernelRelease();
   ASSIGN_OR_RETURN(r.checker, RunChecker(o.checker, {{"POWERCUT_DEV", image}}, o.timeout_seconds));
   ::stat(image.c_str(), &after);
   if (after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
@@ -49,11 +51,17 @@ absl::Status ExtractWithDebugfs(const std::string& image, const std::string& tre
 
 }  // namespace
 
+std::string HostKernelRelease() {
+  utsname u{};
+  return ::uname(&u) == 0 ? std::string(u.release) : std::string("unknown");
+}
+
 absl::StatusOr<ImageCheckResult> CheckImageFile(const std::string& image,
                                                 const ImageCheckOptions& o) {
   if (o.fs == FsKind::kRaw) return CheckRaw(image, o);
   const FileSystem& fs = FileSystemOf(o.fs);
   ImageCheckResult r;
+  r.kernel = HostKernelRelease();
   if (o.before_mount) {
     if (std::string problem = o.before_mount(image); !problem.empty()) {
       r.checker.exit_code = -1;

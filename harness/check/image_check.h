@@ -38,9 +38,15 @@ struct ImageCheckOptions {
 struct ImageCheckResult {
   CheckerOutput checker;  // setup_error set when the checker could not run (fsck finding, ...)
   FsRecovery fs;          // the boot path's steps (file systems only)
-  // How the tree was read: "loop mount", "debugfs (no mount permission)", "raw device".
+  // How the tree was read: "loop mount", "e2fsck + debugfs rdump (no mount)", "raw device",
+  // "guest mount" (harness/vm/guest_judge.h).
   std::string method;
+  // The judging kernel's release (uname -r): this host's, or the guest's.
+  std::string kernel;
 };
+
+// This host's kernel release (uname -r).
+std::string HostKernelRelease();
 
 // Errors: the checker or a recovery tool could not be started, or (raw) the checker wrote to
 // the image (FailedPrecondition).

@@ -29,10 +29,16 @@ std::optional<CompactOutput> CheckShared::Lookup(const Hash128& image) const {
 }
 
 void CheckShared::Insert(const Hash128& image, const CompactOutput& output,
-                         const std::string& method) {
+                         const std::string& method, const std::string& kernel) {
   powercut::MutexLock lock(&mu_);
   outputs_.try_emplace(image, output);
   if (!method.empty()) method_ = method;
+  if (!kernel.empty()) kernel_ = kernel;
+}
+
+std::string CheckShared::kernel() const {
+  powercut::MutexLock lock(&mu_);
+  return kernel_;
 }
 
 void CheckShared::Progress(uint64_t states) {
@@ -137,7 +143,7 @@ absl::StatusOr<CompactOutput> ModelRun::OutputFor(const Hash128& image, CheckWor
   } else {
     return out.status();
   }
-  context_.shared.Insert(image, compact, out.ok() && o.fs != FsKind::kRaw ? out->method : "");
+  context_.shared.Insert(image, compact, out.ok() ? out->method : "", out.ok() ? out->kernel : "");
   if (!compact.protocol_error.empty()) {
     RETURN_IF_ERROR(context_.shared.CouldNotCheck(compact, compact.protocol_error));
   }

@@ -36,19 +36,23 @@ class CheckShared {
       : options_(options), total_(total_states) {}
 
   std::optional<CompactOutput> Lookup(const Hash128& image) const;
-  void Insert(const Hash128& image, const CompactOutput& output, const std::string& method);
+  // `method`, `kernel`: how and by which kernel the image was judged ("" = not recorded).
+  void Insert(const Hash128& image, const CompactOutput& output, const std::string& method,
+              const std::string& kernel);
   // Counts `states` judged (or skipped) for CheckOptions::on_state_checked.
   void Progress(uint64_t states);
   // A checker run whose output was not the protocol: the error that stops the check once the
   // checker looks broken (cannot start, or max_could_not_check such runs), else OK.
   absl::Status CouldNotCheck(const CompactOutput& output, const std::string& why);
   std::string method() const;
+  std::string kernel() const;
 
  private:
   const CheckOptions& options_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<Hash128, CompactOutput> outputs_ ABSL_GUARDED_BY(mu_);
-  std::string method_ ABSL_GUARDED_BY(mu_);  // how file-system states were read
+  std::string method_ ABSL_GUARDED_BY(mu_);  // how the states were read
+  std::string kernel_ ABSL_GUARDED_BY(mu_);  // which kernel judged them
   uint64_t done_ ABSL_GUARDED_BY(mu_) = 0;
   const uint64_t total_;
   uint64_t broken_runs_ ABSL_GUARDED_BY(mu_) = 0;

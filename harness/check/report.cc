@@ -130,6 +130,7 @@ nlohmann::json ReportToJson(const CheckReport& r) {
             {"mkfs", r.mkfs_command},
             {"fs_block_size", r.fs_block_size},
             {"check_method", r.check_method},
+            {"check_kernel", r.check_kernel},
             {"fs_failures_are_violations", r.fs_failures_are_violations},
             {"atomic_unit", r.atomic_unit},
             {"points", r.points},
@@ -223,6 +224,7 @@ std::string ReportSummaryTable(const CheckReport& r) {
                        r.fs_block_size ? fmt::format(" ({}-byte blocks)", r.fs_block_size) : "");
   }
   if (!r.check_method.empty()) out += "; states read by " + r.check_method;
+  if (!r.check_kernel.empty()) out += " on kernel " + r.check_kernel;
   out += "\n";
   for (const auto& n : r.trace_notes) out += "note: " + n + "\n";
   out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9} {:>9} {:>9}  {}\n",

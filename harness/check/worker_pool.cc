@@ -45,6 +45,7 @@ absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::Create(const std::string
 
 WorkerPool::~WorkerPool() {
   for (CheckWorker& w : workers_) {
+    w.judge.reset();  // it reads the image
     if (w.scratch_fd >= 0) ::close(w.scratch_fd);
     w.image.reset();
   }
@@ -93,6 +94,7 @@ absl::StatusOr<ImageCheckResult> CheckWorkerImage(const CheckOptions& o, CheckWo
     if (absl::IsFailedPrecondition(out.status())) RETURN_IF_ERROR(w.image->Reset());
     return out;
   }
+  if (w.judge != nullptr) return w.judge->Check(w.image->fd(), w.image->size());
   RETURN_IF_ERROR(FreshScratch(w));
   // The new inode shares the working image's extents where the host can (then nothing is copied
   // and the mount's writes unshare only the blocks they touch); elsewhere its data extents are

@@ -12,6 +12,7 @@
 #include "base/scratch_dir.h"
 #include "harness/check/engine.h"
 #include "harness/check/image_check.h"
+#include "harness/check/state_judge.h"
 #include "harness/state/working_image.h"
 #include "harness/trace/trace_reader.h"
 
@@ -26,6 +27,9 @@ struct CheckWorker {
   // scratch is a clone of the working image, no data copied. Cleared at the first refusal
   // (ext4, tmpfs), after which the data extents are copied.
   bool clone = true;
+  // Set (file systems, `--check-in guest`): judges the image instead of the scratch copy's
+  // loop mount. Destroyed before the image it reads.
+  std::unique_ptr<StateJudge> judge;
 };
 
 class WorkerPool {

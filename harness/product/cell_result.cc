@@ -148,6 +148,8 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
   cell->recording = o.recording_dir;
   cell->models.clear();
   if (!o.report) return;
+  cell->check_method = o.report->check_method;
+  cell->check_kernel = o.report->check_kernel;
   for (const auto& m : o.report->results) {
     CellModel cm{.cache = m.model.Name(),
                  .points = m.points,
@@ -283,6 +285,8 @@ nlohmann::json CellToJson(const CellResult& c) {
                       {"check_seconds", c.check_seconds},
                       {"record_phases", PhasesToJson(c.record_phases)},
                       {"kernel", c.kernel},
+                      {"check_method", c.check_method},
+                      {"check_kernel", c.check_kernel},
                       {"verdict", c.Verdict()},
                       {"unexpected", c.Unexpected()},
                       {"expect", c.judged ? c.expect.ToJson() : nlohmann::json(nullptr)},
@@ -318,6 +322,8 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.check_seconds = j.value("check_seconds", 0.0);
     if (j.contains("record_phases")) c.record_phases = PhasesFromJson(j.at("record_phases"));
     c.kernel = j.value("kernel", "");
+    c.check_method = j.value("check_method", "");
+    c.check_kernel = j.value("check_kernel", "");
     c.notes = j.value("notes", std::vector<std::string>{});
     c.recording = j.value("recording", "");
     if (j.contains("expect")) {

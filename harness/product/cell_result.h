@@ -90,6 +90,8 @@ struct CellResult {
   std::vector<std::pair<std::string, double>> record_phases;
   std::string kernel;  // the guest kernel that recorded the cell (vm::KernelName; "" if none)
   std::vector<CellModel> models;
+  // How and by which kernel (uname -r) its crash states were judged (harness::CheckReport).
+  std::string check_method, check_kernel;
   std::optional<Timeline> timeline;
   std::vector<std::string> notes;
 

@@ -1,5 +1,6 @@
 #include "harness/product/matrix.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -187,12 +188,13 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
 }
 
 CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::string>& fs,
-                        int guests, const std::string& kernel) {
+                        int guests, const std::string& kernel, CheckIn check_in) {
   struct Shared {
-    absl::Mutex mu;  // held while preparing; the pool is thread-safe
+    absl::Mutex mu;  // held while preparing; the pools are thread-safe
     absl::StatusOr<vm::VmEnvironment> env = absl::UnknownError("not prepared");
     bool prepared = false;
     std::unique_ptr<vm::GuestPool> pool;
+    std::unique_ptr<vm::GuestCheckPool> check_pool;  // --check-in guest
   };
   auto shared = std::make_shared<Shared>();
   vm::GuestConfig preload;
@@ -211,6 +213,9 @@ CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::st
           shared->pool = std::make_unique<vm::GuestPool>(*shared->env, preload,
                                                          std::chrono::seconds(20), guests);
         }
+        if (shared->env.ok() && check_in == CheckIn::kGuest) {
+          shared->check_pool = std::make_unique<vm::GuestCheckPool>(*shared->env);
+        }
       }
     }
     if (!shared->env.ok()) {
@@ -220,7 +225,9 @@ CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::st
           fmt::format("cannot prepare the VM: {}", std::string(shared->env.status().message()));
       return out;
     }
-    return RunWorkload(*shared->env, options, shared->pool.get());
+    RunOptions with_judges = options;
+    with_judges.check_pool = shared->check_pool.get();
+    return RunWorkload(*shared->env, with_judges, shared->pool.get());
   };
 }
 
@@ -432,6 +439,9 @@ std::string HeadlineTable(const MatrixReport& r) {
     }
   }
   if (std::string legend = harness::StatesLegend(stops); !legend.empty()) s += legend + "\n";
+  if (std::string judges = MatrixJudges(r); !judges.empty()) {
+    s += "crash states judged by " + judges + "\n";
+  }
   if (fs_outcomes) {
     s += "fs!N: N crash states the file system's own tools could not bring back (the file "
          "system's outcome, not the program's); fsfixN: N states it came back from only by "
@@ -450,6 +460,20 @@ std::string HeadlineTable(const MatrixReport& r) {
   if (!kernels.empty()) s += fmt::format("guest kernel: {}\n", fmt::join(kernels, "; "));
   if (std::string summary = r.recordings.Summary(); !summary.empty()) s += summary + "\n";
   return s;
+}
+
+std::string MatrixJudges(const MatrixReport& r) {
+  std::vector<std::string> seen;
+  for (const CellResult& c : r.cells) {
+    if (c.check_method.empty()) continue;
+    std::string j = c.check_kernel.empty()
+                        ? c.check_method
+                        : fmt::format("{} on kernel {}", c.check_method, c.check_kernel);
+    if (std::find(seen.begin(), seen.end(), j) == seen.end()) seen.push_back(j);
+  }
+  std::string out;
+  for (const std::string& j : seen) out += (out.empty() ? "" : ", ") + j;
+  return out;
 }
 
 std::string MatrixJunit(const MatrixReport& r) {
@@ -509,8 +533,10 @@ std::string MatrixJunit(const MatrixReport& r) {
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"powercut "
       "matrix {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
-      "time=\"{:.3f}\">\n{}</testsuite>\n</testsuites>\n",
-      XmlEscape(r.shard), tests, failures, errors, skipped, r.seconds, body);
+      "time=\"{:.3f}\">\n  <properties>\n    <property name=\"check\" value=\"{}\"/>\n  "
+      "</properties>\n{}</testsuite>\n</testsuites>\n",
+      XmlEscape(r.shard), tests, failures, errors, skipped, r.seconds, XmlEscape(MatrixJudges(r)),
+      body);
 }
 
 int MatrixExitCode(const MatrixReport& r) {

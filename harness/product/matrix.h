@@ -114,8 +114,10 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& options, const CellR
 // warm guest (vm::GuestPool): it boots once, loading the modules of every file system in `fs`,
 // and is replaced only when a cell leaves it unusable (a hang, a disk it would not release).
 // `guests`: warm guests recording at once (vm::GuestPool); the runner is thread-safe.
+// `check_in`: where the cells' file-system states are judged (guests kept warm across cells).
 CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::string>& fs = {},
-                        int guests = 1, const std::string& kernel = "");
+                        int guests = 1, const std::string& kernel = "",
+                        CheckIn check_in = CheckIn::kHost);
 
 // The parameters object of a report (everything that decides which cells exist and how they
 // are checked; not the shard).
@@ -128,6 +130,9 @@ absl::StatusOr<MatrixReport> MatrixFromJson(const nlohmann::json& j);
 // `!` after a model whose verdict is not the expected one, and the cell's verdict; cells that
 // could not run say why.
 std::string HeadlineTable(const MatrixReport& report);
+// How and by which kernels the cells' crash states were judged, e.g. "guest mount on kernel
+// 6.1.0-28-amd64" (distinct values, comma-separated; "" when no cell was checked).
+std::string MatrixJudges(const MatrixReport& report);
 // One test case per cell x cache model (and one per cell that could not run).
 std::string MatrixJunit(const MatrixReport& report);
 // 0 every cell as expected, 1 some cell not as expected (CellResult::Verdict), 2 some cell

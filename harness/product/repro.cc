@@ -1,6 +1,9 @@
 #include "harness/product/repro.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -125,7 +128,7 @@ class StateJudge {
     if (auto it = cache_.find(id); it != cache_.end()) return it->second;
     const std::string image = work_ + "/crash.img";
     if (auto s = harness::MaterializeState(o_.trace, o_.base, id, image); !s.ok()) return s;
-    auto out = harness::CheckImageFile(image, check_);
+    absl::StatusOr<harness::ImageCheckResult> out = CheckImage(image);
     std::error_code ec;
     fs::remove(image, ec);
     if (!out.ok()) return out.status();
@@ -145,6 +148,22 @@ class StateJudge {
     Judgement result = std::make_pair(v.violation(), v.Describe());
     cache_[id] = result;
     return result;
+  }
+
+  // The host's check of `image`, or the guest judge's (ReproOptions::judges).
+  absl::StatusOr<harness::ImageCheckResult> CheckImage(const std::string& image) {
+    if (!o_.judges || o_.fs == harness::FsKind::kRaw) return harness::CheckImageFile(image, check_);
+    if (guest_ == nullptr) {
+      ASSIGN_OR_RETURN(guest_, o_.judges(0));
+    }
+    const int fd = ::open(image.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return absl::InternalError(fmt::format("cannot open {}", image));
+    struct stat st {};
+    ::fstat(fd, &st);
+    auto out = guest_->Check(fd, static_cast<uint64_t>(st.st_size));
+    guest_.reset();  // the judge serves the open image: release it before the file goes
+    ::close(fd);
+    return out;
   }
 
   // The element standing for the torn write among the shrinking elements (the others are indexes
@@ -187,6 +206,7 @@ class StateJudge {
   const std::string work_;
   harness::ImageCheckOptions check_;
   std::map<std::string, Judgement> cache_;  // state id -> judgement
+  std::unique_ptr<harness::StateJudge> guest_;
 };
 
 // Judges the original state and lists what shrinking may take away: its dropped writes, then its

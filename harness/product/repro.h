@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "harness/check/file_system.h"
+#include "harness/check/state_judge.h"
 #include "nlohmann/json.hpp"
 
 namespace powercut::product {
@@ -38,6 +39,9 @@ struct ReproOptions {
   std::string powercut = "powercut";
   // `--kernel PATH`: the kernel a check in a guest boots (vm::PrepareVm); host checks ignore it.
   std::string kernel;
+  // Set (`--check-in guest`, file systems): states are judged by this judge (a guest), not by a
+  // host loop mount.
+  harness::StateJudgeFactory judges;
 };
 
 struct ReproStep {

@@ -1,9 +1,12 @@
 #include "harness/product/run.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "base/scratch_dir.h"
 #include "fmt/format.h"
@@ -11,6 +14,7 @@
 #include "harness/check/fsck.h"
 #include "harness/check/report.h"
 #include "harness/product/recordings.h"
+#include "harness/trace/manifest.h"
 
 namespace powercut::product {
 namespace {
@@ -53,6 +57,13 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   c.exhaustive = o.exhaustive;
   c.budget_seconds = o.budget_seconds;
   if (o.fsck && !harness::FileSystemOf(c.fs).raw()) c.before_mount = harness::FsckHook(c.fs);
+  if (o.check_pool != nullptr && !harness::FileSystemOf(c.fs).raw()) {
+    c.judges = o.check_pool->Factory({.fs = c.fs,
+                                      .sector = o.sector,
+                                      .checker = o.checker,
+                                      .mount_options = "",
+                                      .checker_timeout_s = o.checker_timeout_s});
+  }
   return c;
 }
 
@@ -73,6 +84,57 @@ int RunOutcome::exit_code() const {
   return could_not_check() > 0 || !report->complete() ? 2 : 0;
 }
 
+bool MayLoopMount() {
+  // CAP_SYS_ADMIN (bit 21 of CapEff) and a loop-control device: root in an unprivileged
+  // container has neither, and would otherwise fall back to debugfs or fail.
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  uint64_t caps = 0;
+  while (std::getline(status, line)) {
+    if (line.rfind("CapEff:", 0) == 0) caps = std::strtoull(line.c_str() + 7, nullptr, 16);
+  }
+  return (caps & (uint64_t{1} << 21)) != 0 && ::access("/dev/loop-control", R_OK | W_OK) == 0;
+}
+
+absl::StatusOr<CheckIn> ParseCheckIn(const std::string& text) {
+  if (text == "host") return CheckIn::kHost;
+  if (text == "guest") return CheckIn::kGuest;
+  if (text.empty()) return MayLoopMount() ? CheckIn::kHost : CheckIn::kGuest;
+  return absl::InvalidArgumentError(fmt::format(
+      "--check-in {}: expected guest (the recording kernel judges, no root needed) or host (loop "
+      "mounts on this host: needs root)",
+      text));
+}
+
+const char* CheckInName(CheckIn where) { return where == CheckIn::kGuest ? "guest" : "host"; }
+
+absl::StatusOr<std::unique_ptr<vm::GuestCheckPool>> CheckPoolFor(CheckIn where,
+                                                                 const std::string& agent_hint,
+                                                                 const std::string& kernel) {
+  if (where == CheckIn::kHost) return std::unique_ptr<vm::GuestCheckPool>();
+  auto env = vm::PrepareVm(agent_hint, kernel);
+  if (!env.ok()) {
+    return absl::Status(env.status().code(),
+                        fmt::format("--check-in guest: cannot prepare the VM: {}",
+                                    std::string(env.status().message())));
+  }
+  return std::make_unique<vm::GuestCheckPool>(*env);
+}
+
+harness::StateJudgeFactory JudgesForTrace(vm::GuestCheckPool* pool, harness::FsKind fs,
+                                          const std::string& trace, const std::string& checker,
+                                          double checker_timeout_s) {
+  auto manifest = harness::ReadManifest(harness::ManifestPathFor(trace));
+  harness::SectorFormat sector = harness::kDefaultSectorFormat;
+  if (manifest.ok() && manifest->logical_sector == 4096) sector = harness::SectorFormat::k4kn;
+  if (manifest.ok() && manifest->physical_sector == 512) sector = harness::SectorFormat::k512n;
+  return pool->Factory({.fs = fs,
+                        .sector = sector,
+                        .checker = checker,
+                        .mount_options = "",
+                        .checker_timeout_s = checker_timeout_s});
+}
+
 absl::Status ValidateAtomicUnit(uint32_t unit) {
   if (unit == 0 || unit == 512 || unit == 4096) return absl::OkStatus();
   return absl::InvalidArgumentError(
@@ -87,6 +149,11 @@ absl::Status ValidateRunOptions(const RunOptions& o) {
   if (o.fsck && harness::FileSystemOf(*fs).raw()) {
     return absl::InvalidArgumentError(
         "--fsck needs a file system (--fs ext4, xfs or btrfs), not raw");
+  }
+  if (o.fsck && o.check_pool != nullptr) {
+    return absl::InvalidArgumentError(
+        "--fsck runs on a host copy of each state; with --check-in guest the guest's boot path "
+        "judges them: drop --fsck, or pass --check-in host (needs root)");
   }
   return absl::OkStatus();
 }

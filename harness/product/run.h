@@ -21,6 +21,7 @@
 #include "harness/product/timeline.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/state_generator.h"
+#include "harness/vm/guest_judge.h"
 #include "harness/vm/vm_run.h"
 #include "harness/vm/warm_guest.h"
 
@@ -34,6 +35,23 @@ inline constexpr char kDefaultPoints[] = "acks";
 inline constexpr char kDefaultStates[] = "8";
 
 struct RecordingStore;  // harness/product/recordings.h
+
+// Where file-system crash states are judged (`--check-in`; docs/run.md, "Where crash states are
+// judged"): host loop mounts (root), or warm guests booted with the recording kernel.
+enum class CheckIn { kHost, kGuest };
+// "host", "guest", or "" for the default: host when this process may loop-mount (CAP_SYS_ADMIN
+// and /dev/loop-control), else guest (never the silent debugfs fallback).
+absl::StatusOr<CheckIn> ParseCheckIn(const std::string& text);
+const char* CheckInName(CheckIn where);
+// The guests that judge states for `where`: nullptr for host. `agent_hint` and `kernel` as for vm::PrepareVm.
+absl::StatusOr<std::unique_ptr<vm::GuestCheckPool>> CheckPoolFor(CheckIn where,
+                                                                 const std::string& agent_hint,
+                                                                 const std::string& kernel = "");
+// harness::CheckOptions::judges for `trace`'s states in `pool`'s guests, the disk shown with the
+// recording's sectors (its manifest; 512e without one).
+harness::StateJudgeFactory JudgesForTrace(vm::GuestCheckPool* pool, harness::FsKind fs,
+                                          const std::string& trace, const std::string& checker,
+                                          double checker_timeout_s);
 
 // The guest a run boots (`--guest-memory`, `--guest-cpus`, `--disk-size`); 0 = the VM's defaults
 // (768 MiB, 1 CPU, the file system's default disk: docs/your-database.md, "The guest").
@@ -76,6 +94,8 @@ struct RunOptions {
   // harness::CheckOptions::exhaustive and budget_seconds (`--exhaustive`, `--budget`).
   bool exhaustive = false;
   double budget_seconds = 0;
+  // Set: file-system states are judged in its guests (`--check-in guest`), else on the host.
+  vm::GuestCheckPool* check_pool = nullptr;
 };
 
 struct RunOutcome {

@@ -24,6 +24,8 @@ std::string GuestJobToJson(const GuestJob& job) {
             {"mount_options", job.mount_options},
             {"job_id", job.job_id},
             {"head_hash_bytes", job.head_hash_bytes},
+            {"state_token", job.state_token},
+            {"checker_timeout_s", job.checker_timeout_s},
             {"checks", json::array()}};
   for (const GuestCheck& c : job.checks) {
     j["checks"].push_back({{"disk_serial", c.disk_serial},
@@ -56,6 +58,8 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
     job.mount_options = j.value("mount_options", "");
     job.job_id = j.value("job_id", uint64_t{0});
     job.head_hash_bytes = j.value("head_hash_bytes", uint64_t{0});
+    job.state_token = j.value("state_token", "");
+    job.checker_timeout_s = j.value("checker_timeout_s", 0.0);
     for (const json& c : j.value("checks", json::array())) {
       absl::StatusOr<harness::FsKind> check_fs =
           harness::ParseFsKind(c.value("fs", std::string("ext4")), "job.json: checks[].fs");
@@ -92,7 +96,21 @@ json ResultToJson(const GuestResult& r) {
             {"leftover_processes", r.leftover_processes},
             {"head_hash_direct", r.head_hash_direct},
             {"head_hash_cached", r.head_hash_cached},
+            {"checker_stdout", r.checker_stdout},
+            {"checker_stderr_tail", r.checker_stderr_tail},
+            {"checker_signal", r.checker_signal},
+            {"checker_timed_out", r.checker_timed_out},
+            {"fs_steps", json::array()},
+            {"fs_repaired", r.fs_repaired},
+            {"fs_unrecoverable", r.fs_unrecoverable},
+            {"kernel", r.kernel},
             {"checks", json::array()}};
+  for (const GuestResult::FsStep& s : r.fs_steps) {
+    j["fs_steps"].push_back({{"name", s.name},
+                             {"exit_code", s.exit_code},
+                             {"changed", s.changed},
+                             {"detail", s.detail}});
+  }
   for (const GuestResult& c : r.checks) j["checks"].push_back(ResultToJson(c));
   return j;
 }
@@ -118,6 +136,19 @@ GuestResult ResultFromJson(const json& j) {
   r.leftover_processes = j.value("leftover_processes", uint64_t{0});
   r.head_hash_direct = j.value("head_hash_direct", "");
   r.head_hash_cached = j.value("head_hash_cached", "");
+  r.checker_stdout = j.value("checker_stdout", "");
+  r.checker_stderr_tail = j.value("checker_stderr_tail", "");
+  r.checker_signal = j.value("checker_signal", 0);
+  r.checker_timed_out = j.value("checker_timed_out", false);
+  for (const json& s : j.value("fs_steps", json::array())) {
+    r.fs_steps.push_back({.name = s.value("name", ""),
+                          .exit_code = s.value("exit_code", 0),
+                          .changed = s.value("changed", false),
+                          .detail = s.value("detail", "")});
+  }
+  r.fs_repaired = j.value("fs_repaired", false);
+  r.fs_unrecoverable = j.value("fs_unrecoverable", false);
+  r.kernel = j.value("kernel", "");
   for (const json& c : j.value("checks", json::array())) r.checks.push_back(ResultFromJson(c));
   return r;
 }

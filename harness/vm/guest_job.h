@@ -45,6 +45,15 @@ struct GuestJob {
   // kCheck with several images in one boot: checked in this order, each reported in
   // GuestResult::checks; when non-empty, fs/disk_serial/command/mount_options above are unused.
   std::vector<GuestCheck> checks;
+  // kCheck of one crash state on a disk that stays attached (guest_judge.h): before anything
+  // reads it, drop the disk's buffers (BLKFLSBUF) and read its last 4 KiB through the page cache;
+  // its first line must be this token (StateServer::TokenFor), else the cache still holds the
+  // previous state (step "state-block"). After the checker: unmount, and nothing may still hold
+  // the disk (step "release"). "" = an ordinary check.
+  std::string state_token;
+  // > 0: the checker is killed (its whole cgroup) after this many seconds (GuestResult::
+  // checker_timed_out).
+  double checker_timeout_s = 0;
 };
 
 // What the guest agent reports.
@@ -75,6 +84,23 @@ struct GuestResult {
   // GuestJob::checks: one result per image, in order (ok, failed_step, error, exit codes,
   // have, corrupt).
   std::vector<GuestResult> checks;
+  // GuestJob::state_token checks: the checker's raw stdout (the host parses the protocol, as for
+  // host checks), the tail of its stderr, how it ended, and the boot path's steps
+  // (harness::FsRecovery: name, exit code, changed, detail).
+  std::string checker_stdout;
+  std::string checker_stderr_tail;
+  int checker_signal = 0;
+  bool checker_timed_out = false;
+  struct FsStep {
+    std::string name;
+    int exit_code = 0;
+    bool changed = false;
+    std::string detail;
+  };
+  std::vector<FsStep> fs_steps;
+  bool fs_repaired = false;
+  bool fs_unrecoverable = false;
+  std::string kernel;  // uname -r in the guest
 };
 
 // The names of a job's files in the run folder: job.json, result.json (job 0) or job-<id>.json,

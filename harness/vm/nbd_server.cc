@@ -14,120 +14,9 @@
 #include "base/status_macros.h"
 #include "base/tsan_mutex.h"
 #include "fmt/format.h"
-#include "harness/vm/socket_io.h"
+#include "harness/vm/nbd_protocol.h"
 
 namespace powercut::vm {
-namespace {
-
-// The NBD protocol (https://github.com/NetworkBlockDevice/nbd/blob/master/doc/proto.md).
-constexpr uint64_t kNbdMagic = 0x4e42444d41474943ULL;  // "NBDMAGIC"
-constexpr uint64_t kOptMagic = 0x49484156454F5054ULL;  // "IHAVEOPT"
-constexpr uint64_t kRepMagic = 0x3e889045565a9ULL;
-constexpr uint32_t kRequestMagic = 0x25609513;
-constexpr uint32_t kSimpleReplyMagic = 0x67446698;
-
-constexpr uint16_t kFlagFixedNewstyle = 1;
-constexpr uint16_t kFlagNoZeroes = 2;
-constexpr uint32_t kClientFlagNoZeroes = 2;
-
-constexpr uint32_t kOptExportName = 1;
-constexpr uint32_t kOptAbort = 2;
-constexpr uint32_t kOptList = 3;
-constexpr uint32_t kOptInfo = 6;
-constexpr uint32_t kOptGo = 7;
-
-constexpr uint32_t kRepAck = 1;
-constexpr uint32_t kRepServer = 2;
-constexpr uint32_t kRepInfo = 3;
-constexpr uint32_t kRepErrUnsup = 0x80000001;
-constexpr uint32_t kRepErrInvalid = 0x80000003;
-
-constexpr uint16_t kInfoExport = 0;
-constexpr uint16_t kInfoBlockSize = 3;
-
-constexpr uint16_t kTransHasFlags = 1;
-constexpr uint16_t kTransSendFlush = 4;
-constexpr uint16_t kTransSendFua = 8;
-
-constexpr uint16_t kCmdRead = 0;
-constexpr uint16_t kCmdWrite = 1;
-constexpr uint16_t kCmdDisc = 2;
-constexpr uint16_t kCmdFlush = 3;
-constexpr uint16_t kCmdFlagFua = 1;
-
-constexpr uint32_t kEio = 5;
-constexpr uint32_t kEinval = 22;
-constexpr uint32_t kMaxRequestBytes = 32u << 20;
-
-absl::Status ReadExact(int fd, void* buf, size_t n) {
-  auto* p = static_cast<uint8_t*>(buf);
-  while (n > 0) {
-    ssize_t r = read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return absl::UnavailableError("nbd: connection closed");
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status WriteExact(int fd, const void* buf, size_t n) {
-  if (!SendAll(fd, buf, n).ok()) return absl::UnavailableError("nbd: connection closed");
-  return absl::OkStatus();
-}
-
-void Put16(std::string& s, uint16_t v) {
-  v = htobe16(v);
-  s.append(reinterpret_cast<const char*>(&v), 2);
-}
-void Put32(std::string& s, uint32_t v) {
-  v = htobe32(v);
-  s.append(reinterpret_cast<const char*>(&v), 4);
-}
-void Put64(std::string& s, uint64_t v) {
-  v = htobe64(v);
-  s.append(reinterpret_cast<const char*>(&v), 8);
-}
-
-absl::Status SendOptionReply(int fd, uint32_t option, uint32_t type, const std::string& data) {
-  std::string s;
-  Put64(s, kRepMagic);
-  Put32(s, option);
-  Put32(s, type);
-  Put32(s, static_cast<uint32_t>(data.size()));
-  s += data;
-  return WriteExact(fd, s.data(), s.size());
-}
-
-absl::Status PWriteAll(int fd, const uint8_t* data, size_t n, uint64_t offset) {
-  while (n > 0) {
-    ssize_t r = pwrite(fd, data, n, static_cast<off_t>(offset));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return absl::InternalError(fmt::format("pwrite: {}", std::strerror(errno)));
-    data += r;
-    n -= static_cast<size_t>(r);
-    offset += static_cast<uint64_t>(r);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status PReadAll(int fd, uint8_t* data, size_t n, uint64_t offset) {
-  while (n > 0) {
-    ssize_t r = pread(fd, data, n, static_cast<off_t>(offset));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return absl::InternalError(fmt::format("pread: {}", std::strerror(errno)));
-    if (r == 0) {  // sparse end of file
-      std::memset(data, 0, n);
-      return absl::OkStatus();
-    }
-    data += r;
-    n -= static_cast<size_t>(r);
-    offset += static_cast<uint64_t>(r);
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<NbdServer>> NbdServer::Start(const Options& options) {
   int image_fd = open(options.image_path.c_str(), O_RDWR | O_CLOEXEC);
@@ -144,25 +33,12 @@ absl::StatusOr<std::unique_ptr<NbdServer>> NbdServer::Start(const Options& optio
         fmt::format("nbd server: image {} has {} bytes; it must be a non-empty multiple of 512",
                     options.image_path, bytes));
   }
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (options.socket_path.size() >= sizeof(addr.sun_path)) {
+  absl::StatusOr<int> fd = NbdListen(options.socket_path);
+  if (!fd.ok()) {
     close(image_fd);
-    return absl::InvalidArgumentError(fmt::format(
-        "nbd server: socket path {} is too long for a unix socket; use a shorter run folder",
-        options.socket_path));
+    return fd.status();
   }
-  std::strncpy(addr.sun_path, options.socket_path.c_str(), sizeof(addr.sun_path) - 1);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      listen(fd, 4) != 0) {
-    std::string err = std::strerror(errno);
-    if (fd >= 0) close(fd);
-    close(image_fd);
-    return absl::UnavailableError(
-        fmt::format("nbd server: cannot listen on {}: {}", options.socket_path, err));
-  }
-  std::unique_ptr<NbdServer> server(new NbdServer(options, fd, image_fd, bytes));
+  std::unique_ptr<NbdServer> server(new NbdServer(options, *fd, image_fd, bytes));
   server->thread_ = std::thread([s = server.get()] { s->Serve(); });
   return server;
 }
@@ -262,119 +138,32 @@ absl::Status NbdServer::ServeConnection(int fd) {
   return Transmission(fd);
 }
 
-absl::Status NbdServer::Handshake(int fd, bool* go) {
-  std::string hello;
-  Put64(hello, kNbdMagic);
-  Put64(hello, kOptMagic);
-  Put16(hello, kFlagFixedNewstyle | kFlagNoZeroes);
-  RETURN_IF_ERROR(WriteExact(fd, hello.data(), hello.size()));
-  uint32_t client_flags;
-  RETURN_IF_ERROR(ReadExact(fd, &client_flags, 4));
-  client_flags = be32toh(client_flags);
-  const bool no_zeroes = (client_flags & kClientFlagNoZeroes) != 0;
-  const uint16_t trans_flags = kTransHasFlags | kTransSendFlush | kTransSendFua;
-
-  for (;;) {
-    uint64_t magic;
-    uint32_t option, length;
-    RETURN_IF_ERROR(ReadExact(fd, &magic, 8));
-    RETURN_IF_ERROR(ReadExact(fd, &option, 4));
-    RETURN_IF_ERROR(ReadExact(fd, &length, 4));
-    option = be32toh(option);
-    length = be32toh(length);
-    if (be64toh(magic) != kOptMagic || length > 65536) {
-      return absl::InvalidArgumentError("nbd: bad option header from the client");
-    }
-    std::string data(length, '\0');
-    RETURN_IF_ERROR(ReadExact(fd, data.data(), length));
-    switch (option) {
-      case kOptExportName: {
-        std::string reply;
-        Put64(reply, export_bytes_);
-        Put16(reply, trans_flags);
-        if (!no_zeroes) reply.append(124, '\0');
-        RETURN_IF_ERROR(WriteExact(fd, reply.data(), reply.size()));
-        *go = true;
-        return absl::OkStatus();
-      }
-      case kOptAbort:
-        RETURN_IF_ERROR(SendOptionReply(fd, option, kRepAck, ""));
-        return absl::OkStatus();
-      case kOptList: {
-        std::string name;
-        Put32(name, 0);  // the one export has the empty name
-        RETURN_IF_ERROR(SendOptionReply(fd, option, kRepServer, name));
-        RETURN_IF_ERROR(SendOptionReply(fd, option, kRepAck, ""));
-        break;
-      }
-      case kOptInfo:
-      case kOptGo: {
-        if (length < 6) {
-          RETURN_IF_ERROR(SendOptionReply(fd, option, kRepErrInvalid, ""));
-          break;
-        }
-        std::string info;
-        Put16(info, kInfoExport);
-        Put64(info, export_bytes_);
-        Put16(info, trans_flags);
-        RETURN_IF_ERROR(SendOptionReply(fd, option, kRepInfo, info));
-        std::string sizes;
-        Put16(sizes, kInfoBlockSize);
-        Put32(sizes, 1);                 // minimum
-        Put32(sizes, 4096);              // preferred
-        Put32(sizes, kMaxRequestBytes);  // maximum
-        RETURN_IF_ERROR(SendOptionReply(fd, option, kRepInfo, sizes));
-        RETURN_IF_ERROR(SendOptionReply(fd, option, kRepAck, ""));
-        if (option == kOptGo) {
-          *go = true;
-          return absl::OkStatus();
-        }
-        break;
-      }
-      default:
-        // Structured replies, meta contexts, TLS: not offered; the client falls back.
-        RETURN_IF_ERROR(SendOptionReply(fd, option, kRepErrUnsup, ""));
-        break;
-    }
-  }
-}
+absl::Status NbdServer::Handshake(int fd, bool* go) { return NbdHandshake(fd, export_bytes_, go); }
 
 absl::Status NbdServer::Transmission(int fd) {
   std::vector<uint8_t> buf;
   for (;;) {
-    uint8_t header[28];
-    RETURN_IF_ERROR(ReadExact(fd, header, sizeof header));
-    uint32_t magic, length;
-    uint16_t flags, type;
-    uint64_t handle, offset;
-    std::memcpy(&magic, header, 4);
-    std::memcpy(&flags, header + 4, 2);
-    std::memcpy(&type, header + 6, 2);
-    std::memcpy(&handle, header + 8, 8);  // opaque: echoed as is
-    std::memcpy(&offset, header + 16, 8);
-    std::memcpy(&length, header + 24, 4);
-    magic = be32toh(magic);
-    flags = be16toh(flags);
-    type = be16toh(type);
-    offset = be64toh(offset);
-    length = be32toh(length);
-    if (magic != kRequestMagic) return absl::InvalidArgumentError("nbd: bad request magic");
-    if (type == kCmdDisc) return absl::OkStatus();
+    NbdRequest request;
+    RETURN_IF_ERROR(ReadNbdRequest(fd, &request));
+    const uint16_t flags = request.flags;
+    const uint16_t type = request.type;
+    const uint64_t offset = request.offset;
+    const uint32_t length = request.length;
+    if (type == kNbdCmdDisc) return absl::OkStatus();
 
     uint32_t error = 0;
-    bool in_range =
-        length <= kMaxRequestBytes && offset <= export_bytes_ && length <= export_bytes_ - offset;
-    if (type == kCmdWrite) {
+    bool in_range = request.InRange(export_bytes_);
+    if (type == kNbdCmdWrite) {
       // The payload follows the header whatever we think of it.
-      if (length > kMaxRequestBytes) return absl::InvalidArgumentError("nbd: write too large");
+      if (length > kNbdMaxRequestBytes) return absl::InvalidArgumentError("nbd: write too large");
       buf.resize(length);
-      RETURN_IF_ERROR(ReadExact(fd, buf.data(), length));
+      RETURN_IF_ERROR(NbdReadExact(fd, buf.data(), length));
     }
-    if (type == kCmdRead || type == kCmdWrite) {
-      if (!in_range) error = kEinval;
+    if (type == kNbdCmdRead || type == kNbdCmdWrite) {
+      if (!in_range) error = kNbdEinval;
     }
-    if (error == 0 && type == kCmdWrite) {
-      const bool fua = (flags & kCmdFlagFua) != 0;
+    if (error == 0 && type == kNbdCmdWrite) {
+      const bool fua = (flags & kNbdCmdFlagFua) != 0;
       UndoRecord undo{offset, std::vector<uint8_t>(length), {}, fua, true};
       absl::Status s = PReadAll(image_fd_, undo.old_data.data(), length, offset);
       if (s.ok()) s = PWriteAll(image_fd_, buf.data(), length, offset);
@@ -384,7 +173,7 @@ absl::Status NbdServer::Transmission(int fd) {
       if (!s.ok()) {
         NoteError(absl::InternalError(fmt::format("nbd server: write at {} on {}: {}", offset,
                                                   options_.image_path, std::string(s.message()))));
-        error = kEio;
+        error = kNbdEio;
       } else {
         undo.new_data = buf;
         bool cut_now = false;
@@ -403,12 +192,12 @@ absl::Status NbdServer::Transmission(int fd) {
           return absl::CancelledError("nbd: power cut");  // no reply
         }
       }
-    } else if (error == 0 && type == kCmdFlush) {
+    } else if (error == 0 && type == kNbdCmdFlush) {
       absl::Status s =
           options_.recorder != nullptr ? options_.recorder->RecordFlush() : absl::OkStatus();
       if (!s.ok()) {
         NoteError(s);
-        error = kEio;
+        error = kNbdEio;
       } else {
         powercut::MutexLock lock(&mu_);
         ++requests_;
@@ -416,21 +205,17 @@ absl::Status NbdServer::Transmission(int fd) {
         for (auto& u : undo_) u.volatile_ = false;
         while (undo_.size() > options_.lying_window) undo_.pop_front();
       }
-    } else if (error == 0 && type == kCmdRead) {
+    } else if (error == 0 && type == kNbdCmdRead) {
       buf.resize(length);
-      if (!PReadAll(image_fd_, buf.data(), length, offset).ok()) error = kEio;
+      if (!PReadAll(image_fd_, buf.data(), length, offset).ok()) error = kNbdEio;
       powercut::MutexLock lock(&mu_);
       ++requests_;
-    } else if (type != kCmdRead && type != kCmdWrite && type != kCmdFlush) {
-      error = kEinval;  // trim, write-zeroes, block status: not advertised
+    } else if (type != kNbdCmdRead && type != kNbdCmdWrite && type != kNbdCmdFlush) {
+      error = kNbdEinval;  // trim, write-zeroes, block status: not advertised
     }
 
-    std::string reply;
-    Put32(reply, kSimpleReplyMagic);
-    Put32(reply, error);
-    reply.append(reinterpret_cast<const char*>(&handle), 8);
-    RETURN_IF_ERROR(WriteExact(fd, reply.data(), reply.size()));
-    if (type == kCmdRead && error == 0) RETURN_IF_ERROR(WriteExact(fd, buf.data(), length));
+    RETURN_IF_ERROR(SendNbdReply(fd, request.handle, error,
+                                 type == kNbdCmdRead && error == 0 ? buf.data() : nullptr, length));
   }
 }
 

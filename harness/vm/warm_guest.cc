@@ -214,6 +214,81 @@ absl::Status WarmGuest::Detach(const Job& job) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> WarmGuest::AttachDisk(const GuestDisk& disk) {
+  if (!usable_) return absl::FailedPreconditionError("this guest was killed; boot a new one");
+  Job job;
+  job.id = ++jobs_;
+  job.disks = {disk};
+  if (absl::Status s = Attach(job); !s.ok()) {
+    Discard();
+    return absl::InternalError(
+        fmt::format("attaching a disk to the guest failed: {}; the guest was killed",
+                    std::string(s.message())));
+  }
+  attached_.push_back({job.id, disk});
+  return job.Serial(0);
+}
+
+absl::Status WarmGuest::DetachDisk(const std::string& serial) {
+  Job job;
+  auto it = std::find_if(attached_.begin(), attached_.end(), [&](const AttachedDisk& a) {
+    job.id = a.job_id;
+    return job.Serial(0) == serial;
+  });
+  if (it == attached_.end()) return absl::OkStatus();
+  job.disks = {it->disk};
+  attached_.erase(it);
+  if (!usable_) return absl::OkStatus();
+  absl::Status s = Detach(job);
+  if (!s.ok()) Discard();
+  return s;
+}
+
+absl::StatusOr<GuestResult> WarmGuest::RunAgentJob(GuestJob job, std::chrono::seconds timeout) {
+  if (!usable_) return absl::FailedPreconditionError("this guest was killed; boot a new one");
+  job.job_id = ++jobs_;
+  const uint64_t id = job.job_id;
+  const std::string job_file = run_ / JobFileName("job", id, "json");
+  const std::string result_file = JobFileName("result", id, "json");
+  RETURN_IF_ERROR(WriteAll(job_file, GuestJobToJson(job)));
+  // Shared with the channel's callback, which may still hold it until EndJob returned.
+  auto done = std::make_shared<absl::Notification>();
+  AckChannel::Options sink;
+  sink.on_event = [done](const std::string& event) {
+    if (event.rfind("job-done", 0) == 0 && !done->HasBeenNotified()) done->Notify();
+  };
+  RETURN_IF_ERROR(channel_->BeginJob(id, sink));
+  absl::Status sent = channel_->Send(fmt::format("job {}", id));
+  const Clock::time_point deadline = Clock::now() + timeout;
+  bool exited = !sent.ok();
+  while (!exited && !done->HasBeenNotified() && Clock::now() < deadline) {
+    if (qemu_->Poll(std::chrono::milliseconds(0)).has_value()) {
+      exited = true;
+      break;
+    }
+    done->WaitForNotificationWithTimeout(
+        absl::FromChrono(std::min(Until(deadline), std::chrono::milliseconds(100))));
+  }
+  channel_->EndJob();
+  std::error_code ec;
+  fs::remove(job_file, ec);
+  if (!done->HasBeenNotified()) {
+    const std::string tail = qemu_->ConsoleTail();
+    Discard();
+    if (exited) {
+      return absl::UnavailableError(
+          fmt::format("the guest died during job {}; last console lines:\n{}", id, tail));
+    }
+    return absl::DeadlineExceededError(fmt::format(
+        "job {} did not finish within {} s; the guest was killed; last console lines:\n{}", id,
+        timeout.count(), tail));
+  }
+  absl::StatusOr<GuestResult> r = ReadGuestResult(run_, result_file, *qemu_);
+  fs::remove(run_ / result_file, ec);
+  if (!r.ok()) Discard();
+  return r;
+}
+
 GuestJob WarmGuest::JobFor(const RunSpec& spec, const Job& job) {
   GuestJob j;
   j.mode = GuestJob::Mode::kWorkload;

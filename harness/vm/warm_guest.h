@@ -21,6 +21,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -54,6 +56,15 @@ class WarmGuest {
   // One recording on a fresh disk (the RunInVm contract, vm_run.h), made from `bases` when given.
   // After an error, or a power cut, usable() may be false: the guest was killed.
   absl::StatusOr<RunResult> Record(const RunSpec& spec, BaseImageCache* bases = nullptr);
+
+  // Checking guests (guest_judge.h): a disk that stays attached across jobs (hot-plugged once,
+  // not per job); returns its serial. After an error the guest was killed.
+  absl::StatusOr<std::string> AttachDisk(const GuestDisk& disk);
+  // Unplugs a disk AttachDisk attached (nothing to do on a killed guest).
+  absl::Status DetachDisk(const std::string& serial);
+  // One agent job (its job_id is assigned here) on the disks attached; the agent's result. A guest
+  // that dies or passes `timeout` is killed (Unavailable / DeadlineExceeded; usable() false).
+  absl::StatusOr<GuestResult> RunAgentJob(GuestJob job, std::chrono::seconds timeout);
 
   bool usable() const { return usable_; }
   const GuestConfig& config() const { return options_.config; }
@@ -97,6 +108,11 @@ class WarmGuest {
   bool usable_ = false;
   double boot_seconds_ = 0;
   uint64_t jobs_ = 0;
+  struct AttachedDisk {
+    uint64_t job_id;  // the job number its QMP names and serial were made from
+    GuestDisk disk;
+  };
+  std::vector<AttachedDisk> attached_;  // AttachDisk's disks
 };
 
 // Up to `guests` warm guests shared by the threads that record: each guest boots on the first

@@ -1,6 +1,7 @@
 // Tests of the VM crash domain's host parts that need no guest: the NBD server (driven by qemu-io,
 // the same NBD client code qemu uses), the ack channel, power-cut cache models, the cpio writer
 // (read back by the cpio tool), child-process hygiene and option parsing.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -23,6 +24,7 @@
 #include "harness/vm/cpio_writer.h"
 #include "harness/vm/disk_image.h"
 #include "harness/vm/nbd_server.h"
+#include "harness/vm/state_server.h"
 #include "harness/vm/vm_run.h"
 #include "tests/vm/vm_temp_dir.h"
 
@@ -537,6 +539,57 @@ TEST(SampleTracesTest, BothRecordersReplayToTheGuestsFinalImage) {
     ASSERT_TRUE(sum.ok());
     EXPECT_EQ(sum->output.substr(0, 64), expected) << name;
   }
+}
+
+// The state server (guest_judge.h): the image is read, never written; writes go to the state's
+// overlay and vanish with the next state; the block past the image names the state; a sealed
+// disk refuses writes and counts them.
+TEST(StateServerTest, OverlayPerStateStateBlockAndSealing) {
+  if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
+  VmTempDir dir;
+  const std::string image = dir / "state.img";
+  ASSERT_TRUE(CreateSparseImage(image, 1 << 20).ok());
+  {
+    std::fstream f(image, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096);
+    f.write(std::string(4096, '\x11').data(), 4096);
+  }
+  const int fd = ::open(image.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  auto srv = StateServer::Start(
+      {.socket_path = dir / "state.sock", .image_fd = fd, .image_bytes = 1 << 20});
+  ASSERT_TRUE(srv.ok()) << srv.status();
+  StateServer& server = **srv;
+  EXPECT_EQ(server.export_bytes(), (1u << 20) + 4096);
+  auto io = [&](const std::vector<std::string>& commands) {
+    std::string line = "exec qemu-io -f raw -t writeback";
+    for (const auto& c : commands) line += " -c '" + c + "'";
+    line += " '" + QemuIoUrl(server.socket_path()) + "'";
+    auto r = RunCommand({"sh", "-c", line});
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? r->output : "";
+  };
+  server.ServeState(7);
+  // A partial-page write over image data: the rest of the page still reads the image's bytes.
+  std::string out = io({"write -P 0x22 4096 512", "read -P 0x22 4096 512", "read -P 0x11 4608 3584",
+                        "read -v 1048576 16"});
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("Pattern verification failed"))) << out;
+  EXPECT_THAT(out, HasSubstr("74 61 74 65 20 37  powercut.state.7")) << out;
+  EXPECT_EQ(server.overlay_pages(), 1u);
+  server.Seal();
+  server.ServeState(8);  // the overlay is gone: the image's bytes again, the new state's name
+  out = io({"read -P 0x11 4096 4096", "read -v 1048576 16"});
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("Pattern verification failed"))) << out;
+  EXPECT_THAT(out, HasSubstr("74 61 74 65 20 38  powercut.state.8")) << out;
+  server.Seal();
+  out = io({"write -P 0x33 0 4096"});
+  EXPECT_EQ(server.refused_writes(), 1u) << out;
+  server.Stop();
+  std::ifstream in(image, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(bytes.substr(4096, 4096), std::string(4096, '\x11'));  // never written
+  EXPECT_EQ(bytes.substr(0, 4096), std::string(4096, '\0'));
+  ::close(fd);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "fmt/format.h"
 #include "harness/check/engine.h"
 #include "harness/check/report.h"
+#include "harness/product/builtin.h"
 #include "harness/product/run.h"
 #include "harness/trace/manifest.h"
 #include "tools/powercut/commands.h"
@@ -35,7 +36,7 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
   struct Args {
     harness::CheckOptions o;
     std::string cache = "off,on,lying", points = "acks,flushes", window = "16", order, json, junit;
-    std::string budget;
+    std::string budget, check_in;
     bool no_torn = false;
   };
   auto a = std::make_shared<Args>();
@@ -82,6 +83,7 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
   check->add_option("--budget", a->budget,
                     "bound the checking time (30s, 2m, 1h); a pass cut short is incomplete "
                     "(exit 2)");
+  AddCheckInOption(check, &a->check_in);
   check->add_option("--json", a->json, "write the JSON report here");
   check->add_option("--junit", a->junit, "write a JUnit XML report here");
   check->callback([=] {
@@ -131,6 +133,29 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
         return;
       }
       o.order = *order;
+    }
+    // --check-in guest: warm guests with the recording's sectors judge the file-system states.
+    auto check_in = product::ParseCheckIn(a->check_in);
+    if (!check_in.ok()) {
+      *exit_code = Usage(std::string(check_in.status().message()));
+      return;
+    }
+    std::unique_ptr<vm::GuestCheckPool> check_pool;
+    if (*check_in == product::CheckIn::kGuest && !harness::FileSystemOf(o.fs).raw()) {
+      if (o.without_mount) {
+        *exit_code = Usage(
+            "--without-mount reads states with debugfs on the host: pass "
+            "--check-in host with it");
+        return;
+      }
+      auto pool = product::CheckPoolFor(*check_in, product::AgentHint(o.powercut));
+      if (!pool.ok()) {
+        *exit_code = Fail(std::string(pool.status().message()));
+        return;
+      }
+      check_pool = std::move(*pool);
+      o.judges = product::JudgesForTrace(check_pool.get(), o.fs, o.trace_path, o.checker,
+                                         o.checker_timeout_s);
     }
     auto report = harness::RunCheck(o);
     if (!report.ok()) {

@@ -16,6 +16,8 @@ void AddCheckCommands(CLI::App& app, int* exit_code);  // check
 // --fs NAME into *fs through the file-system table (harness::ParseFsKind), so every command
 // accepts the same names and rejects others with the same message, before anything runs.
 CLI::Option* AddFsOption(CLI::App* app, harness::FsKind* fs, const std::string& help);
+// --check-in guest|host of run, check, matrix and repro (product::ParseCheckIn; "" = the default).
+CLI::Option* AddCheckInOption(CLI::App* app, std::string* check_in);
 
 // Prints "powercut: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -16,6 +16,15 @@ int Fail(const std::string& message) {
   return 1;
 }
 
+CLI::Option* AddCheckInOption(CLI::App* app, std::string* check_in) {
+  return app
+      ->add_option(
+          "--check-in", *check_in,
+          "where file-system crash states are judged: guest (the recording kernel, in warm "
+          "guests; no root) or host (loop mounts; root). Default: host as root, else guest")
+      ->check(CLI::IsMember({"guest", "host"}));
+}
+
 CLI::Option* AddFsOption(CLI::App* app, harness::FsKind* fs, const std::string& help) {
   return app
       ->add_option_function<std::string>(

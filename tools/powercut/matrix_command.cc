@@ -11,6 +11,7 @@
 #include "harness/product/builtin.h"
 #include "harness/product/html_report.h"
 #include "harness/product/matrix.h"
+#include "tools/powercut/commands.h"
 #include "tools/powercut/product_commands.h"
 
 namespace powercut::cli {
@@ -37,7 +38,7 @@ struct MatrixArgs {
   product::MatrixOptions o;
   std::vector<std::string> workloads, barriers, fs;
   std::string sector = "512e", shard = "1/1", json, junit, html, workload_binary, agent, cells,
-              recordings, recordings_cap = "1GiB", budget, disk_size;
+              recordings, recordings_cap = "1GiB", budget, disk_size, check_in;
   bool quiet = false, list = false, no_torn = false, no_expect = false;
   int jobs = 1;  // warm guests recording at once (docs/results.md, "Time to verdict")
 };
@@ -79,6 +80,7 @@ void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
               "count crash states the file system's own tools cannot bring back as violations");
   m->add_option("--shard", a->shard, "K/N: run only this shard's cells")->capture_default_str();
   m->add_flag("--fsck", a->o.fsck, "fsck every state before mounting");
+  AddCheckInOption(m, &a->check_in);
   m->add_flag("--exhaustive", a->o.exhaustive,
               "check every state for full counts (default: a model stops at its first "
               "violating state, where its verdict is decided)");
@@ -183,8 +185,14 @@ int Matrix(const MatrixArgs& a) {
     ListCells(*plan, o);
     return 0;
   }
-  auto report = product::RunMatrix(
-      o, product::VmCellRunner(product::AgentHint(o.powercut), o.fs, a.jobs, o.kernel));
+  auto check_in = product::ParseCheckIn(a.check_in);
+  if (!check_in.ok()) return CouldNotRun(std::string(check_in.status().message()));
+  if (*check_in == product::CheckIn::kGuest && o.fsck) {
+    return CouldNotRun("--fsck runs on a host copy of each state: with --check-in guest drop it");
+  }
+  auto report =
+      product::RunMatrix(o, product::VmCellRunner(product::AgentHint(o.powercut), o.fs, a.jobs,
+                                                     o.kernel, *check_in));
   if (!report.ok()) return CouldNotRun(std::string(report.status().message()));
   std::printf("%s", product::HeadlineTable(*report).c_str());
   if (std::string phases = product::RecordPhasesSummary(report->cells);

@@ -5,6 +5,8 @@
 #include "fmt/format.h"
 #include "harness/product/builtin.h"
 #include "harness/product/repro.h"
+#include "harness/product/run.h"
+#include "harness/trace/manifest.h"
 #include "tools/powercut/commands.h"
 #include "tools/powercut/product_commands.h"
 
@@ -14,6 +16,7 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
   struct Args {
     product::ReproOptions o;
     bool no_shrink = false, recheck = false;
+    std::string check_in;
   };
   auto a = std::make_shared<Args>();
   CLI::App* r = app.add_subcommand(
@@ -32,6 +35,7 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
   r->add_flag("--recheck", a->recheck, "only rebuild and check the state (no bundle, no shrink)");
   r->add_option("--checker-timeout", a->o.checker_timeout_s, "seconds per checker run");
   AddKernelOption(r, &a->o.kernel);
+  AddCheckInOption(r, &a->check_in);
   r->callback([=] {
     product::ReproOptions o = a->o;
     o.powercut = product::SelfPath();
@@ -40,6 +44,26 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
     if (!a->recheck && o.bundle.empty()) {
       *exit_code = CouldNotRun("repro: pass --bundle DIR (or --recheck to only re-check)");
       return;
+    }
+    auto check_in = product::ParseCheckIn(a->check_in);
+    if (!check_in.ok()) {
+      *exit_code = CouldNotRun(std::string(check_in.status().message()));
+      return;
+    }
+    std::unique_ptr<vm::GuestCheckPool> check_pool;
+    if (*check_in == product::CheckIn::kGuest && o.fs != harness::FsKind::kRaw) {
+      if (o.fsck) {
+        *exit_code = CouldNotRun("--fsck runs on a host copy: with --check-in guest drop it");
+        return;
+      }
+      auto pool = product::CheckPoolFor(*check_in, product::AgentHint(o.powercut), o.kernel);
+      if (!pool.ok()) {
+        *exit_code = CouldNotRun(std::string(pool.status().message()));
+        return;
+      }
+      check_pool = std::move(*pool);
+      o.judges =
+          product::JudgesForTrace(check_pool.get(), o.fs, o.trace, o.checker, o.checker_timeout_s);
     }
     auto result = product::Repro(o);
     if (!result.ok()) {
@@ -52,7 +76,7 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
                   result->steps.size());
     }
     if (!result->note.empty()) std::printf("note: %s\n", result->note.c_str());
-    if (!o.kernel.empty()) {
+    if (!o.kernel.empty() && !o.judges) {
       // Said, not silently dropped: the state was judged by the host's kernel.
       std::printf("note: --kernel is for checks in a guest; this state was checked on the host\n");
     }

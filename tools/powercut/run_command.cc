@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <memory>
 
+#include "base/status_macros.h"
 #include "fmt/format.h"
+#include "harness/check/file_system.h"
 #include "harness/check/report.h"
 #include "harness/product/builtin.h"
 #include "harness/product/cell_result.h"
@@ -13,6 +15,7 @@
 #include "harness/product/recordings.h"
 #include "harness/product/run.h"
 #include "harness/vm/vm_run.h"
+#include "tools/powercut/commands.h"
 #include "tools/powercut/product_commands.h"
 
 namespace powercut::cli {
@@ -68,7 +71,7 @@ struct RunArgs {
   product::RunOptions o;
   std::string cache = "all", window = "16", recorder = "nbd", points = product::kDefaultPoints,
               states = product::kDefaultStates, json, junit, html, trace, sector = "512e", expect,
-              recordings, recordings_cap = "1GiB", budget, disk_size, kernel;
+              recordings, recordings_cap = "1GiB", budget, disk_size, kernel, check_in;
   int timeout = 600;
   bool quiet = false, no_torn = false;
 };
@@ -105,6 +108,7 @@ void AddRunOptions(CLI::App* run, RunArgs* a) {
   run->add_flag("--fsck", a->o.fsck,
                 "run the file system's checker read-only on every state before mounting");
   run->add_option("--workers", a->o.workers, "parallel checks (default: one per core)");
+  AddCheckInOption(run, &a->check_in);
   run->add_option("--timeout", a->timeout,
                   "seconds one recording may take in its guest (boot not counted)")
       ->capture_default_str();
@@ -178,8 +182,14 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
 }
 
 // Records the workload in the VM and checks it, or checks the recording --trace names.
-absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, const product::RunOptions& o) {
+absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, product::RunOptions o) {
   const bool progress = !a.quiet && ::isatty(2);
+  ASSIGN_OR_RETURN(product::CheckIn check_in, product::ParseCheckIn(a.check_in));
+  std::unique_ptr<vm::GuestCheckPool> check_pool;
+  if (harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw) != harness::FsKind::kRaw) {
+    ASSIGN_OR_RETURN(check_pool, product::CheckPoolFor(check_in, product::AgentHint(o.powercut), a.kernel));
+  }
+  o.check_pool = check_pool.get();
   if (!a.trace.empty()) return product::CheckRecording(a.trace, o);
   if (progress) std::fprintf(stderr, "powercut run: preparing the VM...\n");
   auto env = vm::PrepareVm(product::AgentHint(o.powercut), a.kernel);

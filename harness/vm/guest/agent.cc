@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,7 +58,9 @@ class Agent {
   GuestResult Run() {
     result_.ready_seconds = Uptime();
     if (job_.job_id == 0) Event("agent-start");
-    bool ok = job_.mode == GuestJob::Mode::kCheck ? Check() : Workload();
+    bool ok = job_.mode != GuestJob::Mode::kCheck ? Workload()
+              : job_.state_token.empty()          ? Check()
+                                                  : CheckState();
     result_.ok = ok;
     Event(fmt::format("agent-done ok={}", ok ? 1 : 0));
     return result_;
@@ -270,11 +273,25 @@ class Agent {
       return true;
     };
     bool exited = false;
+    // A checker past GuestJob::checker_timeout_s is killed with its process group (the cgroup
+    // takes what left it); the pidfd then reports the exit.
+    const double deadline =
+        job_.checker_timeout_s > 0 && !relay_acks ? Uptime() + job_.checker_timeout_s : -1;
     while ((out_open || ack_open) && !exited) {
       pollfd p[3] = {{out_open ? out_fd : -1, POLLIN, 0},
                      {ack_open ? ack_fd_ : -1, POLLIN, 0},
                      {pidfd, POLLIN, 0}};
-      if (poll(p, 3, -1) < 0 && errno != EINTR) break;
+      int wait_ms = -1;
+      if (deadline > 0 && !timed_out_) {
+        const double left = deadline - Uptime();
+        if (left <= 0) {
+          timed_out_ = true;
+          kill(-pid, SIGKILL);
+          continue;
+        }
+        wait_ms = static_cast<int>(left * 1000) + 1;
+      }
+      if (poll(p, 3, wait_ms) < 0 && errno != EINTR) break;
       if (p[0].revents != 0) read_into(out_fd, stdout_text, &out_open);
       if (p[1].revents != 0 && read_into(ack_fd_, &ack_pending_, &ack_open) && relay_acks) {
         HandleCompleteLines();
@@ -437,6 +454,64 @@ class Agent {
     return true;
   }
 
+  static std::string KernelRelease() {
+    utsname u{};
+    return uname(&u) == 0 ? std::string(u.release) : std::string();
+  }
+
+  // One crash state on the disk that stays attached between states (GuestJob::state_token,
+  // harness/vm/guest_judge.h): prove the cache holds nothing of the previous state, run the boot
+  // path and the checker, and leave nothing holding the disk. ok = false only when this guest
+  // cannot be trusted with the next state; the file system's outcome is in fs_*.
+  bool CheckState() {
+    result_.kernel = KernelRelease();
+    if (!Setup()) return false;
+    std::string error;
+    if (!FreshStateBlock(disk_, job_.state_token, &error)) return Fail("state-block", error);
+    if (!Raw()) {
+      auto mount = [this]() -> absl::Status {
+        if (!Mount()) return absl::UnavailableError(result_.error);
+        return absl::OkStatus();
+      };
+      auto rec = powercut::harness::RecoverFileSystem(powercut::harness::FileSystemOf(job_.fs),
+                                                      device_, mount, 300);
+      if (!rec.ok()) return Fail("boot-recovery", std::string(rec.status().message()));
+      result_.failed_step.clear();
+      result_.error.clear();
+      for (const auto& s : rec->steps) {
+        result_.fs_steps.push_back(
+            {.name = s.name, .exit_code = s.exit_code, .changed = s.changed, .detail = s.detail});
+      }
+      result_.fs_repaired = rec->repaired;
+      result_.fs_unrecoverable = rec->unrecoverable;
+      if (rec->unrecoverable) return Released();
+    }
+    const std::string log = fmt::format("{}/checker-state.log", kRunDir);
+    ::truncate(log.c_str(), 0);  // stderr of this state only (the file is reused)
+    timed_out_ = false;
+    result_.checker_exit_code =
+        RunCommand(job_.command, "checker-state.log", false, &result_.checker_stdout);
+    result_.exit_code = result_.checker_exit_code;
+    result_.checker_timed_out = timed_out_;
+    if (result_.checker_exit_code > 128 && !timed_out_) {
+      result_.checker_signal = result_.checker_exit_code - 128;
+    }
+    std::ifstream in(log, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string all = text.str();
+    result_.checker_stderr_tail = all.size() > 2048 ? all.substr(all.size() - 2048) : all;
+    if (leftovers_survived_) return LeftoversSurvived();
+    if (!Unmount()) return false;
+    return Released();
+  }
+
+  bool Released() {
+    std::string held;
+    if (!DiskReleased(disk_, &held)) return Fail("release", held);
+    return true;
+  }
+
   bool CheckOne(const std::string& log_name) {
     if (!Setup() || !RecoverAndMount()) return false;
     std::string out;
@@ -454,6 +529,7 @@ class Agent {
   const std::string prefix_;           // "job <id> " in a warm guest, else ""
   int commands_ = 0;                   // commands run so far (each gets its own cgroup)
   bool leftovers_survived_ = false;
+  bool timed_out_ = false;  // the last command passed checker_timeout_s and was killed
   std::string disk_;
   std::string device_;
   std::string flakey_base_;

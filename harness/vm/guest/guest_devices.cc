@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/dm-ioctl.h>
+#include <linux/fs.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -136,6 +137,32 @@ HeadHashes HashDiskHead(const std::string& device, uint64_t bytes) {
   // O_DIRECT first: the buffered read then fills the page cache from the disk itself, and the two
   // must agree with the host's image.
   return {.direct = HashHead(device, bytes, O_DIRECT), .cached = HashHead(device, bytes, 0)};
+}
+
+bool FreshStateBlock(const std::string& device, const std::string& token, std::string* error) {
+  int fd = open(device.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = fmt::format("cannot open {}: {}", device, std::strerror(errno));
+    return false;
+  }
+  uint64_t bytes = 0;
+  std::string block(4096, '\0');
+  if (ioctl(fd, BLKFLSBUF, 0) != 0 || ioctl(fd, BLKGETSIZE64, &bytes) != 0 || bytes < 4096 ||
+      pread(fd, block.data(), block.size(), static_cast<off_t>(bytes - 4096)) !=
+          static_cast<ssize_t>(block.size())) {
+    *error = fmt::format("cannot drop the buffers of {} or read its state block: {}", device,
+                         std::strerror(errno));
+    close(fd);
+    return false;
+  }
+  close(fd);
+  if (block.compare(0, token.size(), token) == 0) return true;
+  std::string seen = block.substr(0, std::min(block.find('\n'), size_t{64}));
+  *error = fmt::format(
+      "{}'s state block reads '{}' through the page cache after BLKFLSBUF, expected '{}': the "
+      "guest still sees blocks of another crash state",
+      device, seen, token.substr(0, token.size() - 1));
+  return false;
 }
 
 bool DiskReleased(const std::string& device, std::string* error) {

@@ -33,6 +33,11 @@ struct HeadHashes {
 };
 HeadHashes HashDiskHead(const std::string& device, uint64_t bytes);
 
+// A crash state served by the host's StateServer (state_server.h): drops `device`'s buffers
+// (BLKFLSBUF), then reads its last 4 KiB through the page cache; true when that block starts with
+// `token`. `error` says what was read otherwise (the cache still held the previous state).
+bool FreshStateBlock(const std::string& device, const std::string& token, std::string* error);
+
 // Whether nothing in the guest holds `device` any more (no mount, no open with O_EXCL): an
 // exclusive open succeeds. `error` says what holds it otherwise.
 bool DiskReleased(const std::string& device, std::string* error);

@@ -1,0 +1,224 @@
+#include "harness/vm/guest_judge.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "base/scratch_dir.h"
+#include "base/status_macros.h"
+#include "base/tsan_mutex.h"
+#include "fmt/format.h"
+#include "harness/check/checker.h"
+#include "harness/vm/guest_config.h"
+#include "harness/vm/run_folder.h"
+#include "harness/vm/state_server.h"
+
+namespace powercut::vm {
+namespace {
+
+// Beyond the checker's own timeout (enforced by the agent): the boot path, the mount, the
+// unmount; a job past both is a hung guest.
+constexpr std::chrono::seconds kJobMargin{120};
+
+harness::ImageCheckResult FromGuest(const GuestResult& g) {
+  harness::ImageCheckResult out;
+  out.method = kGuestCheckMethod;
+  out.kernel = g.kernel;
+  for (const GuestResult::FsStep& s : g.fs_steps) {
+    out.fs.steps.push_back(
+        {.name = s.name, .exit_code = s.exit_code, .changed = s.changed, .detail = s.detail});
+  }
+  out.fs.repaired = g.fs_repaired;
+  out.fs.unrecoverable = g.fs_unrecoverable;
+  if (out.fs.unrecoverable) {
+    out.checker.exit_code = -1;
+    out.checker.setup_error = "file system unrecoverable: " + out.fs.Describe();
+    return out;
+  }
+  // The same parsing as a checker run on this host (harness/check/checker.cc).
+  harness::CheckerOutput& c = out.checker;
+  const bool killed = g.checker_timed_out || g.checker_signal != 0;
+  std::string_view text = g.checker_stdout;
+  uint64_t line_number = 0;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    if (nl == std::string_view::npos) {
+      if (!killed) harness::ParseCheckerLine(text, ++line_number, &c);
+      break;
+    }
+    harness::ParseCheckerLine(text.substr(0, nl), ++line_number, &c);
+    text.remove_prefix(nl + 1);
+  }
+  c.timed_out = g.checker_timed_out;
+  c.signal = g.checker_timed_out ? 9 : g.checker_signal;
+  c.exit_code = killed ? -1 : g.checker_exit_code;
+  c.stderr_tail = g.checker_stderr_tail;
+  return out;
+}
+
+class GuestStateJudge : public harness::StateJudge {
+ public:
+  GuestStateJudge(GuestCheckPool* pool, GuestCheckSpec spec, int worker)
+      : pool_(pool), spec_(std::move(spec)), worker_(worker) {}
+  ~GuestStateJudge() override { Release(false); }
+
+  absl::StatusOr<harness::ImageCheckResult> Check(int image_fd, uint64_t image_bytes) override {
+    absl::Status last;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      absl::StatusOr<harness::ImageCheckResult> r = Attempt(image_fd, image_bytes);
+      if (r.ok()) {
+        pool_->CountState();
+        return r;
+      }
+      last = r.status();
+      Release(true);  // a fresh guest for the retry
+    }
+    harness::ImageCheckResult out;
+    out.method = kGuestCheckMethod;
+    out.kernel = kernel_;
+    out.checker.exit_code = -1;
+    out.checker.protocol_error = fmt::format(
+        "could not check this state in a guest (tried twice, each on a fresh guest): {}",
+        std::string(last.message()).substr(0, 2000));
+    return out;
+  }
+
+ private:
+  absl::Status Connect(int image_fd, uint64_t image_bytes) {
+    const GuestConfig need = [&] {
+      GuestConfig c;
+      c.Add({.modules = GuestModulesFor(spec_.fs, false, false),
+             .keep_paths = KeepPathsFor(pool_->env().agent, {}, {spec_.checker})});
+      return c;
+    }();
+    ASSIGN_OR_RETURN(guest_, pool_->Lease(need));
+    ASSIGN_OR_RETURN(dir_, ScratchDir::Create("powercut-judge"));
+    ASSIGN_OR_RETURN(server_, StateServer::Start({.socket_path = dir_.path() + "/state.sock",
+                                                  .image_fd = image_fd,
+                                                  .image_bytes = image_bytes}));
+    ASSIGN_OR_RETURN(serial_, guest_->AttachDisk({.nbd_socket = server_->socket_path(),
+                                                  .image_file = "",
+                                                  .geometry = harness::GeometryOf(spec_.sector)}));
+    geometry_checked_ = false;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<harness::ImageCheckResult> Attempt(int image_fd, uint64_t image_bytes) {
+    if (guest_ == nullptr || !guest_->usable()) {
+      Release(true);
+      RETURN_IF_ERROR(Connect(image_fd, image_bytes));
+    }
+    if (const uint64_t late = server_->refused_writes(); late > 0) {
+      return absl::InternalError(fmt::format(
+          "{} write(s) reached the state disk after the previous state was released: a file "
+          "system outlived its unmount in the guest",
+          late));
+    }
+    server_->ServeState(++generation_);
+    GuestJob job;
+    job.mode = GuestJob::Mode::kCheck;
+    job.fs = spec_.fs;
+    job.disk_serial = serial_;
+    job.command = spec_.checker;
+    job.mount_options = spec_.mount_options;
+    job.state_token = StateServer::TokenFor(generation_);
+    job.checker_timeout_s = spec_.checker_timeout_s;
+    const auto timeout =
+        std::chrono::seconds(static_cast<int64_t>(spec_.checker_timeout_s)) + kJobMargin;
+    absl::StatusOr<GuestResult> r = guest_->RunAgentJob(job, timeout);
+    server_->Seal();
+    if (!r.ok()) return r.status();
+    if (!r->ok) {
+      return absl::InternalError(
+          fmt::format("the agent's step {} failed in the guest: {}", r->failed_step, r->error));
+    }
+    if (!geometry_checked_) {
+      RETURN_IF_ERROR(CheckGuestGeometry(*r, harness::GeometryOf(spec_.sector)));
+      geometry_checked_ = true;
+    }
+    RETURN_IF_ERROR(server_->status());
+    kernel_ = r->kernel;
+    return FromGuest(*r);
+  }
+
+  // Unplugs the state disk and gives the guest back (`discard`: kills it).
+  void Release(bool discard) {
+    if (guest_ != nullptr) {
+      if (discard) {
+        guest_->Shutdown();
+      } else if (guest_->usable()) {
+        (void)guest_->DetachDisk(serial_);  // a failure kills the guest: Return drops it
+      }
+      pool_->Return(std::move(guest_));
+    }
+    if (server_ != nullptr) server_->Stop();
+    server_.reset();
+    dir_ = ScratchDir();
+  }
+
+  GuestCheckPool* const pool_;
+  const GuestCheckSpec spec_;
+  const int worker_;
+  std::unique_ptr<WarmGuest> guest_;
+  ScratchDir dir_;
+  std::unique_ptr<StateServer> server_;
+  std::string serial_;
+  uint64_t generation_ = 0;
+  bool geometry_checked_ = false;
+  std::string kernel_;
+};
+
+}  // namespace
+
+GuestCheckPool::~GuestCheckPool() {
+  powercut::MutexLock lock(&mu_);
+  idle_.clear();
+}
+
+harness::StateJudgeFactory GuestCheckPool::Factory(const GuestCheckSpec& spec) {
+  return [this, spec](int worker) -> absl::StatusOr<std::unique_ptr<harness::StateJudge>> {
+    return std::unique_ptr<harness::StateJudge>(new GuestStateJudge(this, spec, worker));
+  };
+}
+
+absl::StatusOr<std::unique_ptr<WarmGuest>> GuestCheckPool::Lease(const GuestConfig& need) {
+  GuestConfig config = need;
+  {
+    powercut::MutexLock lock(&mu_);
+    for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+      if ((*it)->usable() && (*it)->config().Covers(need)) {
+        std::unique_ptr<WarmGuest> g = std::move(*it);
+        idle_.erase(it);
+        return g;
+      }
+    }
+    // None covers it: the new guest also loads what the idle ones had, so it serves them too.
+    for (const auto& g : idle_) config.Add(g->config());
+    ++boots_;
+  }
+  WarmGuest::Options o;
+  o.config = config;
+  return WarmGuest::Boot(env_, o);
+}
+
+void GuestCheckPool::Return(std::unique_ptr<WarmGuest> guest) {
+  if (guest == nullptr || !guest->usable()) return;
+  powercut::MutexLock lock(&mu_);
+  idle_.push_back(std::move(guest));
+}
+
+uint64_t GuestCheckPool::boots() const {
+  powercut::MutexLock lock(&mu_);
+  return boots_;
+}
+
+uint64_t GuestCheckPool::states() const {
+  powercut::MutexLock lock(&mu_);
+  return states_;
+}
+
+void GuestCheckPool::CountState() {
+  powercut::MutexLock lock(&mu_);
+  ++states_;
+}
+
+}  // namespace powercut::vm

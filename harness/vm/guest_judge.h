@@ -1,0 +1,73 @@
+// Crash states judged in warm guests booted with the recording kernel (`--check-in guest`;
+// docs/run.md, "Where crash states are judged"): no host loop device, no host mount, no root.
+//
+// One guest per check worker, kept warm across the checks of one command (every cell of a
+// matrix). A worker's guest gets ONE disk, hot-plugged when the worker starts: a StateServer
+// (state_server.h) over the worker's materialized crash image. Per state the host materializes
+// the image as for host checks, serves it under a new generation, and sends the agent one job:
+// drop the disk's buffers and prove it (the state block), the boot path (the mount's journal
+// replay in the guest kernel), the checker with the workload's world (the host's userspace,
+// paths and users), unmount, prove nothing holds the disk; then the host seals the disk, so a
+// file system that outlived its unmount cannot write into the next state. The checker's raw
+// stdout comes back and is parsed on the host exactly as a host checker's.
+//
+// A guest that dies, hangs past the checker's timeout (+ a margin), or fails a step that makes
+// it untrustworthy is killed, and the state is retried once on a fresh guest; after a second
+// failure the state is could-not-check (checker.protocol_error), never a verdict.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "harness/check/state_judge.h"
+#include "harness/trace/disk_geometry.h"
+#include "harness/vm/vm_run.h"
+#include "harness/vm/warm_guest.h"
+
+namespace powercut::vm {
+
+// ImageCheckResult::method of a state judged in a guest.
+inline constexpr char kGuestCheckMethod[] = "guest mount";
+
+struct GuestCheckSpec {
+  harness::FsKind fs = harness::FsKind::kExt4;
+  harness::SectorFormat sector = harness::kDefaultSectorFormat;  // the recording's
+  std::string checker;
+  std::string mount_options;
+  double checker_timeout_s = 60;
+};
+
+class GuestCheckPool {
+ public:
+  explicit GuestCheckPool(const VmEnvironment& env) : env_(env) {}
+  ~GuestCheckPool();
+  GuestCheckPool(const GuestCheckPool&) = delete;
+  GuestCheckPool& operator=(const GuestCheckPool&) = delete;
+
+  // harness::CheckOptions::judges for one check (file systems; raw states stay on the host).
+  harness::StateJudgeFactory Factory(const GuestCheckSpec& spec);
+
+  // A warm guest booted with at least `need` (an idle one when it covers it, else a new boot).
+  absl::StatusOr<std::unique_ptr<WarmGuest>> Lease(const GuestConfig& need);
+  // Gives a guest back for the next check (a killed one is dropped).
+  void Return(std::unique_ptr<WarmGuest> guest);
+
+  uint64_t boots() const;
+  uint64_t states() const;
+  void CountState();
+  const VmEnvironment& env() const { return env_; }
+
+ private:
+  const VmEnvironment env_;
+  mutable absl::Mutex mu_;
+  std::vector<std::unique_ptr<WarmGuest>> idle_ ABSL_GUARDED_BY(mu_);
+  uint64_t boots_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t states_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace powercut::vm

@@ -1,0 +1,57 @@
+// The NBD protocol as powercut's block servers speak it (nbd_server.h: the recording device;
+// state_server.h: crash states served to a checking guest): the fixed-newstyle handshake with
+// one unnamed export advertising FLUSH and FUA, transmission requests, simple replies
+// (https://github.com/NetworkBlockDevice/nbd/blob/master/doc/proto.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace powercut::vm {
+
+inline constexpr uint16_t kNbdCmdRead = 0;
+inline constexpr uint16_t kNbdCmdWrite = 1;
+inline constexpr uint16_t kNbdCmdDisc = 2;
+inline constexpr uint16_t kNbdCmdFlush = 3;
+inline constexpr uint16_t kNbdCmdFlagFua = 1;
+inline constexpr uint32_t kNbdEio = 5;
+inline constexpr uint32_t kNbdEinval = 22;
+inline constexpr uint32_t kNbdMaxRequestBytes = 32u << 20;
+
+// A listening unix socket at `path` (a clear error when the path is too long or taken).
+absl::StatusOr<int> NbdListen(const std::string& path);
+
+// Exact reads and writes on the connection; a closed connection is Unavailable.
+absl::Status NbdReadExact(int fd, void* buf, size_t n);
+absl::Status NbdWriteExact(int fd, const void* buf, size_t n);
+// pread/pwrite of exactly n bytes; a read past the end of a sparse file yields zeros.
+absl::Status PReadAll(int fd, uint8_t* data, size_t n, uint64_t offset);
+absl::Status PWriteAll(int fd, const uint8_t* data, size_t n, uint64_t offset);
+
+// The server's side of the handshake for an export of `export_bytes`; `go` is set when the
+// client entered transmission (false: it aborted).
+absl::Status NbdHandshake(int fd, uint64_t export_bytes, bool* go);
+
+struct NbdRequest {
+  uint16_t flags = 0;
+  uint16_t type = 0;
+  uint64_t handle = 0;  // opaque: echoed as is
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  // Whether [offset, offset + length) lies in the export and length is at most the maximum.
+  bool InRange(uint64_t export_bytes) const {
+    return length <= kNbdMaxRequestBytes && offset <= export_bytes &&
+           length <= export_bytes - offset;
+  }
+};
+// One request header; InvalidArgument on a bad magic.
+absl::Status ReadNbdRequest(int fd, NbdRequest* request);
+// A simple reply, then `data` (the payload of a successful read; may be null).
+absl::Status SendNbdReply(int fd, uint64_t handle, uint32_t error, const uint8_t* data,
+                          size_t length);
+
+}  // namespace powercut::vm
