@@ -1,10 +1,11 @@
 // `powercut-workload retry`: the failing-disk control (docs/live-cuts.md, "Failing disks"). It
 // commits one self-verifying 4 KiB record per block of a preallocated file with pwrite +
 // fdatasync, and when fdatasync fails it does what the 2018 "fsyncgate" programs did: retries
-// fdatasync until it succeeds, then acknowledges. After a writeback error the kernel marks the
-// failed pages clean and reports the error once, so the retry succeeds without the data ever
-// reaching the disk: on a disk that fails for a window and heals (`powercut run --flakey
-// error_writes --flakey-for 1s`), the acknowledged records written during the window are lost.
+// fdatasync (every --retry-ms) until it succeeds, then acknowledges. After a writeback error the
+// kernel marks the failed pages clean and reports the error once; the retries fail as long as
+// the disk fails its cache flushes too, and once it heals the retry succeeds without the data
+// ever reaching the disk: on a disk that fails for a window and heals (`powercut run --flakey
+// error_writes --flakey-for 1s`), the record whose fdatasync met the failure is acked and lost.
 // The right answer is to fence (the WAL does: wal/README.md); this program exists to show that
 // the tester catches the wrong one. It is not in the catalog: nothing should be built like it.
 #include <fcntl.h>
@@ -41,7 +42,8 @@ std::string Record(uint64_t id) {
 struct RetryOptions {
   uint64_t count = 20;
   int pause_ms = 0;
-  int max_retries = 100;
+  int max_retries = 1000;
+  int retry_ms = 20;  // between retries: a failing disk fails the flush too, until it heals
 };
 
 absl::Status RunRetry(const std::string& dir, const RetryOptions& o, AckChannel& acks) {
@@ -74,6 +76,7 @@ absl::Status RunRetry(const std::string& dir, const RetryOptions& o, AckChannel&
       // The mistake under test: the error is taken as transient and the barrier retried.
       if (errno != EIO || ++tries > o.max_retries) return Errno(fmt::format("fdatasync {}", id));
       ++retried;
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.retry_ms));
     }
     if (absl::Status s = acks.Ack(id); !s.ok()) return s;
     if (o.pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.pause_ms));
@@ -128,6 +131,8 @@ class RetryWorkload final : public DirectoryWorkload {
         ->check(CLI::Range(0, 10000));
     run.add_option("--max-retries", options_.max_retries, "fdatasync retries per commit")
         ->check(CLI::Range(1, 1000000));
+    run.add_option("--retry-ms", options_.retry_ms, "pause between fdatasync retries")
+        ->check(CLI::Range(0, 10000));
   }
   std::vector<WorkloadConfig> CatalogEntries() const override { return {}; }
 

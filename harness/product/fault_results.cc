@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 
 namespace powercut::product {
 
@@ -39,6 +40,27 @@ std::string LiveCutsResult::Summary() const {
     s += fmt::format("; {} ran to the end before the cut point (cut at the end)", uncut);
   }
   return s;
+}
+
+std::string LiveCutsText(const LiveCutsResult& r) {
+  std::string s;
+  for (const LiveCut& c : r.cuts) {
+    s += fmt::format("live cut seed {}: ", c.seed);
+    if (!c.error.empty()) {
+      s += "COULD NOT CUT: " + c.error + "\n";
+      continue;
+    }
+    s += c.cut ? fmt::format("after ack {}, write {}", c.cut_after_ack, c.cut_after_write)
+               : std::string("ran to the end (fewer acks than the cut point): cut at the end");
+    s += fmt::format(", {} acks before; {} volatile writes ({} kept, {} dropped, {} torn); {}",
+                     c.acks_before_cut, c.volatile_writes, c.kept, c.dropped, c.torn,
+                     c.in_model ? "inside the model" : "OUTSIDE THE MODEL (tester bug)");
+    s += c.violation ? fmt::format("; FAIL, lost {}", fmt::join(c.lost, " ")) : "; pass";
+    s += fmt::format(" ({:.1f} s + {:.1f} s check)\n", c.record_seconds, c.check_seconds);
+    if (!c.in_model) s += "  evidence: " + c.evidence + "\n  recording: " + c.kept_trace + "\n";
+    if (c.violation) s += "  " + c.summary + "\n";
+  }
+  return s + r.Summary() + "\n";
 }
 
 std::string FlakeyResult::Summary() const {

@@ -77,6 +77,9 @@ struct FlakeyResult {
   std::string Summary() const;
 };
 
+// One line per cut and the summary, for stdout.
+std::string LiveCutsText(const LiveCutsResult& result);
+
 nlohmann::json LiveCutsToJson(const LiveCutsResult& result);
 LiveCutsResult LiveCutsFromJson(const nlohmann::json& j);
 nlohmann::json FlakeyToJson(const FlakeyResult& result);

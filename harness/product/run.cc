@@ -379,9 +379,15 @@ std::string RunSummary(const RunOutcome& o) {
   if (!o.ran) {
     return fmt::format("COULD NOT RUN ({}): {}\n", o.error_kind, o.error);
   }
-  s += fmt::format("recorded {} entries, {} acks in {:.1f} s; checked in {:.1f} s\n",
-                   o.trace_entries, o.acks, o.record_seconds, o.check_seconds);
-  s += harness::ReportSummaryTable(*o.report);
+  if (o.flakey) {
+    s += fmt::format("failing disk: {}\n{} in {:.1f} s\n", o.flakey->Summary(),
+                     o.flakey->violations() ? "FAIL" : "PASS", o.record_seconds);
+  } else {
+    s += fmt::format("recorded {} entries, {} acks in {:.1f} s; checked in {:.1f} s\n",
+                     o.trace_entries, o.acks, o.record_seconds, o.check_seconds);
+    s += harness::ReportSummaryTable(*o.report);
+  }
+  if (o.live_cuts) s += LiveCutsText(*o.live_cuts);
   for (const auto& n : o.notes) s += "note: " + n + "\n";
   if (!o.recording_dir.empty()) {
     s += o.recording_bytes > 0

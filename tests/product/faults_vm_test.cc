@@ -17,22 +17,23 @@ using testing::ReadFile;
 using testing::RunCommand;
 using testing::TempDir;
 
-std::string Run(const std::string& workload, const std::string& checker, const std::string& flags,
-                const std::string& json) {
+std::string RunLine(const std::string& workload, const std::string& checker,
+                    const std::string& flags, const std::string& json) {
   return fmt::format("{} run --quiet --workload '{}' --checker '{}' {} --json {}", POWERCUT_BIN,
                      workload, checker, flags, json);
 }
 
 TEST(FaultsVmTest, BadFaultFlagsAreRejectedBeforeTheVmBoots) {
   TempDir dir;
-  auto r = RunCommand(Run("true", "true", "--flakey error_blocks", dir.path() + "/r.json"));
+  auto r = RunCommand(RunLine("true", "true", "--flakey error_blocks", dir.path() + "/r.json"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, ::testing::HasSubstr("--flakey error_blocks: expected error_writes"));
   r = RunCommand(
-      Run("true", "true", "--flakey drop_writes --flakey-for soon", dir.path() + "/r.json"));
+      RunLine("true", "true", "--flakey drop_writes --flakey-for soon", dir.path() + "/r.json"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, ::testing::HasSubstr("--flakey-for 'soon'"));
-  r = RunCommand(Run("true", "true", "--live-cuts 2 --flakey drop_writes", dir.path() + "/r.json"));
+  r = RunCommand(
+      RunLine("true", "true", "--live-cuts 2 --flakey drop_writes", dir.path() + "/r.json"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
 }
 
@@ -40,8 +41,8 @@ TEST(FaultsVmTest, LiveCutsOfTheWalAreInsideTheModelAndLoseNothing) {
   TempDir dir;
   const std::string json = dir.path() + "/live.json";
   auto r = RunCommand(
-      Run(fmt::format("{} wal run --barrier fdatasync --threads 2 --count 10", WORKLOAD_BIN),
-          fmt::format("{} wal check", WORKLOAD_BIN), "--cache on --live-cuts 2", json));
+      RunLine(fmt::format("{} wal run --barrier fdatasync --threads 2 --count 10", WORKLOAD_BIN),
+              fmt::format("{} wal check", WORKLOAD_BIN), "--cache on --live-cuts 2", json));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, ::testing::HasSubstr("2 of 2 live cuts inside the model (cache on)"));
   const auto j = nlohmann::json::parse(ReadFile(json));
@@ -65,9 +66,10 @@ TEST(FaultsVmTest, RetryAfterEioFailsOnAHealingDiskWhileTheWalPasses) {
   TempDir dir;
   const std::string flags = "--flakey error_writes --flakey-after-acks 3 --flakey-for 1s";
   const std::string retry_json = dir.path() + "/retry.json";
-  auto r = RunCommand(Run(fmt::format("{} retry run --count 14 --pause-ms 150", WORKLOAD_BIN),
-                          fmt::format("{} retry check", WORKLOAD_BIN), flags, retry_json));
+  auto r = RunCommand(RunLine(fmt::format("{} retry run --count 10 --pause-ms 50", WORKLOAD_BIN),
+                              fmt::format("{} retry check", WORKLOAD_BIN), flags, retry_json));
   EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("not on the final image ("));
   auto j = nlohmann::json::parse(ReadFile(retry_json));
   const auto& f = j["run"]["flakey"];
   EXPECT_EQ(f["mode"], "error_writes");
@@ -79,8 +81,8 @@ TEST(FaultsVmTest, RetryAfterEioFailsOnAHealingDiskWhileTheWalPasses) {
 
   const std::string wal_json = dir.path() + "/wal.json";
   r = RunCommand(
-      Run(fmt::format("{} wal run --barrier fdatasync --threads 2 --count 14", WORKLOAD_BIN),
-          fmt::format("{} wal check", WORKLOAD_BIN), flags, wal_json));
+      RunLine(fmt::format("{} wal run --barrier fdatasync --threads 2 --count 14", WORKLOAD_BIN),
+              fmt::format("{} wal check", WORKLOAD_BIN), flags, wal_json));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   j = nlohmann::json::parse(ReadFile(wal_json));
   const auto& w = j["run"]["flakey"];
