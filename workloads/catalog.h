@@ -33,6 +33,12 @@ struct WorkloadConfig {
   // File systems on which the cache-off verdict differs from the one above (key: ext4, xfs,
   // btrfs); absent means the same.
   std::map<std::string, Expectation> cache_off_by_fs;
+  // On a failing disk (`--flakey`, docs/live-cuts.md): writes fail with EIO after some acks
+  // (a program that fences at a failed barrier survives), or are silently dropped (no program
+  // can tell: an ack whose writes came after the switch is lost; a fast program may have
+  // written everything before it, as the WAL's group commit did in the faults preset).
+  Expectation error_writes = Expectation::kSurvives;
+  Expectation drop_writes = Expectation::kMayLose;
   // Where the expectation comes from: the database's own documentation (section and URL) and
   // what it promises, for the database workloads; "" for the barrier workloads, whose
   // expectations follow docs/barriers.md.

@@ -162,6 +162,13 @@ class WalWorkload final : public DirectoryWorkload {
                        .setting = name,
                        .run_args = {"--barrier", name, "--threads", "4"}};
       ExpectBarrierVerdicts(barrier, /*extends_file=*/false, c);
+      // A failing disk (error_writes): a barrier that reports the writeback error makes the WAL
+      // fence; write(2) alone never sees it; O_DIRECT and sync_file_range see the error of
+      // their own writes, not necessarily of everything acked with them.
+      if (barrier == wal::Barrier::kNone) c.error_writes = Expectation::kLoses;
+      if (barrier == wal::Barrier::kDirect || barrier == wal::Barrier::kSyncFileRange) {
+        c.error_writes = Expectation::kMayLose;
+      }
       entries.push_back(c);
     }
     return entries;

@@ -97,5 +97,7 @@ std::unique_ptr<Workload> MakeWalWorkload();
 std::unique_ptr<Workload> MakePostgresWorkload();
 std::unique_ptr<Workload> MakeRedisWorkload();
 std::unique_ptr<Workload> MakeLmdbWorkload();
+// The failing-disk control: retries fdatasync after EIO, then acks (retry_workload.cc).
+std::unique_ptr<Workload> MakeRetryWorkload();
 
 }  // namespace powercut::workloads

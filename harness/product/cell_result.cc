@@ -126,6 +126,8 @@ std::string CellResult::Unexpected() const {
 }
 
 std::string CellResult::Verdict() const {
+  // A live cut outside the replay model is the tester's own bug: no verdict of the cell holds.
+  if (ran && live_cuts && live_cuts->TesterBug()) return "error";
   if (!Unexpected().empty()) return "unexpected";
   if (!ran && expect.error.empty()) return "error";
   return "ok";
@@ -147,7 +149,12 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
   cell->notes = o.notes;
   cell->recording = o.recording_dir;
   cell->models.clear();
-  if (!o.report) return;
+  cell->live_cuts = o.live_cuts;
+  cell->flakey = o.flakey;
+  if (!o.report) {
+    AppendFaultModels(cell);
+    return;
+  }
   cell->check_method = o.report->check_method;
   cell->check_kernel = o.report->check_kernel;
   for (const auto& m : o.report->results) {
@@ -183,6 +190,7 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
     }
     cell->models.push_back(std::move(cm));
   }
+  AppendFaultModels(cell);
 }
 
 nlohmann::json GuestSizeToJson(const GuestSize& guest) {
@@ -298,6 +306,8 @@ nlohmann::json CellToJson(const CellResult& c) {
     j["error"] = c.error;
   }
   j["timeline"] = c.timeline ? TimelineToJson(*c.timeline) : nlohmann::json(nullptr);
+  if (c.live_cuts) j["live_cuts"] = LiveCutsToJson(*c.live_cuts);
+  if (c.flakey) j["flakey"] = FlakeyToJson(*c.flakey);
   return j;
 }
 
@@ -326,6 +336,8 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.check_kernel = j.value("check_kernel", "");
     c.notes = j.value("notes", std::vector<std::string>{});
     c.recording = j.value("recording", "");
+    if (j.contains("live_cuts")) c.live_cuts = LiveCutsFromJson(j.at("live_cuts"));
+    if (j.contains("flakey")) c.flakey = FlakeyFromJson(j.at("flakey"));
     if (j.contains("expect")) {
       c.judged = !j.at("expect").is_null();
       if (c.judged) c.expect = CellExpect::FromJson(j.at("expect"));
@@ -382,6 +394,7 @@ int RunExitCode(const RunOutcome& outcome, const CellResult& cell) {
   // Without --expect an incomplete pass exits 2 (RunOutcome::exit_code); with it, it is
   // unexpected unless the expectation is may-lose (CellResult::AsExpected).
   if (!cell.judged || !outcome.ran) return outcome.exit_code();
+  if (outcome.live_cuts && outcome.live_cuts->TesterBug()) return 2;
   if (cell.Verdict() != "ok") return 1;
   return outcome.could_not_check() > 0 ? 2 : 0;
 }

@@ -100,6 +100,10 @@ struct CellResult {
   // nothing is judged against them (AsExpected is true, Unexpected empty, JSON "expect": null).
   bool judged = true;
   std::string recording;  // where its recording was kept for the rebuild commands ("": nowhere)
+  // The fault modes' details (docs/live-cuts.md); their verdicts are also rows of `models`
+  // (AppendFaultModels), so every table, JUnit and HTML report shows them.
+  std::optional<LiveCutsResult> live_cuts;
+  std::optional<FlakeyResult> flakey;
 
   bool failed() const;  // ran and some model has violations
   // Did the model's verdict match the cell's expectation? An incomplete pass (the budget ran out
@@ -115,6 +119,16 @@ struct CellResult {
 
 // Fills the run part of `cell` from a RunOutcome.
 void FillCell(const RunOutcome& outcome, CellResult* cell);
+
+// The fault modes as rows of cell->models (harness/product/fault_cells.cc): cache "live" (one
+// state per live cut, violating when the oracle fails it) and cache "error_writes" or
+// "drop_writes" (one state: the final image of the flakey run). Expectations name them the same
+// way (CellExpect::models).
+inline constexpr char kLiveCutModel[] = "live";
+void AppendFaultModels(CellResult* cell);
+// The HTML report's section for a cell's live cuts (one row per seed) and failing disk ("" when
+// it has neither).
+std::string FaultDetailsHtml(const CellResult& cell);
 
 // The exit status of `powercut run`: without an expectation (cell.judged false) the outcome's
 // own (0 pass, 1 violations, 2 could not run or check); with --expect, 0 when every cache model

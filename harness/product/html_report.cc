@@ -219,6 +219,7 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
     }
     h += "</ul></section>\n";
   }
+  for (const CellResult& c : r.cells) h += FaultDetailsHtml(c);
   h += "</body></html>\n";
   return h;
 }

@@ -22,6 +22,7 @@ using powercut::XmlEscape;
 uint64_t DefaultCount(const std::string& preset, const std::string& workload) {
   if (preset == "controls") return kControlsCount;
   if (preset == "databases") return kDatabasesCount;
+  if (preset == "faults") return kFaultsCount;
   return workload.rfind("xlog", 0) == 0 ? 20 : 10;
 }
 
@@ -77,9 +78,20 @@ std::vector<std::pair<std::string, std::string>> DatabasesCells() {
   return cells;
 }
 
+// The faults preset (docs/results.md, "Faults"): the WAL under every barrier, RocksDB sync=true
+// and SQLite WAL FULL, each replayed with live cuts and run on both failing disks.
+std::vector<std::pair<std::string, std::string>> FaultsCells() {
+  std::vector<std::pair<std::string, std::string>> cells;
+  const absl::StatusOr<std::vector<std::string>> barriers = BuiltinSettings("wal");
+  for (const std::string& b : *barriers) cells.emplace_back("wal", b);
+  cells.emplace_back("rocksdb", "sync");
+  cells.emplace_back("sqlite-wal", "full");
+  return cells;
+}
+
 }  // namespace
 
-std::vector<std::string> PresetNames() { return {"headline", "controls", "databases"}; }
+std::vector<std::string> PresetNames() { return {"headline", "controls", "databases", "faults"}; }
 
 std::vector<std::string> PresetDefaultFs(const std::string& preset) {
   if (preset == "controls" || preset == "databases") return {"ext4", "xfs"};
@@ -104,6 +116,8 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
       pairs = ControlsCells();
     } else if (o.preset == "databases") {
       pairs = DatabasesCells();
+    } else if (o.preset == "faults") {
+      pairs = FaultsCells();
     } else {
       return absl::InvalidArgumentError(
           fmt::format("--preset {}: expected one of {}", o.preset, fmt::join(PresetNames(), ", ")));
@@ -141,20 +155,30 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
           "--fs raw: the built-in workloads need a file system; use ext4, xfs or btrfs");
     }
   }
+  std::vector<std::string> faults = {""};
+  if (o.preset == "faults") faults = {"", "error_writes", "drop_writes"};
+  if (!o.flakey.mode.empty()) faults = {o.flakey.mode};
   std::vector<MatrixCell> cells;
   for (const auto& [w, s] : pairs) {
     for (const std::string& f : o.fs) {
       if (auto b = LookupBuiltin(w, s); !b.ok()) return b.status();
-      cells.push_back({.index = cells.size(),
-                       .workload = w,
-                       .setting = s,
-                       .fs = f,
-                       .count = o.count ? o.count : DefaultCount(o.preset, w)});
+      for (const std::string& fault : faults) {
+        cells.push_back({.index = cells.size(),
+                         .workload = w,
+                         .setting = s,
+                         .fs = f,
+                         .count = o.count ? o.count : DefaultCount(o.preset, w),
+                         .fault = fault});
+      }
     }
   }
   for (const CustomCell& c : o.custom_cells) {
-    cells.push_back(
-        {.index = cells.size(), .workload = c.name, .setting = "custom", .fs = c.fs, .custom = c});
+    cells.push_back({.index = cells.size(),
+                     .workload = c.name,
+                     .setting = "custom",
+                     .fs = c.fs,
+                     .custom = c,
+                     .fault = o.flakey.mode});
   }
   return cells;
 }
@@ -182,7 +206,12 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
                       {"budget_seconds", o.budget_seconds},
                       {"max_acks", o.max_acks},
                       {"expect", o.expect},
-                      {"custom_cells", custom}};
+                      {"custom_cells", custom},
+                      {"live_cuts", o.live_cuts},
+                      {"flakey",
+                       {{"mode", o.flakey.mode},
+                        {"after_acks", o.flakey.after_acks},
+                        {"window_ms", o.flakey.window.count()}}}};
   if (!o.kernel.empty()) j["kernel"] = o.kernel;  // only then: older reports merge unchanged
   return j;
 }
@@ -305,6 +334,20 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     r.seed = o.seed;
     r.fsck = o.fsck;
     r.powercut = o.powercut;
+    if (o.preset == "faults" && o.cache == MatrixOptions{}.cache) {
+      // The faults preset replays under cache on only, the model its live cuts are checked
+      // against (docs/results.md, "Faults"); --cache with another list changes it.
+      r.models = {*harness::ParseCacheModel("on")};
+    }
+    if (c.fault.empty()) {
+      r.live_cuts = o.live_cuts != 0 ? o.live_cuts : o.preset == "faults" ? kFaultsLiveCuts : 0;
+    } else {
+      r.flakey = o.flakey;
+      r.flakey.mode = c.fault;
+      if (o.preset == "faults" && o.flakey.mode.empty()) {
+        r.flakey.after_acks = kFaultsFlakeyAfterAcks;
+      }
+    }
     // Only when the line is shown: the engine counts the states up front for it (one more
     // state-generation pass).
     if (progress.enabled()) {

@@ -85,14 +85,28 @@ struct MatrixOptions {
   // thread-safe when this is above 1 (VmCellRunner is).
   int cells_in_flight = 1;
   std::string kernel;  // `--kernel PATH` ("" = Debian's; vm::PrepareVm)
+  // The fault modes (docs/live-cuts.md): live cuts on every replayed cell (`--live-cuts`); with
+  // flakey.mode, every cell runs on that failing disk instead (`--flakey`). The faults preset
+  // runs each of its cells three ways: replay + live cuts, error_writes, drop_writes.
+  uint64_t live_cuts = 0;
+  RunOptions::Flakey flakey;
 };
+
+// The faults preset's defaults: live cuts per cell, commits per run, the ack the disk fails after
+// and how long it stays failed (its window then heals) when the flags do not say.
+inline constexpr uint64_t kFaultsLiveCuts = 2;
+inline constexpr uint64_t kFaultsCount = 8;
+inline constexpr int64_t kFaultsFlakeyAfterAcks = 3;
 
 struct MatrixCell {
   size_t index = 0;
   std::string workload, setting, fs;
   uint64_t count = 0;
   std::optional<CustomCell> custom;  // a --cells cell (setting "custom")
-  std::string Name() const { return workload + "/" + setting + "/" + fs; }
+  std::string fault;                 // "" (replay, live cuts), error_writes or drop_writes
+  std::string Name() const {
+    return workload + "/" + setting + "/" + fs + (fault.empty() ? "" : "/" + fault);
+  }
 };
 
 // The whole (unsharded) plan; fails on an unknown workload/setting/fs/preset.

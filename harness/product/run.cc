@@ -13,6 +13,8 @@
 #include "harness/check/file_system.h"
 #include "harness/check/fsck.h"
 #include "harness/check/report.h"
+#include "harness/product/flakey.h"
+#include "harness/product/live_cuts.h"
 #include "harness/product/recordings.h"
 #include "harness/trace/manifest.h"
 
@@ -77,9 +79,21 @@ uint64_t RunOutcome::could_not_check() const {
   return n;
 }
 
+bool RunOutcome::passed() const {
+  if (!ran) return false;
+  if (live_cuts && (live_cuts->Violations() > 0 || live_cuts->TesterBug())) return false;
+  if (flakey) return flakey->violations() == 0;
+  return report && report->passed() && could_not_check() == 0;
+}
+
 int RunOutcome::exit_code() const {
-  if (!ran || !report) return 2;
-  if (!report->passed()) return 1;
+  if (!ran) return 2;
+  // A live cut outside the replay model is the tester's bug: nothing else it said is trusted.
+  if (live_cuts && live_cuts->TesterBug()) return 2;
+  if (flakey) return flakey->violations() > 0 ? 1 : 0;
+  if (!report) return 2;
+  if (!report->passed() || (live_cuts && live_cuts->Violations() > 0)) return 1;
+  if (live_cuts && live_cuts->Errors() > 0) return 2;
   // An incomplete pass (--budget ran out) did not show that the program survives.
   return could_not_check() > 0 || !report->complete() ? 2 : 0;
 }
@@ -239,6 +253,20 @@ RunOutcome CheckRecording(const std::string& trace, const RunOptions& o) {
   return out;
 }
 
+vm::RunSpec RecordingSpec(const RunOptions& o, const std::string& dir) {
+  vm::RunSpec spec;
+  spec.fs = harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw);  // validated by the callers
+  spec.sector = o.sector;
+  spec.command = o.workload;
+  spec.recording = o.recording;
+  spec.output_dir = dir;
+  spec.timeout = o.timeout;
+  spec.memory_mib = o.guest.memory_mib;
+  spec.cpus = o.guest.cpus;
+  spec.disk_bytes = o.guest.disk_bytes;
+  return spec;
+}
+
 RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::GuestPool* pool) {
   RunOutcome out;
   absl::Status valid = o.workload.empty() ? absl::InvalidArgumentError("--workload CMD is required")
@@ -263,16 +291,8 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
   }
   if (!temporary) out.recording_dir = dir;
 
-  vm::RunSpec spec;
-  spec.fs = harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw);  // validated above
-  spec.sector = o.sector;
-  spec.command = o.workload;
-  spec.recording = o.recording;
-  spec.output_dir = dir;
-  spec.timeout = o.timeout;
-  spec.memory_mib = o.guest.memory_mib;
-  spec.cpus = o.guest.cpus;
-  spec.disk_bytes = o.guest.disk_bytes;
+  if (!o.flakey.mode.empty()) return RunFlakey(env, o, dir, pool);
+  vm::RunSpec spec = RecordingSpec(o, dir);
   auto start = std::chrono::steady_clock::now();
   out.kernel = vm::KernelName(env.kernel);
   auto run = pool != nullptr ? pool->Record(spec) : vm::RunInVm(env, spec);
@@ -360,6 +380,9 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
     checked.acks = out.acks;
     checked.trace_entries = out.trace_entries;
   }
+  if (checked.ran && o.live_cuts > 0) {
+    checked.live_cuts = RunLiveCuts(env, o, o.live_cuts, out.acks);
+  }
   return checked;
 }
 
@@ -427,16 +450,22 @@ std::string RunSummary(const RunOutcome& o) {
   if (!o.ran) {
     return fmt::format("COULD NOT RUN ({}): {}\n", o.error_kind, o.error);
   }
-  s += fmt::format("recorded {} entries, {} acks in {:.1f} s; checked in {:.1f} s\n",
-                   o.trace_entries, o.acks, o.record_seconds, o.check_seconds);
-  if (!o.record_phases.empty()) {
-    s += "recording:";
-    for (const auto& [name, seconds] : o.record_phases)
-      s += fmt::format(" {} {:.2f} s,", name, seconds);
-    s.back() = '\n';
+  if (o.flakey) {
+    s += fmt::format("failing disk: {}\n{} in {:.1f} s\n", o.flakey->Summary(),
+                     o.flakey->violations() ? "FAIL" : "PASS", o.record_seconds);
+  } else {
+    s += fmt::format("recorded {} entries, {} acks in {:.1f} s; checked in {:.1f} s\n",
+                     o.trace_entries, o.acks, o.record_seconds, o.check_seconds);
+    if (!o.record_phases.empty()) {
+      s += "recording:";
+      for (const auto& [name, seconds] : o.record_phases)
+        s += fmt::format(" {} {:.2f} s,", name, seconds);
+      s.back() = '\n';
+    }
   }
   if (!o.kernel.empty()) s += fmt::format("guest kernel: {}\n", o.kernel);
-  s += harness::ReportSummaryTable(*o.report);
+  if (!o.flakey) s += harness::ReportSummaryTable(*o.report);
+  if (o.live_cuts) s += LiveCutsText(*o.live_cuts);
   for (const auto& n : o.notes) s += "note: " + n + "\n";
   if (!o.recording_dir.empty()) {
     s += o.recording_bytes > 0

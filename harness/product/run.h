@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "harness/check/engine.h"
+#include "harness/product/fault_results.h"
 #include "harness/product/timeline.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/state_generator.h"
@@ -43,7 +44,8 @@ enum class CheckIn { kHost, kGuest };
 // and /dev/loop-control), else guest (never the silent debugfs fallback).
 absl::StatusOr<CheckIn> ParseCheckIn(const std::string& text);
 const char* CheckInName(CheckIn where);
-// The guests that judge states for `where`: nullptr for host. `agent_hint` and `kernel` as for vm::PrepareVm.
+// The guests that judge states for `where`: nullptr for host. `agent_hint` and `kernel` as for
+// vm::PrepareVm.
 absl::StatusOr<std::unique_ptr<vm::GuestCheckPool>> CheckPoolFor(CheckIn where,
                                                                  const std::string& agent_hint,
                                                                  const std::string& kernel = "");
@@ -96,6 +98,15 @@ struct RunOptions {
   double budget_seconds = 0;
   // Set: file-system states are judged in its guests (`--check-in guest`), else on the host.
   vm::GuestCheckPool* check_pool = nullptr;
+  // The fault modes (docs/live-cuts.md): N live power cuts on top of the replay
+  // (harness/product/live_cuts.h); or, with flakey.mode set, one run on a disk that fails after
+  // an ack instead of the replay (harness/product/flakey.h).
+  uint64_t live_cuts = 0;
+  struct Flakey {
+    std::string mode;  // "" (off), error_writes, drop_writes
+    int64_t after_acks = 0;
+    std::chrono::milliseconds window{0};  // 0: fails for good
+  } flakey;
 };
 
 struct RunOutcome {
@@ -125,13 +136,19 @@ struct RunOutcome {
   std::string recording_dir;     // kept recording ("" when temporary)
   uint64_t recording_bytes = 0;  // its size on disk, when kept for the report
   std::vector<std::string> notes;
+  std::optional<LiveCutsResult> live_cuts;
+  std::optional<FlakeyResult> flakey;  // set for a flakey run (then `report` is empty)
 
   // States whose checker output could not be judged (harness::Verdict::could_not_check).
   uint64_t could_not_check() const;
-  bool passed() const { return ran && report && report->passed() && could_not_check() == 0; }
+  // With live cuts: none violating and every one inside the model; a flakey run: no violation.
+  bool passed() const;
   // 2 could not run; 1 violations; 2 some states could not be checked; 0 otherwise.
   int exit_code() const;
 };
+
+// The recording of `options` into `dir` (no cut, no fault).
+vm::RunSpec RecordingSpec(const RunOptions& options, const std::string& dir);
 
 // Records in `pool`'s warm guest (harness/vm/warm_guest.h), or in a guest of its own when null.
 RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& options,

@@ -19,6 +19,7 @@ std::string GuestJobToJson(const GuestJob& job) {
             {"log_writes_serial", job.log_writes_serial},
             {"flakey", job.flakey},
             {"flakey_after_acks", job.flakey_after_acks},
+            {"flakey_heal_ms", job.flakey_heal_ms},
             {"command", job.command},
             {"checker", job.checker},
             {"mount_options", job.mount_options},
@@ -53,6 +54,7 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
     job.log_writes_serial = j.value("log_writes_serial", "");
     job.flakey = j.value("flakey", "");
     job.flakey_after_acks = j.value("flakey_after_acks", int64_t{0});
+    job.flakey_heal_ms = j.value("flakey_heal_ms", int64_t{0});
     job.command = j.value("command", "");
     job.checker = j.value("checker", "");
     job.mount_options = j.value("mount_options", "");
@@ -86,6 +88,7 @@ json ResultToJson(const GuestResult& r) {
             {"invalid_ack_lines", r.invalid_ack_lines},
             {"acked", r.acked},
             {"acks_before_cut", r.acks_before_cut},
+            {"flakey_healed", r.flakey_healed},
             {"checker_exit_code", r.checker_exit_code},
             {"have", r.have},
             {"corrupt", r.corrupt},
@@ -126,6 +129,7 @@ GuestResult ResultFromJson(const json& j) {
   r.invalid_ack_lines = j.value("invalid_ack_lines", uint64_t{0});
   r.acked = j.value("acked", std::vector<std::string>{});
   r.acks_before_cut = j.value("acks_before_cut", int64_t{-1});
+  r.flakey_healed = j.value("flakey_healed", false);
   r.checker_exit_code = j.value("checker_exit_code", -1);
   r.have = j.value("have", std::vector<std::string>{});
   r.corrupt = j.value("corrupt", std::vector<std::string>{});

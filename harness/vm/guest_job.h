@@ -32,6 +32,9 @@ struct GuestJob {
   // flakey when `flakey_after_acks` acks were relayed (0 = before the workload starts).
   std::string flakey;
   int64_t flakey_after_acks = 0;
+  // > 0: the failure lasts this long, then the pass-through table is restored (the disk heals)
+  // while the workload still runs; 0: it lasts until the workload ends.
+  int64_t flakey_heal_ms = 0;
   std::string command;        // the workload (kWorkload) or checker (kCheck)
   std::string checker;        // kWorkload with flakey: run after the remount
   std::string mount_options;  // passed to mount -o ("" = defaults)
@@ -66,6 +69,7 @@ struct GuestResult {
   uint64_t invalid_ack_lines = 0;
   std::vector<std::string> acked;  // ids in order
   int64_t acks_before_cut = -1;    // dm-flakey: acks relayed before the table was switched
+  bool flakey_healed = false;      // dm-flakey: the table was restored during the workload
   int checker_exit_code = -1;      // dm-flakey: the checker after the remount (or kCheck)
   std::vector<std::string> have;   // checker output
   std::vector<std::string> corrupt;

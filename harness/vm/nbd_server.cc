@@ -251,17 +251,27 @@ absl::StatusOr<PowerCutReport> NbdServer::ApplyPowerCut(const harness::CacheMode
   const uint32_t unit = model.atomic_unit != 0      ? model.atomic_unit
                         : options_.atomic_unit != 0 ? options_.atomic_unit
                                                     : 4096;
+  report.atomic_unit = unit;
+  bool torn_one = false;
   for (size_t i = first; i < undo_.size(); ++i) {
     const UndoRecord& u = undo_[i];
     ++report.candidates;
+    CutDecision d{
+        .offset = u.offset, .bytes = u.new_data.size(), .fua = u.fua, .flushed = !u.volatile_};
     if (u.fua && model.mode == harness::CacheMode::kOn) {
       ++report.kept;
+      report.decisions.push_back(d);
       RETURN_IF_ERROR(PWriteAll(image_fd_, u.new_data.data(), u.new_data.size(), u.offset));
       continue;
     }
-    switch (rng() % 3) {
+    const uint64_t end = u.offset + u.new_data.size();
+    const uint64_t units = u.new_data.empty() ? 0 : (end - 1) / unit - u.offset / unit + 1;
+    uint64_t draw = rng() % 3;
+    if (draw == 2 && (torn_one || units > 64)) draw = rng() % 2;  // one torn write at most
+    switch (draw) {
       case 0:
         ++report.dropped;
+        d.fate = CutDecision::Fate::kDropped;
         break;
       case 1:
         ++report.kept;
@@ -269,12 +279,14 @@ absl::StatusOr<PowerCutReport> NbdServer::ApplyPowerCut(const harness::CacheMode
         break;
       default: {
         ++report.torn;
+        torn_one = true;
+        d.fate = CutDecision::Fate::kTorn;
         // Each atomic unit (aligned on the device) survives or not on its own.
         uint64_t pos = u.offset;
-        const uint64_t end = u.offset + u.new_data.size();
-        while (pos < end) {
+        for (uint64_t k = 0; pos < end; ++k) {
           uint64_t next = std::min<uint64_t>(end, (pos / unit + 1) * unit);
           if (rng() % 2 == 0) {
+            d.units_kept |= uint64_t{1} << k;
             RETURN_IF_ERROR(
                 PWriteAll(image_fd_, u.new_data.data() + (pos - u.offset), next - pos, pos));
           }
@@ -283,6 +295,7 @@ absl::StatusOr<PowerCutReport> NbdServer::ApplyPowerCut(const harness::CacheMode
         break;
       }
     }
+    report.decisions.push_back(d);
   }
   if (fsync(image_fd_) != 0) {
     return absl::InternalError(

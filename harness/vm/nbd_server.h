@@ -35,6 +35,19 @@
 
 namespace powercut::vm {
 
+// What a live power cut did to one write whose fate was drawn (PowerCutReport::decisions), so the
+// cut image can be rebuilt from the trace as a crash state of the replay model and compared
+// (harness/product/live_cuts.h).
+struct CutDecision {
+  enum class Fate { kKept, kDropped, kTorn };
+  uint64_t offset = 0;  // bytes
+  uint64_t bytes = 0;
+  bool fua = false;
+  bool flushed = false;  // completed before the last flush (a lying cache's candidate)
+  Fate fate = Fate::kKept;
+  uint64_t units_kept = 0;  // kTorn: bit u = atomic unit u of the write reached the media
+};
+
 struct PowerCutReport {
   harness::CacheModel model{.mode = harness::CacheMode::kOn};
   uint64_t seed = 0;
@@ -42,6 +55,8 @@ struct PowerCutReport {
   uint64_t kept = 0;
   uint64_t dropped = 0;
   uint64_t torn = 0;  // writes of which only some atomic units were kept
+  uint32_t atomic_unit = 0;            // the unit writes were torn at
+  std::vector<CutDecision> decisions;  // in completion order, one per candidate
 };
 
 class NbdServer {
@@ -77,7 +92,9 @@ class NbdServer {
   // flush and every FUA write, and keeps, drops or tears (per atomic unit: the model's, else
   // Options::atomic_unit) each later write; lying does the same to the writes inside the model's
   // window (entries = writes, or bytes; at most Options::lying_window writes), flushes or not.
-  // Kept writes are applied in completion order.
+  // Kept writes are applied in completion order. At most one write is torn (the one the drive
+  // was writing when the power went; the replay model's crash states tear at most one write,
+  // docs/live-cuts.md), and only a write of at most 64 atomic units.
   absl::StatusOr<PowerCutReport> ApplyPowerCut(const harness::CacheModel& model, uint64_t seed);
 
   // The first error met while serving (I/O or recorder), or OK.

@@ -119,6 +119,8 @@ struct RunSpec {
   // `checker` in the same boot (xfstests' way).
   std::string flakey;
   int64_t flakey_after_acks = 0;
+  // > 0: the disk fails for this long, then heals (pass-through again) while the workload runs.
+  std::chrono::milliseconds flakey_for{0};
   std::string checker;
   std::chrono::seconds timeout{300};
   // Host folders the workload needs that lie under /tmp, /run, /var/tmp or /mnt (tmpfs in the

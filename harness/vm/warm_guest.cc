@@ -301,6 +301,7 @@ GuestJob WarmGuest::JobFor(const RunSpec& spec, const Job& job) {
   j.mount_options = spec.mount_options;
   j.flakey = spec.flakey;
   j.flakey_after_acks = spec.flakey_after_acks;
+  j.flakey_heal_ms = spec.flakey_for.count();
   j.head_hash_bytes = std::min(kHeadHashBytes, job.bytes);
   return j;
 }

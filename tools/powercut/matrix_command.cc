@@ -12,6 +12,7 @@
 #include "harness/product/html_report.h"
 #include "harness/product/matrix.h"
 #include "tools/powercut/commands.h"
+#include "tools/powercut/fault_options.h"
 #include "tools/powercut/product_commands.h"
 
 namespace powercut::cli {
@@ -41,6 +42,7 @@ struct MatrixArgs {
               recordings, recordings_cap = "1GiB", budget, disk_size, check_in;
   bool quiet = false, list = false, no_torn = false, no_expect = false;
   int jobs = 1;  // warm guests recording at once (docs/results.md, "Time to verdict")
+  FaultArgs faults;
 };
 
 void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
@@ -49,7 +51,9 @@ void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
                 "programs (6 black-box programs, the WAL under every durable barrier, RocksDB "
                 "sync, SQLite WAL FULL) on ext4 and xfs, 8 commits each; databases: PostgreSQL, "
                 "Redis, LMDB and SQLite WAL, every setting, against each database's documentation, "
-                "on ext4 and xfs, 5 commits each");
+                "on ext4 and xfs, 5 commits each; faults: the WAL under every barrier, RocksDB "
+                "sync, SQLite WAL FULL, each with 2 live cuts, on error_writes and on "
+                "drop_writes disks (after 3 acks), on ext4, 8 commits each");
   m->add_option("--workloads", a->workloads,
                 "xlog, xlog-append, wal, rocksdb, sqlite-wal, sqlite-delete, postgres, redis, "
                 "lmdb (comma-separated)");
@@ -110,6 +114,7 @@ void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
                 "a cell's checks overlap the next cell's recording")
       ->capture_default_str()
       ->check(CLI::Range(1, 16));
+  AddFaultOptions(m, &a->faults);
 }
 
 // Every flag checked and turned into the matrix's options (the built-in cells' binary and
@@ -124,6 +129,8 @@ absl::StatusOr<product::MatrixOptions> ParseMatrixArgs(const MatrixArgs& a) {
     ASSIGN_OR_RETURN(o.budget_seconds, harness::ParseBudget(a.budget));
   }
   RETURN_IF_ERROR(ParseGuestDisk(a.disk_size, &o.guest));
+  RETURN_IF_ERROR(
+      ApplyFaultArgs(a.faults, product::kFaultsFlakeyAfterAcks, &o.live_cuts, &o.flakey));
   o.powercut = product::SelfPath();
   o.progress = !a.quiet;
   o.torn = !a.no_torn;
@@ -164,9 +171,14 @@ void ListCells(const std::vector<product::MatrixCell>& plan, const product::Matr
       e = it->second.ForFs(c.fs);  // the per-fs expectations, as the run applies them
     }
     if (!o.expect) e = product::CellExpect{};
-    std::string expect = e.error.empty() ? fmt::format("off={} on={} lying={}", e.For("off"),
-                                                       e.For("on"), e.For("lying"))
-                                         : "error=" + e.error;
+    std::string expect =
+        !e.error.empty() ? "error=" + e.error
+        : !c.fault.empty()
+            ? fmt::format("{}={}", c.fault, e.For(c.fault))
+            : fmt::format("off={} on={} lying={}{}", e.For("off"), e.For("on"), e.For("lying"),
+                          o.live_cuts > 0 || o.preset == "faults"
+                              ? " live=" + e.For(product::kLiveCutModel)
+                              : "");
     std::printf("%-36s expect %s\n", c.Name().c_str(), expect.c_str());
   }
 }
@@ -190,9 +202,8 @@ int Matrix(const MatrixArgs& a) {
   if (*check_in == product::CheckIn::kGuest && o.fsck) {
     return CouldNotRun("--fsck runs on a host copy of each state: with --check-in guest drop it");
   }
-  auto report =
-      product::RunMatrix(o, product::VmCellRunner(product::AgentHint(o.powercut), o.fs, a.jobs,
-                                                     o.kernel, *check_in));
+  auto report = product::RunMatrix(
+      o, product::VmCellRunner(product::AgentHint(o.powercut), o.fs, a.jobs, o.kernel, *check_in));
   if (!report.ok()) return CouldNotRun(std::string(report.status().message()));
   std::printf("%s", product::HeadlineTable(*report).c_str());
   if (std::string phases = product::RecordPhasesSummary(report->cells);

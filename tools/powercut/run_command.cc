@@ -11,11 +11,13 @@
 #include "harness/product/builtin.h"
 #include "harness/product/cell_result.h"
 #include "harness/product/html_report.h"
+#include "harness/product/matrix.h"
 #include "harness/product/progress.h"
 #include "harness/product/recordings.h"
 #include "harness/product/run.h"
 #include "harness/vm/vm_run.h"
 #include "tools/powercut/commands.h"
+#include "tools/powercut/fault_options.h"
 #include "tools/powercut/product_commands.h"
 
 namespace powercut::cli {
@@ -74,6 +76,7 @@ struct RunArgs {
               recordings, recordings_cap = "1GiB", budget, disk_size, kernel, check_in;
   int timeout = 600;
   bool quiet = false, no_torn = false;
+  FaultArgs faults;
 };
 
 void AddRunOptions(CLI::App* run, RunArgs* a) {
@@ -131,6 +134,7 @@ void AddRunOptions(CLI::App* run, RunArgs* a) {
   run->add_option("--junit", a->junit, "write a JUnit XML report here");
   run->add_option("--html", a->html, "write the self-contained HTML report here");
   run->add_flag("--quiet", a->quiet, "no progress on stderr");
+  AddFaultOptions(run, &a->faults);
   run->add_flag("--exhaustive", a->o.exhaustive,
                 "check every state for full counts (default: a model stops at its first "
                 "violating state, where its verdict is decided)");
@@ -156,7 +160,8 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
   for (const absl::Status& s :
        {models.status(), points.status(), states.status(), recorder.status(), sector.status(),
         store.status(), budget.status(), ParseGuestDisk(a.disk_size, &o.guest),
-        product::ValidateRunOptions(o)}) {
+        product::ValidateRunOptions(o),
+        ApplyFaultArgs(a.faults, product::kFaultsFlakeyAfterAcks, &o.live_cuts, &o.flakey)}) {
     if (!s.ok()) return s;
   }
   o.budget_seconds = *budget;
@@ -164,7 +169,11 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
   cell->judged = !a.expect.empty();
   if (cell->judged) {
     std::vector<std::string> caches;
-    for (const auto& m : *models) caches.emplace_back(m.Name());
+    if (o.flakey.mode.empty()) {
+      for (const auto& m : *models) caches.emplace_back(m.Name());
+    }
+    if (o.live_cuts > 0) caches.emplace_back(product::kLiveCutModel);
+    if (!o.flakey.mode.empty()) caches.push_back(o.flakey.mode);
     auto expect = product::ParseExpect(a.expect, caches);
     if (!expect.ok()) return expect.status();
     cell->expect = *expect;
@@ -187,10 +196,18 @@ absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, product::Ru
   ASSIGN_OR_RETURN(product::CheckIn check_in, product::ParseCheckIn(a.check_in));
   std::unique_ptr<vm::GuestCheckPool> check_pool;
   if (harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw) != harness::FsKind::kRaw) {
-    ASSIGN_OR_RETURN(check_pool, product::CheckPoolFor(check_in, product::AgentHint(o.powercut), a.kernel));
+    ASSIGN_OR_RETURN(check_pool,
+                     product::CheckPoolFor(check_in, product::AgentHint(o.powercut), a.kernel));
   }
   o.check_pool = check_pool.get();
-  if (!a.trace.empty()) return product::CheckRecording(a.trace, o);
+  if (!a.trace.empty()) {
+    if (o.live_cuts > 0 || !o.flakey.mode.empty()) {
+      return absl::InvalidArgumentError(
+          "--trace checks an existing recording: --live-cuts and --flakey need the VM (drop "
+          "--trace)");
+    }
+    return product::CheckRecording(a.trace, o);
+  }
   if (progress) std::fprintf(stderr, "powercut run: preparing the VM...\n");
   auto env = vm::PrepareVm(product::AgentHint(o.powercut), a.kernel);
   if (!env.ok()) {
@@ -218,10 +235,11 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
               {"fs", o.fs},
               {"sector", harness::SectorFormatName(o.sector)},
               {"guest", product::GuestSizeToJson(o.guest)},
-              {"status", !outcome.ran                    ? "error"
-                         : !outcome.report->passed()     ? "fail"
-                         : outcome.could_not_check() > 0 ? "incomplete"
-                                                         : "pass"},
+              {"status", !outcome.ran                                          ? "error"
+                         : outcome.exit_code() == 1                            ? "fail"
+                         : outcome.could_not_check() > 0                       ? "incomplete"
+                         : outcome.live_cuts && outcome.live_cuts->TesterBug() ? "error"
+                                                                               : "pass"},
               {"error_kind", outcome.error_kind},
               {"error", outcome.error},
               {"workload_exit", outcome.workload_exit},
@@ -238,11 +256,22 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
               {"verdict", cell.judged && outcome.ran ? cell.Verdict() : ""},
               {"unexpected", cell.Unexpected()},
               {"notes", outcome.notes}};
+  if (outcome.live_cuts) j["run"]["live_cuts"] = product::LiveCutsToJson(*outcome.live_cuts);
+  if (outcome.flakey) j["run"]["flakey"] = product::FlakeyToJson(*outcome.flakey);
   return j;
 }
 
 // The JUnit report; a run that could not run is one error.
-std::string RunJunit(const product::RunOutcome& outcome, const product::RunOptions& o) {
+std::string RunJunit(const product::RunOutcome& outcome, const product::RunOptions& o,
+                     const product::CellResult& cell) {
+  if (outcome.ran && (outcome.live_cuts || outcome.flakey)) {
+    // One test case per cache model, live cuts and failing disk included: the matrix's form.
+    product::MatrixReport m;
+    m.shard = o.name;
+    m.seconds = outcome.record_seconds + outcome.check_seconds;
+    m.cells.push_back(cell);
+    return product::MatrixJunit(m);
+  }
   if (outcome.report) return harness::ReportToJunit(*outcome.report);
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite "
@@ -263,7 +292,7 @@ int WriteRunReports(const RunArgs& a, const product::RunOutcome& outcome,
     }
   };
   write(a.json, RunJson(outcome, o, cell, recordings).dump(2) + "\n");
-  if (!a.junit.empty()) write(a.junit, RunJunit(outcome, o));
+  if (!a.junit.empty()) write(a.junit, RunJunit(outcome, o, cell));
   if (!a.html.empty()) {
     product::MatrixReport m;
     m.plan_cells = 1;

@@ -20,12 +20,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -281,7 +284,7 @@ class Agent {
       pollfd p[3] = {{out_open ? out_fd : -1, POLLIN, 0},
                      {ack_open ? ack_fd_ : -1, POLLIN, 0},
                      {pidfd, POLLIN, 0}};
-      int wait_ms = -1;
+      int wait_ms = HealTimeoutMs();
       if (deadline > 0 && !timed_out_) {
         const double left = deadline - Uptime();
         if (left <= 0) {
@@ -289,9 +292,11 @@ class Agent {
           kill(-pid, SIGKILL);
           continue;
         }
-        wait_ms = static_cast<int>(left * 1000) + 1;
+        const int deadline_ms = static_cast<int>(left * 1000) + 1;
+        wait_ms = wait_ms < 0 ? deadline_ms : std::min(wait_ms, deadline_ms);
       }
       if (poll(p, 3, wait_ms) < 0 && errno != EINTR) break;
+      HealIfDue();
       if (p[0].revents != 0) read_into(out_fd, stdout_text, &out_open);
       if (p[1].revents != 0 && read_into(ack_fd_, &ack_pending_, &ack_open) && relay_acks) {
         HandleCompleteLines();
@@ -360,6 +365,9 @@ class Agent {
     }
     result_.acks_before_cut = static_cast<int64_t>(result_.acks);
     if (SwitchFlakey(FlakeyTable())) Event(fmt::format("flakey {}", job_.flakey));
+    if (job_.flakey_heal_ms > 0) {
+      heal_at_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(job_.flakey_heal_ms);
+    }
     if (pgid > 0) kill(-pgid, SIGCONT);
   }
 
@@ -382,6 +390,7 @@ class Agent {
     if (leftovers_survived_) return LeftoversSurvived();
     if (!job_.flakey.empty()) {
       if (!flakey_switched_) SwitchToFlakey();
+      heal_at_.reset();  // the unmount below runs on the failing disk, as without a window
       // As xfstests: unmount with the writes going nowhere, restore the pass-through table,
       // remount (journal replay) and check.
       if (!Unmount() || !SwitchFlakey(PassThroughTable()) || !Mount()) return false;
@@ -406,6 +415,24 @@ class Agent {
     std::string held;
     if (!DiskReleased(disk_, &held)) return Fail("release", held);
     return true;
+  }
+
+  // Milliseconds until the flakey window ends (-1: no heal pending), for poll.
+  int HealTimeoutMs() const {
+    if (!heal_at_) return -1;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        *heal_at_ - std::chrono::steady_clock::now());
+    return static_cast<int>(std::max<int64_t>(0, left.count()));
+  }
+
+  // The window is over: the disk heals (pass-through again) while the workload runs on.
+  void HealIfDue() {
+    if (!heal_at_ || std::chrono::steady_clock::now() < *heal_at_) return;
+    heal_at_.reset();
+    if (SwitchFlakey(PassThroughTable())) {
+      result_.flakey_healed = true;
+      Event("flakey-healed");
+    }
   }
 
   bool LeftoversSurvived() {
@@ -536,9 +563,10 @@ class Agent {
   uint64_t sectors_ = 0;
   bool log_writes_ = false;
   bool flakey_switched_ = false;
-  pid_t workload_pgid_ = -1;  // while the workload runs
-  int ack_fd_ = -1;           // its ack pipe (read end)
-  std::string ack_pending_;   // a partial ack line
+  std::optional<std::chrono::steady_clock::time_point> heal_at_;  // the flakey window's end
+  pid_t workload_pgid_ = -1;                                      // while the workload runs
+  int ack_fd_ = -1;                                               // its ack pipe (read end)
+  std::string ack_pending_;                                       // a partial ack line
 };
 
 }  // namespace

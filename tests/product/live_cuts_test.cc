@@ -1,0 +1,231 @@
+// The reality check of live cuts (harness/product/live_cuts.h) without a guest: qemu-io writes
+// through powercut's NBD server and recorder (the same server a live cut runs on), the server
+// applies a seeded power cut, and MatchCutToModel must find the cut image inside the replay model
+// for every seed, and outside it (naming the block) when the image or the drive's account of the
+// cut is altered. Also: the fault modes' JSON round trip and their rows in a cell.
+#include "harness/product/live_cuts.h"
+
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/image_io.h"
+#include "base/process.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "harness/product/cell_result.h"
+#include "harness/trace/recorder.h"
+#include "harness/vm/disk_image.h"
+#include "harness/vm/nbd_server.h"
+#include "tests/product/test_util.h"
+
+namespace powercut::product {
+namespace {
+
+using testing::TempDir;
+
+bool HaveQemuIo() {
+  auto r = powercut::RunCommand({"qemu-io", "--version"});
+  return r.ok() && r->exit_code == 0;
+}
+
+// A 1 MiB disk behind the recorder and the NBD server; base.img is its content before any write.
+class CutDisk {
+ public:
+  explicit CutDisk(const TempDir& dir) : dir_(dir.path()) {
+    EXPECT_TRUE(vm::CreateSparseImage(image(), 1 << 20).ok());
+    EXPECT_TRUE(CopySparse(image(), dir_ + "/base.img").ok());
+    auto rec = harness::Recorder::Create({.log_path = trace(),
+                                          .sector_size = 512,
+                                          .device_bytes = 1 << 20,
+                                          .base_image = dir_ + "/base.img"});
+    EXPECT_TRUE(rec.ok()) << rec.status();
+    recorder_ = std::move(*rec);
+    auto srv = vm::NbdServer::Start({.socket_path = dir_ + "/nbd.sock",
+                                     .image_path = image(),
+                                     .recorder = recorder_.get(),
+                                     .atomic_unit = 4096});
+    EXPECT_TRUE(srv.ok()) << srv.status();
+    server_ = std::move(*srv);
+  }
+  // qemu-io with a write-back cache; `crash` ends it with abort, so its writes stay unflushed.
+  void Io(const std::vector<std::string>& commands, bool crash) {
+    std::string line = "ulimit -c 0; exec qemu-io -f raw -t writeback";
+    for (const auto& c : commands) line += " -c '" + c + "'";
+    if (crash) line += " -c abort";
+    line += " 'nbd+unix:///?socket=" + dir_ + "/nbd.sock'";
+    auto r = powercut::RunCommand({"sh", "-c", line});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->exit_code, crash ? 128 + SIGABRT : 0) << r->output;
+  }
+  absl::StatusOr<vm::PowerCutReport> Cut(uint64_t seed) {
+    auto report = server_->ApplyPowerCut({.mode = harness::CacheMode::kOn}, seed);
+    if (report.ok()) {
+      if (auto s = recorder_->Finish(); !s.ok()) return s;
+    }
+    return report;
+  }
+  std::string image() const { return dir_ + "/disk.img"; }
+  std::string trace() const { return dir_ + "/trace.log"; }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<harness::Recorder> recorder_;
+  std::unique_ptr<vm::NbdServer> server_;
+};
+
+// Flushed data, then unflushed overwrites, a FUA write, a two-unit write and overlapping writes.
+void WriteWorkload(CutDisk& d) {
+  d.Io({"write -P 0x11 0 8192", "write -P 0x12 65536 4096"}, false);  // flushed at close
+  d.Io({"write -P 0x21 0 4096", "write -f -P 0x22 131072 4096", "write -P 0x23 196608 8192",
+        "write -P 0x24 4096 4096", "write -P 0x25 0 4096", "write -P 0x26 65536 512"},
+       true);
+}
+
+harness::StateOptions ReplayStates() {
+  harness::StateOptions s;
+  s.max_exhaustive = 16;  // every subset: the replay's state set holds every kept/dropped draw
+  return s;
+}
+
+TEST(LiveCutModelTest, EverySeededCutIsACrashStateOfTheModel) {
+  if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
+  uint64_t torn = 0, dropped = 0, kept = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    TempDir dir;
+    CutDisk d(dir);
+    WriteWorkload(d);
+    auto report = d.Cut(seed);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_LE(report->torn, 1u) << "a live cut tears at most one write";
+    torn += report->torn;
+    dropped += report->dropped;
+    kept += report->kept;
+    auto m = MatchCutToModel(d.trace(), d.image(), *report, ReplayStates(), 1);
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_TRUE(m->in_model) << "seed " << seed << ": " << m->evidence;
+    EXPECT_THAT(m->state_id, ::testing::StartsWith("pc1_")) << seed;
+    EXPECT_EQ(m->volatile_writes, 5u) << "the FUA write is durable, the other five volatile";
+    if (report->torn == 0) EXPECT_TRUE(m->sampled) << "exhaustive replay holds seed " << seed;
+  }
+  EXPECT_GT(torn, 0u);
+  EXPECT_GT(dropped, 0u);
+  EXPECT_GT(kept, 0u);
+}
+
+TEST(LiveCutModelTest, AnImageTheModelCannotMakeIsOutsideWithTheBlockNamed) {
+  if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
+  TempDir dir;
+  CutDisk d(dir);
+  WriteWorkload(d);
+  auto report = d.Cut(3);
+  ASSERT_TRUE(report.ok()) << report.status();
+  {  // a byte no write put there: block 100
+    std::fstream f(d.image(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100 * 4096 + 7);
+    f.put('\x7f');
+  }
+  auto m = MatchCutToModel(d.trace(), d.image(), *report, ReplayStates(), 1);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_FALSE(m->in_model);
+  EXPECT_THAT(m->evidence, ::testing::HasSubstr("1 block(s) of 4 KiB: 100;"));
+}
+
+TEST(LiveCutModelTest, ADrawTheRecorderDoesNotKnowIsOutside) {
+  if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
+  TempDir dir;
+  CutDisk d(dir);
+  WriteWorkload(d);
+  auto report = d.Cut(5);
+  ASSERT_TRUE(report.ok()) << report.status();
+  // The drive claims an unflushed write the trace does not have.
+  vm::PowerCutReport extra = *report;
+  extra.decisions.push_back({.offset = 500 * 4096, .bytes = 4096});
+  auto m = MatchCutToModel(d.trace(), d.image(), extra, ReplayStates(), 1);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_FALSE(m->in_model);
+  EXPECT_THAT(m->evidence, ::testing::HasSubstr("held 6 unflushed writes"));
+  // The drive's account of one write is wrong: the image is not the state it names. (The last
+  // such write: the first one, at byte 0, is overwritten by a later one, so its fate is moot.)
+  vm::PowerCutReport flipped = *report;
+  for (auto it = flipped.decisions.rbegin(); it != flipped.decisions.rend(); ++it) {
+    if (it->fua || it->flushed || it->fate == vm::CutDecision::Fate::kTorn) continue;
+    it->fate = it->fate == vm::CutDecision::Fate::kKept ? vm::CutDecision::Fate::kDropped
+                                                        : vm::CutDecision::Fate::kKept;
+    break;
+  }
+  m = MatchCutToModel(d.trace(), d.image(), flipped, ReplayStates(), 1);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_FALSE(m->in_model);
+  EXPECT_THAT(m->evidence, ::testing::HasSubstr("differs from crash state"));
+}
+
+TEST(FaultResultsTest, CellRowsJsonRoundTripAndVerdicts) {
+  RunOutcome o;
+  o.ran = true;
+  LiveCutsResult live;
+  live.requested = 2;
+  live.cuts.push_back({.seed = 2, .acks_before_cut = 3, .in_model = true, .state_id = "pc1_a"});
+  live.cuts.push_back({.seed = 3,
+                       .acks_before_cut = 5,
+                       .in_model = true,
+                       .state_id = "pc1_b",
+                       .violation = true,
+                       .lost = {"4", "5"},
+                       .summary = "lost 4 5"});
+  o.live_cuts = live;
+  CellResult cell{.name = "w/s/ext4"};
+  FillCell(o, &cell);
+  ASSERT_EQ(cell.models.size(), 1u);
+  EXPECT_EQ(cell.models[0].cache, kLiveCutModel);
+  EXPECT_EQ(cell.models[0].states, 2u);
+  EXPECT_EQ(cell.models[0].violations, 1u);
+  EXPECT_EQ(cell.models[0].lost_acks_max, 2u);
+  EXPECT_EQ(cell.Verdict(), "unexpected") << "live cuts are expected to survive by default";
+  cell.expect.models[kLiveCutModel] = "loses";
+  EXPECT_EQ(cell.Verdict(), "ok");
+
+  auto back = CellFromJson(CellToJson(cell));
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_TRUE(back->live_cuts.has_value());
+  EXPECT_EQ(back->live_cuts->cuts.size(), 2u);
+  EXPECT_EQ(back->live_cuts->cuts[1].lost, (std::vector<std::string>{"4", "5"}));
+  EXPECT_EQ(back->live_cuts->InModel(), 2u);
+
+  // One cut outside the model: the cell is the tester's error, whatever was expected.
+  o.live_cuts->cuts[0].in_model = false;
+  o.live_cuts->cuts[0].evidence = "block 7";
+  EXPECT_EQ(o.exit_code(), 2);
+  CellResult bug{.name = "w/s/ext4"};
+  FillCell(o, &bug);
+  EXPECT_EQ(bug.Verdict(), "error");
+  EXPECT_THAT(bug.models[0].summary, ::testing::HasSubstr("TESTER BUG"));
+
+  RunOutcome f;
+  f.ran = true;
+  f.flakey = FlakeyResult{.mode = "error_writes",
+                          .after_acks = 3,
+                          .window_seconds = 1,
+                          .acks = 10,
+                          .acks_before_failure = 3,
+                          .acks_after_failure = {"5", "6"},
+                          .workload_exit = 0,
+                          .checker_exit = 0};
+  EXPECT_EQ(f.exit_code(), 1);
+  CellResult fc{.name = "w/s/ext4/error_writes"};
+  FillCell(f, &fc);
+  ASSERT_EQ(fc.models.size(), 1u);
+  EXPECT_EQ(fc.models[0].cache, "error_writes");
+  EXPECT_EQ(fc.models[0].violations, 1u);
+  EXPECT_THAT(fc.models[0].summary, ::testing::HasSubstr("2 of them not on the final image (5 6)"));
+  auto fback = CellFromJson(CellToJson(fc));
+  ASSERT_TRUE(fback.ok()) << fback.status();
+  ASSERT_TRUE(fback->flakey.has_value());
+  EXPECT_EQ(fback->flakey->acks_after_failure, (std::vector<std::string>{"5", "6"}));
+  f.flakey->acks_after_failure.clear();
+  EXPECT_EQ(f.exit_code(), 0);
+}
+
+}  // namespace
+}  // namespace powercut::product

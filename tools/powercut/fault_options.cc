@@ -1,0 +1,47 @@
+#include "tools/powercut/fault_options.h"
+
+#include "fmt/format.h"
+#include "harness/product/flakey.h"
+
+namespace powercut::cli {
+
+void AddFaultOptions(CLI::App* c, FaultArgs* a) {
+  c->add_option("--live-cuts", a->live_cuts,
+                "also cut the power of N live runs (seeded, at an unflushed write), check each "
+                "cut image and that it is a crash state of the replay model (a guest boot each)");
+  c->add_option("--flakey", a->flakey,
+                "instead of the replay: run on a disk that fails (error_writes: EIO) or drops "
+                "(drop_writes) every write after --flakey-after-acks acks; the final image must "
+                "hold every ack given after the failure began");
+  c->add_option("--flakey-after-acks", a->flakey_after_acks,
+                "the disk fails after this many acks (default 3)");
+  c->add_option("--flakey-for", a->flakey_for,
+                "the disk heals after this long (2s, 500ms); default: it fails for good");
+}
+
+absl::Status ApplyFaultArgs(const FaultArgs& a, int64_t default_after, uint64_t* live_cuts,
+                            product::RunOptions::Flakey* flakey) {
+  *live_cuts = a.live_cuts;
+  if (a.flakey.empty()) {
+    if (a.flakey_after_acks >= 0 || !a.flakey_for.empty()) {
+      return absl::InvalidArgumentError(
+          "--flakey-after-acks and --flakey-for need --flakey error_writes|drop_writes");
+    }
+    return absl::OkStatus();
+  }
+  if (a.live_cuts > 0) {
+    return absl::InvalidArgumentError(
+        "--live-cuts and --flakey are different runs: a flakey run replaces the replay the live "
+        "cuts are compared with; give one of them");
+  }
+  flakey->mode = a.flakey;
+  flakey->after_acks = a.flakey_after_acks >= 0 ? a.flakey_after_acks : default_after;
+  if (!a.flakey_for.empty()) {
+    absl::StatusOr<std::chrono::milliseconds> w = product::ParseFlakeyWindow(a.flakey_for);
+    if (!w.ok()) return w.status();
+    flakey->window = *w;
+  }
+  return product::ValidateFlakey(*flakey);
+}
+
+}  // namespace powercut::cli

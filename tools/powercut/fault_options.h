@@ -1,0 +1,26 @@
+// The fault-mode flags `powercut run` and `powercut matrix` share (docs/live-cuts.md):
+// --live-cuts N, --flakey MODE, --flakey-after-acks N, --flakey-for DURATION.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "harness/product/run.h"
+
+namespace powercut::cli {
+
+struct FaultArgs {
+  uint64_t live_cuts = 0;
+  std::string flakey, flakey_for;
+  int64_t flakey_after_acks = -1;  // -1: not given
+};
+
+void AddFaultOptions(CLI::App* command, FaultArgs* args);
+
+// Checks the flags and fills `live_cuts` and `flakey` (after_acks defaults to `default_after`).
+absl::Status ApplyFaultArgs(const FaultArgs& args, int64_t default_after, uint64_t* live_cuts,
+                            product::RunOptions::Flakey* flakey);
+
+}  // namespace powercut::cli
