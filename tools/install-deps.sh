@@ -11,6 +11,7 @@ packages=(
   # The database workloads (docs/your-database.md): the servers run in the guest from the host's
   # root, so they are installed here; libpq-dev and liblmdb-dev are linked into powercut-workload.
   postgresql-15 postgresql-client-15 libpq-dev redis-server liblmdb-dev lmdb-utils
+  etcd-server etcd-client
 )
 
 missing=()

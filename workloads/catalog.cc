@@ -45,7 +45,7 @@ std::vector<WorkloadConfig> Catalog() {
   std::vector<WorkloadConfig> catalog;
   for (const auto& make :
        {MakeXlogWorkload, MakeWalWorkload, MakeRocksDbWorkload, MakeSqliteWorkload,
-        MakePostgresWorkload, MakeRedisWorkload, MakeLmdbWorkload}) {
+        MakePostgresWorkload, MakeRedisWorkload, MakeLmdbWorkload, MakeEtcdWorkload}) {
     for (WorkloadConfig& c : make()->CatalogEntries()) catalog.push_back(std::move(c));
   }
   return catalog;

@@ -1,5 +1,20 @@
-#include "workloads/redis_workload.h"
-
+// The redis workload: Redis 7 (Debian's redis-server) with the append-only file, one SET per
+// commit, a real server in the guest (docs/your-database.md), in the DatabaseWorkload shape
+// (database_workload.h).
+//
+// Run: redis-server as the redis user, data in POWERCUT_DIR/redis (appendonly yes, appenddirname
+// appendonlydir, no RDB snapshots), listening only on a unix socket in a private folder under
+// /tmp (port 0). It is started in the foreground with --supervised systemd and NOTIFY_SOCKET
+// pointing at our own datagram socket, so "READY=1" says it accepts commands (no polling). For
+// id 1..count: SET commit:<id> <payload>, acked once the +OK reply arrived. The server is killed
+// at the end (SIGKILL: the cut is what is tested; a clean shutdown would rewrite files).
+//
+// Check: the same server on the crash image (it loads the AOF; a truncated tail is loaded up to
+// the last whole command, aof-load-truncated yes, Redis' default), KEYS commit:*, GET each,
+// have/corrupt per key. A server that cannot load the image is DataLoss quoting its log.
+//
+// The client is a few lines of RESP over the socket: hiredis' headers (libhiredis-dev) would be
+// one more package for three commands.
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -18,44 +33,20 @@
 
 #include "base/process.h"
 #include "base/status_macros.h"
-#include "workloads/payload.h"
+#include "workloads/database_workload.h"
 #include "workloads/server_process.h"
-#include "workloads/workload.h"
 
 namespace powercut::workloads {
 namespace {
+
+constexpr char kRedisDataDir[] = "redis";
 
 constexpr char kInstallHint[] = "install Debian's redis-server (apt-get install redis-server)";
 constexpr char kKeyPrefix[] = "commit:";
 // How long the server may take to say READY=1 (loading an AOF of a few hundred commands takes
 // milliseconds natively, well under a second under TCG) and to answer one command.
 constexpr auto kStartTimeout = std::chrono::seconds(60);
-constexpr int kReplyTimeoutSeconds = 60;
-
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd& operator=(Fd&&) = delete;
-  Fd(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-absl::StatusOr<sockaddr_un> UnixAddress(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path)) {
-    return absl::InvalidArgumentError(fmt::format("socket path too long: {}", path));
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  return addr;
-}
+constexpr auto kReplyTimeout = std::chrono::seconds(60);
 
 // One reply of the RESP protocol, as far as SET, GET and KEYS need: simple string, error,
 // integer, bulk string (null: nullopt), array of bulk strings.
@@ -68,30 +59,15 @@ struct Reply {
 class RedisClient {
  public:
   static absl::StatusOr<RedisClient> Connect(const std::string& socket_path) {
-    Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (fd.get() < 0) return absl::InternalError(fmt::format("socket: {}", std::strerror(errno)));
-    ASSIGN_OR_RETURN(sockaddr_un addr, UnixAddress(socket_path));
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      return absl::UnavailableError(
-          fmt::format("connect {}: {}", socket_path, std::strerror(errno)));
-    }
-    timeval tv{.tv_sec = kReplyTimeoutSeconds, .tv_usec = 0};
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    return RedisClient(std::move(fd));
+    ASSIGN_OR_RETURN(UnixStream stream, UnixStream::Connect(socket_path, kReplyTimeout));
+    return RedisClient(std::move(stream));
   }
 
   // Sends one command and reads its reply; a -ERR reply is an error with Redis' words.
   absl::StatusOr<Reply> Call(const std::vector<std::string>& args) {
     std::string out = fmt::format("*{}\r\n", args.size());
     for (const std::string& a : args) out += fmt::format("${}\r\n{}\r\n", a.size(), a);
-    for (size_t done = 0; done < out.size();) {
-      const ssize_t n = ::send(fd_.get(), out.data() + done, out.size() - done, MSG_NOSIGNAL);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return absl::UnavailableError(fmt::format("send to redis: {}", std::strerror(errno)));
-      }
-      done += static_cast<size_t>(n);
-    }
+    RETURN_IF_ERROR(stream_.SendAll(out));
     ASSIGN_OR_RETURN(Reply reply, ReadReply());
     if (reply.type == '-') {
       return absl::InternalError(fmt::format("redis {}: {}", args[0], reply.text.value_or("")));
@@ -100,20 +76,12 @@ class RedisClient {
   }
 
  private:
-  explicit RedisClient(Fd fd) : fd_(std::move(fd)) {}
+  explicit RedisClient(UnixStream stream) : stream_(std::move(stream)) {}
 
   absl::Status Fill() {
-    char buf[65536];
-    for (;;) {
-      const ssize_t n = ::recv(fd_.get(), buf, sizeof(buf), 0);
-      if (n > 0) {
-        in_.append(buf, static_cast<size_t>(n));
-        return absl::OkStatus();
-      }
-      if (n == 0) return absl::UnavailableError("redis closed the connection");
-      if (errno == EINTR) continue;
-      return absl::UnavailableError(fmt::format("recv from redis: {}", std::strerror(errno)));
-    }
+    ASSIGN_OR_RETURN(const size_t n, stream_.Receive(in_));
+    if (n == 0) return absl::UnavailableError("redis closed the connection");
+    return absl::OkStatus();
   }
   absl::StatusOr<std::string> Line() {
     for (;;) {
@@ -175,7 +143,7 @@ class RedisClient {
     return reply;
   }
 
-  Fd fd_;
+  UnixStream stream_;
   std::string in_;
   size_t pos_ = 0;
 };
@@ -218,138 +186,113 @@ absl::StatusOr<std::string> RedisBinary() {
   return FindProgram({"/usr/bin/redis-server"}, kInstallHint);
 }
 
-}  // namespace
+// A run: the server on a fresh data folder and one client connection.
+class RedisSession final : public DatabaseWorkload::Session {
+ public:
+  static absl::StatusOr<std::unique_ptr<RedisSession>> Open(const std::string& dir,
+                                                            const std::string& appendfsync) {
+    ASSIGN_OR_RETURN(const std::string binary, RedisBinary());
+    ASSIGN_OR_RETURN(ServerSite site,
+                     RunSite(dir, kRedisDataDir, "redis", "redis", "redis-server", "redis"));
+    ASSIGN_OR_RETURN(std::unique_ptr<NotifiedServer> server,
+                     StartRedis(binary, site.account, site.data, site.folder.path(), appendfsync,
+                                absl::StatusCode::kInternal));
+    ASSIGN_OR_RETURN(RedisClient client, RedisClient::Connect(site.folder.path() + "/redis.sock"));
+    return std::unique_ptr<RedisSession>(
+        new RedisSession(std::move(site), std::move(server), std::move(client)));
+  }
 
-absl::Status RunRedis(const std::string& dir, const RedisOptions& o, AckChannel& acks) {
-  if (o.count == 0) return absl::InvalidArgumentError("--count must be at least 1");
-  if (o.appendfsync != "always" && o.appendfsync != "everysec" && o.appendfsync != "no") {
-    return absl::InvalidArgumentError(
-        fmt::format("--appendfsync {}: expected always, everysec or no", o.appendfsync));
-  }
-  ASSIGN_OR_RETURN(const std::string binary, RedisBinary());
-  ASSIGN_OR_RETURN(const ServiceAccount account, ServiceAccountFor("redis", "redis-server"));
-  const std::string data = fmt::format("{}/{}", dir, kRedisDataDir);
-  if (::access(data.c_str(), F_OK) == 0) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{} already exists: the redis workload needs a fresh POWERCUT_DIR (remove it)", data));
-  }
-  RETURN_IF_ERROR(MakeOwnedFolder(data, account));
-  // Our set-up (the data folder) is durable before the server starts: what Redis then creates
-  // is Redis' to make durable.
-  RETURN_IF_ERROR(SyncFileSystem(data));
-  ASSIGN_OR_RETURN(PrivateFolder folder, PrivateFolder::Create("redis", account));
-  ASSIGN_OR_RETURN(const std::string reachable, ReachableByAccount(account, dir, folder.path()));
-  ASSIGN_OR_RETURN(std::unique_ptr<NotifiedServer> server,
-                   StartRedis(binary, account, fmt::format("{}/{}", reachable, kRedisDataDir),
-                              folder.path(), o.appendfsync, absl::StatusCode::kInternal));
-  ASSIGN_OR_RETURN(RedisClient client, RedisClient::Connect(folder.path() + "/redis.sock"));
-  for (uint64_t id = 1; id <= o.count; ++id) {
-    const std::string id_text = std::to_string(id);
-    const std::string payload = MakePayload(id_text, FillerSize(o.seed, id, o.value_size));
-    absl::StatusOr<Reply> reply = client.Call({"SET", kKeyPrefix + id_text, payload});
-    if (!reply.ok()) {
-      return absl::Status(reply.status().code(),
-                          fmt::format("SET id {}: {}; stopped, no further acks", id,
-                                      std::string(reply.status().message())));
+  absl::Status Commit(const std::string& id, const std::string& value) override {
+    ASSIGN_OR_RETURN(Reply reply, client_.Call({"SET", kKeyPrefix + id, value}));
+    if (reply.type != '+' || reply.text != "OK") {
+      return absl::InternalError(
+          fmt::format("SET: unexpected reply '{}{}'", reply.type, reply.text.value_or("")));
     }
-    if (reply->type != '+' || reply->text != "OK") {
-      return absl::InternalError(fmt::format("SET id {}: unexpected reply '{}{}'", id, reply->type,
-                                             reply->text.value_or("")));
-    }
-    RETURN_IF_ERROR(acks.Ack(id_text));
+    return absl::OkStatus();
   }
-  return absl::OkStatus();
-}
+  // No Finish: the server is killed when the session dies (SIGKILL: the cut is what is tested;
+  // a clean shutdown would rewrite files).
 
-absl::StatusOr<CheckResult> CheckRedis(const std::string& dir) {
-  CheckResult result;
-  const std::string data = fmt::format("{}/{}", dir, kRedisDataDir);
-  if (::access(data.c_str(), F_OK) != 0) {
-    result.notes.push_back(fmt::format("no {}: nothing was committed", data));
-    return result;
-  }
-  if (OnReadOnlyMount(dir)) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{} is on a read-only mount: redis-server writes its AOF manifest when it loads; mount "
-        "the crash image read-write",
-        dir));
-  }
-  ASSIGN_OR_RETURN(const std::string binary, RedisBinary());
-  ASSIGN_OR_RETURN(const ServiceAccount account, ServiceAccountFor("redis", "redis-server"));
-  ASSIGN_OR_RETURN(PrivateFolder folder, PrivateFolder::Create("redischeck", account));
-  ASSIGN_OR_RETURN(const std::string reachable, ReachableByAccount(account, dir, folder.path()));
-  // appendfsync no: the checker's server needs no durability on the scratch image.
-  ASSIGN_OR_RETURN(std::unique_ptr<NotifiedServer> server,
-                   StartRedis(binary, account, fmt::format("{}/{}", reachable, kRedisDataDir),
-                              folder.path(), "no", absl::StatusCode::kDataLoss));
-  ASSIGN_OR_RETURN(RedisClient client, RedisClient::Connect(folder.path() + "/redis.sock"));
-  ASSIGN_OR_RETURN(Reply keys, client.Call({"KEYS", std::string(kKeyPrefix) + "*"}));
-  for (const std::optional<std::string>& key : keys.items) {
-    if (!key.has_value()) continue;
-    const std::string id = key->substr(std::strlen(kKeyPrefix));
-    ASSIGN_OR_RETURN(Reply value, client.Call({"GET", *key}));
-    if (value.text.has_value() && VerifyPayload(id, *value.text)) {
-      result.have.push_back(id);
-    } else {
-      result.corrupt.push_back(id);
-      result.notes.push_back(fmt::format("key {}: the value does not verify", *key));
-    }
-  }
-  return result;
-}
-
-namespace {
+ private:
+  RedisSession(ServerSite site, std::unique_ptr<NotifiedServer> server, RedisClient client)
+      : site_(std::move(site)), server_(std::move(server)), client_(std::move(client)) {}
+  ServerSite site_;  // destroyed last: the server must be gone before its folder goes
+  std::unique_ptr<NotifiedServer> server_;
+  RedisClient client_;
+};
 
 constexpr char kPersistenceDocs[] =
     "redis.io, Redis persistence, 'How durable is the append only file?' "
     "(https://redis.io/docs/latest/operate/oss_and_stack/management/persistence/)";
 
-class RedisWorkload final : public StoreWorkload<RedisOptions, RunRedis, CheckRedis> {
+class RedisWorkload final : public DatabaseWorkload {
  public:
+  RedisWorkload() : DatabaseWorkload("keys (commands)", "value") {}
   WorkloadHelp help() const override {
     return {"redis", "Redis 7 append-only file, one SET per commit",
             "start redis-server as redis, SET and ack --count keys",
             "start redis-server on the image (loads the AOF), print have per key"};
   }
-  void AddOptions(CLI::App& run, CLI::App& /*check*/) override {
-    run.add_option("--appendfsync", options_.appendfsync, "appendfsync: always, everysec or no")
+  std::vector<WorkloadConfig> CatalogEntries() const override {
+    return {
+        Entry("redis-always", "appendonly yes, appendfsync always", {"--appendfsync", "always"},
+              Expectation::kSurvives,
+              fmt::format("{}: 'appendfsync always: fsync every time new commands are appended to "
+                          "the AOF. Very very slow, very safe' (the write and fsync happen before "
+                          "the reply is sent)",
+                          kPersistenceDocs)),
+        Entry("redis-everysec", "appendonly yes, appendfsync everysec",
+              {"--appendfsync", "everysec"}, Expectation::kLoses,
+              fmt::format("{}: 'appendfsync everysec: fsync every second ... you may lose 1 second "
+                          "of data if there is a disaster'",
+                          kPersistenceDocs)),
+        Entry("redis-no", "appendonly yes, appendfsync no", {"--appendfsync", "no"},
+              Expectation::kLoses,
+              fmt::format("{}: 'appendfsync no: Never fsync, just put your data in the hands of "
+                          "the Operating System'",
+                          kPersistenceDocs))};
+  }
+
+ protected:
+  void AddSettings(CLI::App& run) override {
+    run.add_option("--appendfsync", appendfsync_, "appendfsync: always, everysec or no")
         ->capture_default_str()
         ->check(CLI::IsMember({"always", "everysec", "no"}));
-    AddCountOption(run, options_.count, "keys (commands)");
-    AddPayloadOptions(run, options_.value_size, options_.seed, "value");
   }
-  std::vector<WorkloadConfig> CatalogEntries() const override {
-    std::vector<WorkloadConfig> entries;
-    WorkloadConfig always{.name = "redis-always",
-                          .workload = "redis",
-                          .setting = "appendonly yes, appendfsync always",
-                          .run_args = {"--appendfsync", "always"}};
-    always.cache_off = always.cache_on = Expectation::kSurvives;
-    always.documented = fmt::format(
-        "{}: 'appendfsync always: fsync every time new commands are appended to the AOF. Very "
-        "very slow, very safe' (the write and fsync happen before the reply is sent)",
-        kPersistenceDocs);
-    entries.push_back(always);
-    WorkloadConfig everysec{.name = "redis-everysec",
-                            .workload = "redis",
-                            .setting = "appendonly yes, appendfsync everysec",
-                            .run_args = {"--appendfsync", "everysec"}};
-    everysec.documented = fmt::format(
-        "{}: 'appendfsync everysec: fsync every second ... you may lose 1 second of data if "
-        "there is a disaster'",
-        kPersistenceDocs);
-    entries.push_back(everysec);
-    WorkloadConfig no{.name = "redis-no",
-                      .workload = "redis",
-                      .setting = "appendonly yes, appendfsync no",
-                      .run_args = {"--appendfsync", "no"}};
-    no.documented = fmt::format(
-        "{}: 'appendfsync no: Never fsync, just put your data in the hands of the Operating "
-        "System'",
-        kPersistenceDocs);
-    entries.push_back(no);
-    return entries;
+  absl::StatusOr<std::unique_ptr<Session>> Open(const std::string& dir) override {
+    return RedisSession::Open(dir, appendfsync_);
   }
+  // No POWERCUT_DIR/redis: nothing was committed. A server that cannot load the image is
+  // DataLoss quoting its log.
+  absl::StatusOr<std::vector<Record>> ReadBack(const std::string& dir,
+                                               std::vector<std::string>& notes) override {
+    std::vector<Record> records;
+    const std::string data = fmt::format("{}/{}", dir, kRedisDataDir);
+    if (::access(data.c_str(), F_OK) != 0) {
+      notes.push_back(fmt::format("no {}: nothing was committed", data));
+      return records;
+    }
+    ASSIGN_OR_RETURN(const std::string binary, RedisBinary());
+    ASSIGN_OR_RETURN(ServerSite site,
+                     CheckSite(dir, kRedisDataDir, "redis", "redis-server", "redischeck"));
+    // appendfsync no: the checker's server needs no durability on the scratch image.
+    ASSIGN_OR_RETURN(std::unique_ptr<NotifiedServer> server,
+                     StartRedis(binary, site.account, site.data, site.folder.path(), "no",
+                                absl::StatusCode::kDataLoss));
+    ASSIGN_OR_RETURN(RedisClient client, RedisClient::Connect(site.folder.path() + "/redis.sock"));
+    ASSIGN_OR_RETURN(Reply keys, client.Call({"KEYS", std::string(kKeyPrefix) + "*"}));
+    for (const std::optional<std::string>& key : keys.items) {
+      if (!key.has_value()) continue;
+      ASSIGN_OR_RETURN(Reply value, client.Call({"GET", *key}));
+      records.push_back({.id = key->substr(std::strlen(kKeyPrefix)),
+                         .value = value.text.value_or(""),
+                         .intact = value.text.has_value()});
+    }
+    return records;
+  }
+
+ private:
+  std::string appendfsync_ = "always";
 };
 
 }  // namespace

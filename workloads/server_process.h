@@ -13,6 +13,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -76,16 +78,23 @@ class NotifiedServer {
 absl::StatusOr<CommandResult> RunAs(const ServiceAccount& account, std::vector<std::string> argv,
                                     const std::string& working_dir);
 
-// A folder /tmp/powercut-<what>-XXXXXX owned by the account, mode 0700, removed with everything in
-// it when the object dies (after detaching the bind of ReachableByAccount, never through it).
-// Short, so unix socket paths fit in sun_path (108 bytes).
+// A folder $TMPDIR/powercut-<what>-XXXXXX (/tmp without TMPDIR) owned by the account, mode
+// 0700, removed with everything in it when the object dies (after detaching the bind of
+// ReachableByAccount, never through it), and also when this process dies without running the
+// destructor (SIGKILL: the tests' process crashes, the tester's timeouts on the host): Create
+// starts a small process of its own (see Remover in the .cc) that waits for this process's end
+// of a pipe to close and then removes the folder. Create it before ReachableByAccount, while
+// this process is single-threaded (it forks and the remover runs C++), and keep the path short:
+// unix socket paths must fit in sun_path (108 bytes). A switched account must be able to enter
+// the parent folder: FailedPrecondition saying so when its mode forbids it.
 class PrivateFolder {
  public:
   static absl::StatusOr<PrivateFolder> Create(const std::string& what,
                                               const ServiceAccount& account);
-  PrivateFolder(PrivateFolder&& other) noexcept : path_(std::move(other.path_)) {
-    other.path_.clear();
-  }
+  PrivateFolder(PrivateFolder&& other) noexcept
+      : path_(std::exchange(other.path_, "")),
+        remover_(std::exchange(other.remover_, -1)),
+        remover_pipe_(std::exchange(other.remover_pipe_, -1)) {}
   PrivateFolder& operator=(PrivateFolder&&) = delete;
   PrivateFolder(const PrivateFolder&) = delete;
   ~PrivateFolder();
@@ -94,6 +103,8 @@ class PrivateFolder {
  private:
   explicit PrivateFolder(std::string path) : path_(std::move(path)) {}
   std::string path_;
+  pid_t remover_ = -1;     // the process that removes the folder if this one dies first
+  int remover_pipe_ = -1;  // our end of its pipe: closing it (or dying) tells it to act
 };
 
 // `dir` as a path the account can reach. The tester mounts crash images under its own mode-0700
@@ -105,6 +116,52 @@ class PrivateFolder {
 absl::StatusOr<std::string> ReachableByAccount(const ServiceAccount& account,
                                                const std::string& dir, const std::string& folder);
 
+// Where a server workload's server runs: the account it runs as, a private folder for its
+// socket and log (PrivateFolder), and its store folder in POWERCUT_DIR as that account reaches
+// it (ReachableByAccount). The run and the check of postgres, redis and etcd each start here.
+struct ServerSite {
+  ServiceAccount account;
+  PrivateFolder folder;
+  std::string data;  // `dir`/`store` as the account reaches it
+};
+// The run's: `dir`/`store` made fresh (InvalidArgument when it exists: `workload` needs a fresh
+// POWERCUT_DIR), owned by the account and synced (our set-up is durable before the server
+// writes; what the server then creates is its own to make durable). `user` and `package` as for
+// ServiceAccountFor; `folder_name` names the private folder (/tmp/powercut-<folder_name>-...).
+absl::StatusOr<ServerSite> RunSite(const std::string& dir, const std::string& store,
+                                   const std::string& workload, const std::string& user,
+                                   const std::string& package, const std::string& folder_name);
+// The checker's, on a crash image: InvalidArgument when `dir` is on a read-only mount (a server
+// writes while it recovers).
+absl::StatusOr<ServerSite> CheckSite(const std::string& dir, const std::string& store,
+                                     const std::string& user, const std::string& package,
+                                     const std::string& folder_name);
+
+// `dir`/`store` made fresh (mode 0700, owned by the account) for `workload`'s store:
+// InvalidArgument when it exists (the workload needs a fresh POWERCUT_DIR), then synced.
+absl::Status MakeFreshStoreFolder(const std::string& dir, const std::string& store,
+                                  const std::string& workload, const ServiceAccount& account);
+
+// A connected unix stream socket: a client of a server listening in its private folder.
+// Closed when the object dies.
+class UnixStream {
+ public:
+  // Connects to the socket at `path`; a receive waits at most `timeout`.
+  static absl::StatusOr<UnixStream> Connect(const std::string& path, std::chrono::seconds timeout);
+  UnixStream(UnixStream&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UnixStream& operator=(UnixStream&&) = delete;
+  UnixStream(const UnixStream&) = delete;
+  ~UnixStream();
+
+  absl::Status SendAll(std::string_view data);
+  // Appends what arrives next to `in`; 0 at EOF (the server closed the connection).
+  absl::StatusOr<size_t> Receive(std::string& in);
+
+ private:
+  explicit UnixStream(int fd) : fd_(fd) {}
+  int fd_;
+};
+
 // Creates `path` (mode 0700) owned by the account. AlreadyExists when it exists.
 absl::Status MakeOwnedFolder(const std::string& path, const ServiceAccount& account);
 
@@ -115,6 +172,11 @@ std::string FileTail(const std::string& path, int lines);
 // syncfs(2) on the file system holding `path`: makes a server's set-up (its files written by
 // tools that were told not to sync, e.g. initdb -N) durable in one call before the first commit.
 absl::Status SyncFileSystem(const std::string& path);
+
+// Creates the empty file `dir`/`name`, fsyncs it and syncs the file system: the marker that a
+// workload's set-up finished and is durable (pgdata.ready, etcd.ready), so a checker can tell a
+// crash image cut during the set-up (nothing committed yet) from one whose store is gone.
+absl::Status WriteReadyMarker(const std::string& dir, const std::string& name);
 
 // The first executable among `candidates`; NotFound listing them and saying what to install.
 absl::StatusOr<std::string> FindProgram(const std::vector<std::string>& candidates,

@@ -50,6 +50,7 @@ std::vector<std::unique_ptr<Workload>> AllWorkloads() {
   all.push_back(MakeRedisWorkload());
   all.push_back(MakeLmdbWorkload());
   all.push_back(MakeRetryWorkload());
+  all.push_back(MakeEtcdWorkload());
   return all;
 }
 

@@ -85,7 +85,7 @@ void AddThreadsOption(CLI::App& run, int& threads, const std::string& who);
 void AddPayloadOptions(CLI::App& run, size_t& value_size, uint64_t& seed, const std::string& what);
 
 // Every workload, in the order of the command line (xlog, rocksdb, sqlite, wal, then the
-// databases: postgres, redis, lmdb).
+// databases: postgres, redis, lmdb, etcd).
 std::vector<std::unique_ptr<Workload>> AllWorkloads();
 
 // One per file: xlog_workload.cc, rocksdb_workload.cc, sqlite_workload.cc, wal_workload.cc.
@@ -99,5 +99,6 @@ std::unique_ptr<Workload> MakeRedisWorkload();
 std::unique_ptr<Workload> MakeLmdbWorkload();
 // The failing-disk control: retries fdatasync after EIO, then acks (retry_workload.cc).
 std::unique_ptr<Workload> MakeRetryWorkload();
+std::unique_ptr<Workload> MakeEtcdWorkload();
 
 }  // namespace powercut::workloads

@@ -103,6 +103,10 @@ struct ModelResult {
   // nor violating.
   uint64_t could_not_check = 0;
   std::optional<Verdict> first_could_not_check;
+  // States whose checker failed (Verdict::checker_failed(), violations all) and the first of
+  // them, whose stderr_tail quotes why.
+  uint64_t checker_failures = 0;
+  std::optional<Verdict> first_checker_failure;
   double seconds = 0;
   std::vector<std::string> notes;
   StopReason stopped = StopReason::kNone;

@@ -57,6 +57,11 @@ struct Verdict {
     if (fs_unrecoverable) return fs_failure_is_violation;
     return !lost.empty() || !gaps.empty() || !corrupt.empty() || !recovered;
   }
+  // The checker ran on a mounted image and failed (exit != 0 or timed out): for a database,
+  // its server could not recover the image. stderr_tail then says why (the server's log).
+  bool checker_failed() const {
+    return could_not_check.empty() && !fs_unrecoverable && mount_error.empty() && !recovered;
+  }
   // One paragraph: what was violated, where, and how to rebuild it.
   std::string Describe() const;
 };

@@ -38,6 +38,10 @@ void StateTally::Fold(uint64_t seq, const Hash128& image, Verdict& v) {
   }
   if (!v.violation()) return;
   ++r.violations;
+  if (v.checker_failed()) {
+    ++r.checker_failures;
+    if (!r.first_checker_failure) r.first_checker_failure = v;
+  }
   // Folded in check order, so the first of equals is the earliest checked.
   if (!r.worst_violation || v.lost.size() > r.worst_violation->lost.size()) r.worst_violation = v;
   if (!r.first_violation) r.first_violation = v;

@@ -36,7 +36,7 @@ BuiltinCatalog& LinkedCatalog() {
 
 std::vector<std::string> BuiltinWorkloads() {
   return {"xlog",          "xlog-append", "wal",   "rocksdb", "sqlite-wal",
-          "sqlite-delete", "postgres",    "redis", "lmdb"};
+          "sqlite-delete", "postgres",    "redis", "lmdb",    "etcd"};
 }
 
 absl::StatusOr<std::vector<std::string>> BuiltinSettings(const std::string& workload) {
@@ -51,12 +51,14 @@ absl::StatusOr<std::vector<std::string>> BuiltinSettings(const std::string& work
     return std::vector<std::string>{"full", "extra", "normal", "off"};
   }
   // The databases as they ship (docs/your-database.md); the settings name the catalog entries
-  // "<workload>-<setting>" (workloads/postgres_workload.cc, redis_workload.cc, lmdb_workload.cc).
+  // "<workload>-<setting>" (workloads/postgres_workload.cc, redis_workload.cc, lmdb_workload.cc,
+  // etcd_workload.cc).
   if (workload == "postgres") {
     return std::vector<std::string>{"sync-on", "sync-off", "fsync-off", "fpw-off"};
   }
   if (workload == "redis") return std::vector<std::string>{"always", "everysec", "no"};
   if (workload == "lmdb") return std::vector<std::string>{"default", "nosync", "nometasync"};
+  if (workload == "etcd") return std::vector<std::string>{"default"};
   return absl::InvalidArgumentError(
       fmt::format("unknown workload '{}': built-in workloads are {} (or test your own program "
                   "with `powercut run --workload CMD --checker CMD`)",
@@ -99,6 +101,8 @@ absl::StatusOr<BuiltinCell> LookupBuiltin(const std::string& workload, const std
   } else if (workload == "lmdb") {
     cell.kind = "lmdb";
     cell.run_args = "--sync " + setting;
+  } else if (workload == "etcd") {
+    cell.kind = "etcd";  // one setting: the defaults, nothing to pass
   } else {
     cell.kind = "sqlite";
     cell.run_args = fmt::format("--journal {} --synchronous {}",
@@ -109,8 +113,8 @@ absl::StatusOr<BuiltinCell> LookupBuiltin(const std::string& workload, const std
 
 std::string BuiltinRunCommand(const std::string& binary, const BuiltinCell& cell, uint64_t count,
                               uint64_t seed) {
-  return fmt::format("{} {} run {} --count {} --seed {}", binary, cell.kind, cell.run_args, count,
-                     seed);
+  return fmt::format("{} {} run {}--count {} --seed {}", binary, cell.kind,
+                     cell.run_args.empty() ? "" : cell.run_args + " ", count, seed);
 }
 
 std::string BuiltinCheckCommand(const std::string& binary, const BuiltinCell& cell) {

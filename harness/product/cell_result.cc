@@ -182,6 +182,13 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
       cm.fs_repair_steps = m.first_fs_repaired->fs_steps;
     }
     if (m.worst_violation) cm.worst_violation = m.worst_violation->state_id;
+    cm.checker_failures = m.checker_failures;
+    if (m.first_checker_failure) {
+      cm.first_checker_failure = m.first_checker_failure->state_id;
+      const std::string& err = m.first_checker_failure->stderr_tail;
+      cm.checker_stderr =
+          err.size() > kCheckerStderrBytes ? err.substr(err.size() - kCheckerStderrBytes) : err;
+    }
     cm.could_not_check = m.could_not_check;
     if (m.first_could_not_check) {
       cell->notes.push_back(fmt::format("cache {}: {} states could not be checked: {}", cm.cache,
@@ -275,6 +282,11 @@ nlohmann::json CellToJson(const CellResult& c) {
          {"worst_violation",
           m.worst_violation.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.worst_violation)},
          {"could_not_check", m.could_not_check},
+         {"checker_failures", m.checker_failures},
+         {"first_checker_failure", m.first_checker_failure.empty()
+                                       ? nlohmann::json(nullptr)
+                                       : nlohmann::json(m.first_checker_failure)},
+         {"checker_stderr", m.checker_stderr},
          {"summary", m.summary}});
   }
   nlohmann::json j = {{"index", c.index},
@@ -366,6 +378,11 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
       }
       if (r.contains("first_fs_repaired") && r.at("first_fs_repaired").is_string()) {
         m.first_fs_repaired = r.at("first_fs_repaired").get<std::string>();
+      }
+      m.checker_failures = r.value("checker_failures", uint64_t{0});
+      m.checker_stderr = r.value("checker_stderr", "");
+      if (r.contains("first_checker_failure") && r.at("first_checker_failure").is_string()) {
+        m.first_checker_failure = r.at("first_checker_failure").get<std::string>();
       }
       if (r.contains("worst_violation") && !r.at("worst_violation").is_null()) {
         m.worst_violation = r.at("worst_violation").get<std::string>();

@@ -16,6 +16,9 @@
 
 namespace powercut::product {
 
+// How much of a failed checker's stderr a cell keeps (the engine keeps 2 KiB per state).
+inline constexpr size_t kCheckerStderrBytes = 2048;
+
 struct CellModel {
   std::string cache;  // off / on / lying
   uint64_t points = 0;
@@ -35,6 +38,12 @@ struct CellModel {
   std::string fs_repair_steps;
   std::string first_fs_unrecoverable;  // state id
   std::string first_fs_repaired;       // state id
+  // States whose checker failed on a mounted image (a database server that could not recover
+  // it; violations all), the first of them and the last kCheckerStderrBytes of its stderr (the
+  // server's log, for the built-in databases).
+  uint64_t checker_failures = 0;
+  std::string first_checker_failure;  // state id
+  std::string checker_stderr;
   // The engine's coverage (docs/report.md): the plan, and why the check ended before it did
   // ("", "first_violation", "budget"). `states` is the states judged.
   uint64_t states_planned = 0;

@@ -21,6 +21,7 @@ td.verdict-ok{color:#1a6b1a} td.verdict-unexpected{color:#c00;font-weight:bold}
 td.verdict-error{color:#8a6100}
 .small{font-size:.85em;color:#555} code{font-size:.9em}
 .legend span{margin-right:1.2em}
+details.checker-failed pre{white-space:pre-wrap;max-width:40em;font-weight:normal}
 )";
 
 }  // namespace
@@ -164,6 +165,14 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
         fs_note += fmt::format(
             "<br><span class=\"small\" title=\"{}\">file system repaired in {} states</span>",
             XmlEscape(m->fs_repair_steps), m->fs_repaired);
+      }
+      if (m->checker_failures) {
+        // The server's own words on why it could not recover the image (issue 14: a violation,
+        // with the server's log quoted).
+        fs_note += fmt::format(
+            "<details class=\"small checker-failed\"><summary>checker failed in {} states"
+            "</summary>first: <code>{}</code>, its stderr:<pre>{}</pre></details>",
+            m->checker_failures, XmlEscape(m->first_checker_failure), XmlEscape(m->checker_stderr));
       }
       if (m->could_not_check) {
         fs_note += fmt::format(" <span class=\"unchecked\">({} could not be checked)</span>",

@@ -68,7 +68,7 @@ std::vector<std::pair<std::string, std::string>> ControlsCells() {
 // judged against what its own documentation promises (the catalog's `documented`).
 std::vector<std::pair<std::string, std::string>> DatabasesCells() {
   std::vector<std::pair<std::string, std::string>> cells;
-  for (const char* db : {"postgres", "redis", "lmdb"}) {
+  for (const char* db : {"postgres", "redis", "lmdb", "etcd"}) {
     // Held in a variable: a range-for over `*BuiltinSettings(db)` would outlive the temporary.
     const absl::StatusOr<std::vector<std::string>> settings = BuiltinSettings(db);
     for (const std::string& setting : *settings) cells.emplace_back(db, setting);
@@ -457,11 +457,12 @@ std::string HeadlineTable(const MatrixReport& r) {
       std::string cellText = "-";
       for (const CellModel& m : c.models) {
         if (m.cache != cache) continue;
-        cellText = fmt::format("{} {}/{}/{}{}{}{}",
+        cellText = fmt::format("{} {}/{}/{}{}{}{}{}",
                                m.violations   ? "FAIL"
                                : m.complete() ? "pass"
                                               : "incomplete",
                                m.lost_acks_max, CellStatesText(m), m.violations, FsMarks(m),
+                               m.checker_failures ? fmt::format(" chk!{}", m.checker_failures) : "",
                                m.could_not_check ? fmt::format(" ?{}", m.could_not_check) : "",
                                c.AsExpected(m) ? "" : " !");
       }
@@ -470,10 +471,12 @@ std::string HeadlineTable(const MatrixReport& r) {
     s += verdict == "ok" ? "  ok" : "  UNEXPECTED: " + c.Unexpected();
     s += "\n";
   }
-  bool fs_outcomes = false;
+  bool fs_outcomes = false, checker_failures = false;
   for (const CellResult& c : r.cells) {
-    for (const CellModel& m : c.models)
+    for (const CellModel& m : c.models) {
       fs_outcomes = fs_outcomes || m.fs_unrecoverable || m.fs_repaired;
+      checker_failures = checker_failures || m.checker_failures > 0;
+    }
   }
   std::vector<harness::ModelResult> stops;
   for (const CellResult& c : r.cells) {
@@ -489,6 +492,11 @@ std::string HeadlineTable(const MatrixReport& r) {
     s += "fs!N: N crash states the file system's own tools could not bring back (the file "
          "system's outcome, not the program's); fsfixN: N states it came back from only by "
          "repairs (docs/boot-recovery.md)\n";
+  }
+  if (checker_failures) {
+    s += "chk!N: N violating states whose checker failed on the mounted image (a server that "
+         "could not recover it); the first one's stderr is the JSON's checker_stderr and in the "
+         "HTML report\n";
   }
   s += fmt::format(
       "{} cells: {} as expected, {} unexpected, {} could not run (shard {}, plan {}) in {:.0f} "

@@ -41,12 +41,15 @@ bool Includes(std::vector<std::string> have, std::vector<std::string> need) {
 }  // namespace
 
 bool GuestConfig::Covers(const GuestConfig& need) const {
-  return Includes(modules, need.modules) && Includes(keep_paths, need.keep_paths);
+  return Includes(modules, need.modules) && Includes(keep_paths, need.keep_paths) &&
+         memory_mib == need.memory_mib && cpus == need.cpus;
 }
 
 void GuestConfig::Add(const GuestConfig& more) {
   SortedUnion(&modules, more.modules);
   SortedUnion(&keep_paths, more.keep_paths);
+  if (more.memory_mib != 0) memory_mib = more.memory_mib;
+  if (more.cpus != 0) cpus = more.cpus;
 }
 
 std::vector<std::string> GuestModulesFor(harness::FsKind fs, bool log_writes, bool flakey) {

@@ -15,7 +15,13 @@ namespace powercut::vm {
 struct GuestConfig {
   std::vector<std::string> modules;     // sorted, each once
   std::vector<std::string> keep_paths;  // sorted, each once
+  // The guest's size from boot (`--guest-memory`, `--guest-cpus`; 0 = QemuOptions' defaults). A
+  // guest covers a job only at exactly the size it asks for: a run is measured on the machine it
+  // names.
+  int memory_mib = 0;
+  int cpus = 0;
   bool Covers(const GuestConfig& need) const;
+  // The union of the lists; the size becomes `more`'s (the job's) where it names one.
   void Add(const GuestConfig& more);
 };
 

@@ -86,7 +86,9 @@ GuestConfig GuestConfigFor(const VmEnvironment& env, const RunSpec& spec) {
   const bool log_writes = spec.recording == Recording::kLogWrites || spec.also_log_writes;
   GuestConfig c;
   c.Add({.modules = GuestModulesFor(spec.fs, log_writes, !spec.flakey.empty()),
-         .keep_paths = KeepPathsFor(env.agent, spec.keep_paths, {spec.command, spec.checker})});
+         .keep_paths = KeepPathsFor(env.agent, spec.keep_paths, {spec.command, spec.checker}),
+         .memory_mib = spec.memory_mib,
+         .cpus = spec.cpus});
   return c;
 }
 
@@ -122,6 +124,10 @@ absl::Status WarmGuest::Start() {
   q.serve = true;
   q.keep_paths = options_.config.keep_paths;
   q.guest_modules = options_.config.modules;
+  // The size the run asked for (lost when recordings moved to warm guests; the guest sizing VM
+  // test, tests/workloads/databases_vm_test.cc, saw nproc 1 and MemTotal 723 MB).
+  if (options_.config.memory_mib != 0) q.memory_mib = options_.config.memory_mib;
+  if (options_.config.cpus != 0) q.cpus = options_.config.cpus;
   ASSIGN_OR_RETURN(qemu_, Qemu::Start(q));
   absl::StatusOr<std::unique_ptr<QmpClient>> qmp = QmpClient::Accept(listener, kQmpTimeout);
   if (!qmp.ok()) {

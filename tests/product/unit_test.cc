@@ -6,6 +6,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "harness/check/report.h"
+#include "harness/check/state_tally.h"
 #include "harness/product/builtin.h"
 #include "harness/product/custom_cells.h"
 #include "harness/product/html_report.h"
@@ -403,6 +405,61 @@ TEST(Expect, StatesThatCouldNotBeCheckedAreShownNotPassed) {
   MatrixReport r;
   r.cells = {cell};
   EXPECT_THAT(HeadlineTable(r), HasSubstr("pass 0/9/0 ?3"));
+}
+
+// Issue 14: a checker whose server cannot recover an image is a violation with the server's log
+// quoted. The tally counts such states apart from mere losses, the cell keeps the first one's
+// stderr (bounded), the JSON round trip keeps it and the table and HTML show it.
+TEST(Expect, AFailedCheckerKeepsItsStderrInTheCell) {
+  RunOutcome out;
+  out.ran = true;
+  out.report = harness::CheckReport{};
+  harness::ModelResult m{.model = *harness::ParseCacheModel("off")};
+  absl::flat_hash_set<Hash128> images;
+  harness::StateTally tally(&m, 4, /*stop_at_violation=*/false, &images);
+  // A loss (the checker ran fine), a server that did not start, a file system that did not come
+  // back (not the checker's failure), then a second server failure.
+  tally.Add(0, Hash128{1, 0}, harness::Verdict{.state_id = "s0", .lost = {"1"}});
+  const std::string log = std::string(3000, 'x') + "\nFATAL: <invalid> checkpoint record & more";
+  tally.Add(
+      1, Hash128{2, 0},
+      harness::Verdict{.state_id = "s1", .recovered = false, .exit_code = 1, .stderr_tail = log});
+  tally.Add(2, Hash128{3, 0},
+            harness::Verdict{.state_id = "s2", .recovered = false, .fs_unrecoverable = true});
+  tally.Add(3, Hash128{4, 0},
+            harness::Verdict{
+                .state_id = "s3", .recovered = false, .exit_code = 1, .stderr_tail = "second"});
+  EXPECT_EQ(m.violations, 3u);
+  EXPECT_EQ(m.checker_failures, 2u);
+  ASSERT_TRUE(m.first_checker_failure.has_value());
+  EXPECT_EQ(m.first_checker_failure->state_id, "s1");
+  out.report->results.push_back(m);
+
+  CellResult cell{.name = "db/s/ext4", .workload = "db", .setting = "s", .fs = "ext4"};
+  FillCell(out, &cell);
+  ASSERT_EQ(cell.models.size(), 1u);
+  const CellModel& model = cell.models[0];
+  EXPECT_EQ(model.checker_failures, 2u);
+  EXPECT_EQ(model.first_checker_failure, "s1");
+  EXPECT_EQ(model.checker_stderr.size(), kCheckerStderrBytes);
+  EXPECT_THAT(model.checker_stderr, ::testing::EndsWith("checkpoint record & more"));
+
+  auto back = CellFromJson(CellToJson(cell));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->models[0].checker_failures, 2u);
+  EXPECT_EQ(back->models[0].first_checker_failure, "s1");
+  EXPECT_EQ(back->models[0].checker_stderr, model.checker_stderr);
+
+  MatrixReport r;
+  r.cells = {*back};
+  EXPECT_THAT(HeadlineTable(r), HasSubstr(" chk!2"));
+  EXPECT_THAT(HeadlineTable(r), HasSubstr("chk!N: "));
+  const std::string html = HtmlReport(r, "m");
+  EXPECT_THAT(html, HasSubstr("checker failed in 2 states"));
+  EXPECT_THAT(html, HasSubstr("FATAL: &lt;invalid&gt; checkpoint record &amp; more"));
+  EXPECT_THAT(harness::ReportToJson(
+                  *out.report)["results"][0]["first_checker_failure"]["checker_stderr_tail"],
+              log);
 }
 
 // Where stderr is not a terminal (a CI log), whole lines at the interval and never a carriage

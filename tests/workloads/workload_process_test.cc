@@ -2,7 +2,11 @@
 // POWERCUT_ACK_FD, in a directory on a real disk file system, then the checker as a second process.
 // Process crashes (SIGKILL after K acks, read from the pipe) must lose no acked commit in any mode
 // that wrote the data; power cuts are the tester's business (harness/, the VM rooms).
+// Nothing may be left behind in $TMPDIR (the servers' socket folders), killed or not.
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -50,9 +54,34 @@ using Env = std::map<std::string, std::string>;
 
 class WorkloadProcessTest : public ::testing::Test {
  protected:
-  WorkloadProcessTest() : data_(tmp_.MakeSubdir("data")) {}
+  WorkloadProcessTest() : data_(tmp_.MakeSubdir("data")), tmpdir_(tmp_.MakeSubdir("tmp")) {
+    // The servers' accounts (postgres, redis) must enter the folders of their sockets.
+    ::chmod(tmp_.path().c_str(), 0711);
+    ::chmod(tmpdir_.c_str(), 0711);
+    // Orphans of the workload (its server, the remover of its socket folder) become this
+    // process's children, so ReapOrphans() can wait for them instead of guessing how long.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
 
-  Env DirEnv() const { return {{"POWERCUT_DIR", data_}}; }
+  Env DirEnv() const { return {{"POWERCUT_DIR", data_}, {"TMPDIR", tmpdir_}}; }
+
+  // Waits for every descendant that outlived its parent: a killed workload's server (gone
+  // before its checker starts a server on the same files, as after a real crash) and the
+  // removers of the servers' socket folders.
+  static void ReapOrphans() {
+    while (::waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
+    }
+  }
+
+  // After ReapOrphans, expects $TMPDIR to be empty.
+  void ExpectNothingLeftInTmp() const {
+    ReapOrphans();
+    std::vector<std::string> left;
+    for (const auto& entry : std::filesystem::directory_iterator(tmpdir_)) {
+      left.push_back(entry.path().filename());
+    }
+    EXPECT_THAT(left, IsEmpty()) << "left behind in " << tmpdir_;
+  }
 
   // Runs `args`; with `kill_after`, SIGKILLs the child once it has acked that many ids, then
   // collects every ack it wrote before dying.
@@ -125,6 +154,7 @@ class WorkloadProcessTest : public ::testing::Test {
 
   TempDir tmp_;
   std::string data_;
+  std::string tmpdir_;  // the children's $TMPDIR
 };
 
 // Every configuration `powercut-workload list` offers, with a gtest-friendly label.
@@ -165,6 +195,7 @@ TEST_P(WorkloadCaseTest, EveryAckIsHadAfterACleanRun) {
   ASSERT_EQ(check.exit_code, 0) << check.err;
   EXPECT_THAT(check.corrupt, IsEmpty()) << check.err;
   EXPECT_EQ(check.have, expected) << check.err;
+  ExpectNothingLeftInTmp();
 }
 
 // SIGKILL once K acks were read. A configuration that survives a process crash (all but
@@ -176,6 +207,7 @@ TEST_P(WorkloadCaseTest, ProcessCrashMatchesTheCatalog) {
   RunOutput run = Run(RunArgs(GetParam(), "1000000"), kKillAfter);
   EXPECT_EQ(run.exit_code, 128 + SIGKILL) << run.err;
   ASSERT_GE(run.acks.size(), kKillAfter);
+  ReapOrphans();
 
   CheckOutput check = Check(GetParam().workload);
   ASSERT_EQ(check.exit_code, 0) << check.err;
@@ -187,6 +219,8 @@ TEST_P(WorkloadCaseTest, ProcessCrashMatchesTheCatalog) {
     for (const std::string& id : run.acks) lost += check.have.contains(id) ? 0 : 1;
     EXPECT_GT(lost, 0u) << "the catalog says " << GetParam().name << " loses acks";
   }
+  // The killed workload never ran its destructors: its server's socket folder goes anyway.
+  ExpectNothingLeftInTmp();
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, WorkloadCaseTest, ::testing::ValuesIn(AllConfigs()),
