@@ -12,10 +12,14 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <string_view>
+#include <thread>
 
 #include "base/signal_cleanup.h"
 #include "base/status_macros.h"
+#include "base/tsan_mutex.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 
@@ -387,6 +391,62 @@ absl::StatusOr<std::string> RunCommandOrError(const std::string& step,
   return std::move(result->output);
 }
 
+namespace {
+
+// PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process: a qemu
+// forked by a matrix worker thread was killed when that thread ran out of cells, while another
+// cell was recording on the guest. Children that outlive their caller's call (ChildProcess) are
+// therefore forked by this one thread, which lives as long as powercut.
+class LifetimeForker {
+ public:
+  static LifetimeForker& Get() {
+    static LifetimeForker* forker = new LifetimeForker;  // never destroyed: its thread never ends
+    return *forker;
+  }
+
+  absl::StatusOr<Started> Fork(const std::function<absl::StatusOr<Started>()>& fork) {
+    Request request{&fork, std::nullopt};
+    MutexLock lock(&mu_);
+    while (pending_ != nullptr) Wait(&changed_, &mu_);
+    pending_ = &request;
+    changed_.SignalAll();
+    while (!request.result.has_value()) Wait(&changed_, &mu_);
+    return *std::move(request.result);
+  }
+
+ private:
+  struct Request {
+    const std::function<absl::StatusOr<Started>()>* fork;
+    std::optional<absl::StatusOr<Started>> result;
+  };
+
+  LifetimeForker() {
+    std::thread([this] { Loop(); }).detach();
+  }
+
+  [[noreturn]] void Loop() {
+    for (;;) {
+      Request* request;
+      {
+        MutexLock lock(&mu_);
+        while (pending_ == nullptr) Wait(&changed_, &mu_);
+        request = pending_;
+      }
+      absl::StatusOr<Started> result = (*request->fork)();
+      MutexLock lock(&mu_);
+      request->result = std::move(result);
+      pending_ = nullptr;
+      changed_.SignalAll();
+    }
+  }
+
+  absl::Mutex mu_;
+  absl::CondVar changed_;
+  Request* pending_ ABSL_GUARDED_BY(mu_) = nullptr;
+};
+
+}  // namespace
+
 absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
                                                  const std::string& output_path) {
   if (argv.empty()) return absl::InvalidArgumentError("ChildProcess::Spawn: empty command");
@@ -397,7 +457,9 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
         fmt::format("starting {}: cannot open its log {}: {}", argv[0], out_path, ErrnoText()));
   }
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  absl::StatusOr<Started> started = ForkChild(argv, ProcessOptions{}, {devnull, out_fd, out_fd});
+  absl::StatusOr<Started> started = LifetimeForker::Get().Fork([&] {
+    return ForkChild(argv, ProcessOptions{}, {devnull, out_fd, out_fd});
+  });
   close(out_fd);
   close(devnull);
   if (!started.ok()) return started.status();

@@ -1,13 +1,13 @@
 #include "harness/check/engine.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <memory>
 #include <thread>
 
 #include "absl/strings/cord.h"
+#include "base/duration_flag.h"
 #include "base/image_io.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
@@ -203,17 +203,9 @@ StopReason StopReasonFromName(std::string_view name) {
 }
 
 absl::StatusOr<double> ParseBudget(std::string_view text) {
-  double value = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  std::string_view unit(ptr, static_cast<size_t>(text.data() + text.size() - ptr));
-  const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : 0;
-  if (ec != std::errc() || scale == 0 || !(value > 0)) {
-    return absl::InvalidArgumentError(
-        fmt::format("--budget {}: expected a positive duration such as 30s, 2m, 1h or 90 "
-                    "(seconds)",
-                    std::string(text)));
-  }
-  return value * scale;
+  ASSIGN_OR_RETURN(absl::Duration budget,
+                   ParseDurationFlag("--budget", text, {.bare_seconds = true}));
+  return absl::ToDoubleSeconds(budget);
 }
 
 void MarkBrokenChecker(absl::Status& status) { status.SetPayload(kBrokenChecker, absl::Cord("1")); }

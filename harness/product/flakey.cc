@@ -1,9 +1,10 @@
 #include "harness/product/flakey.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "absl/container/flat_hash_set.h"
+#include "base/duration_flag.h"
+#include "base/status_macros.h"
 #include "fmt/format.h"
 
 namespace powercut::product {
@@ -26,25 +27,8 @@ absl::Status ValidateFlakey(const RunOptions::Flakey& f) {
 }
 
 absl::StatusOr<std::chrono::milliseconds> ParseFlakeyWindow(const std::string& text) {
-  auto bad = [&] {
-    return absl::InvalidArgumentError(fmt::format(
-        "--flakey-for '{}': expected a positive duration such as 2s, 1.5s or 500ms", text));
-  };
-  std::string d = text;
-  double scale = 0;
-  if (d.size() > 2 && d.substr(d.size() - 2) == "ms") {
-    scale = 1;
-    d.resize(d.size() - 2);
-  } else if (d.size() > 1 && d.back() == 's') {
-    scale = 1000;
-    d.pop_back();
-  } else {
-    return bad();
-  }
-  char* end = nullptr;
-  const double v = std::strtod(d.c_str(), &end);
-  if (d.empty() || end == nullptr || *end != '\0' || !(v > 0)) return bad();
-  return std::chrono::milliseconds(static_cast<int64_t>(v * scale));
+  ASSIGN_OR_RETURN(absl::Duration window, ParseDurationFlag("--flakey-for", text));
+  return absl::ToChronoMilliseconds(window);
 }
 
 RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& o, const std::string& dir,

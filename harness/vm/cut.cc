@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "base/duration_flag.h"
 #include "fmt/format.h"
 
 namespace powercut::vm {
@@ -28,22 +29,11 @@ absl::StatusOr<CutSpec> ParseCut(const std::string& text) {
     return cut;
   }
   if (text.rfind("after=", 0) == 0) {
-    std::string d = text.substr(6);
-    double scale;
-    if (d.size() > 2 && d.substr(d.size() - 2) == "ms") {
-      scale = 1;
-      d.resize(d.size() - 2);
-    } else if (d.size() > 1 && d.back() == 's') {
-      scale = 1000;
-      d.pop_back();
-    } else {
-      return bad();
-    }
-    char* end = nullptr;
-    double v = std::strtod(d.c_str(), &end);
-    if (d.empty() || end == nullptr || *end != '\0' || v < 0) return bad();
+    absl::StatusOr<absl::Duration> after =
+        ParseDurationFlag("--cut after", text.substr(6), {.allow_zero = true});
+    if (!after.ok()) return bad();
     cut.when = CutSpec::When::kAfter;
-    cut.after = std::chrono::milliseconds(static_cast<int64_t>(v * scale));
+    cut.after = absl::ToChronoMilliseconds(*after);
     return cut;
   }
   return bad();

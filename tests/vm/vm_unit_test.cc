@@ -9,7 +9,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -341,6 +343,18 @@ TEST(ProcessTest, ErrorNamesTheStepAndQuotesOutput) {
   auto missing = RunCommand({"/nonexistent/program"});
   ASSERT_TRUE(missing.ok());
   EXPECT_EQ(missing->exit_code, 127);
+}
+
+// A guest booted by one matrix worker thread serves the next cell after that thread ended: the
+// child must not die with the thread that started it (PR_SET_PDEATHSIG is per thread).
+TEST(ProcessTest, AChildOutlivesTheThreadThatStartedIt) {
+  std::optional<absl::StatusOr<ChildProcess>> child;
+  std::thread starter([&] { child.emplace(ChildProcess::Spawn({"sleep", "600"}, "")); });
+  starter.join();
+  ASSERT_TRUE(child.has_value() && child->ok());
+  // The death signal, if any, follows the thread's exit at once; half a second is ample.
+  EXPECT_FALSE((*child)->WaitFor(std::chrono::milliseconds(500)).has_value());
+  EXPECT_EQ((*child)->Kill(), 128 + SIGKILL);
 }
 
 TEST(ProcessTest, KillTakesTheWholeProcessGroup) {
