@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/status_macros.h"
+#include "base/tsan_mutex.h"
 #include "fmt/format.h"
 #include "harness/vm/socket_io.h"
 
@@ -88,6 +89,23 @@ absl::StatusOr<int> NbdListen(const std::string& path) {
     return absl::UnavailableError(fmt::format("nbd server: cannot listen on {}: {}", path, err));
   }
   return fd;
+}
+
+int AcceptNbdClient(int listen_fd, absl::Mutex* mu, const bool* stopping, int* connection_fd) {
+  for (;;) {
+    int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    powercut::MutexLock lock(mu);
+    if (*stopping) {
+      if (fd >= 0) close(fd);
+      return -1;
+    }
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    *connection_fd = fd;
+    return fd;
+  }
 }
 
 absl::Status NbdReadExact(int fd, void* buf, size_t n) {

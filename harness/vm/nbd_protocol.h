@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace powercut::vm {
 
@@ -24,6 +25,12 @@ inline constexpr uint32_t kNbdMaxRequestBytes = 32u << 20;
 
 // A listening unix socket at `path` (a clear error when the path is too long or taken).
 absl::StatusOr<int> NbdListen(const std::string& path);
+
+// The server's accept step, shared by the recorder and the state server: waits for the next
+// client of `listen_fd` and publishes it in *connection_fd (so Stop() can shut it down), both under
+// `mu`. Returns -1 when the server is stopping (*stopping, read under `mu`) or the listener
+// failed; the caller then returns from its serving loop.
+int AcceptNbdClient(int listen_fd, absl::Mutex* mu, const bool* stopping, int* connection_fd);
 
 // Exact reads and writes on the connection; a closed connection is Unavailable.
 absl::Status NbdReadExact(int fd, void* buf, size_t n);

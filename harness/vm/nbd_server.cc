@@ -99,19 +99,8 @@ void NbdServer::NoteError(const absl::Status& s) {
 
 void NbdServer::Serve() {
   for (;;) {
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    {
-      powercut::MutexLock lock(&mu_);
-      if (stopping_) {
-        if (fd >= 0) close(fd);
-        return;
-      }
-      if (fd < 0) {
-        if (errno == EINTR) continue;
-        return;
-      }
-      connection_fd_ = fd;
-    }
+    const int fd = AcceptNbdClient(listen_fd_, &mu_, &stopping_, &connection_fd_);
+    if (fd < 0) return;
     absl::Status s = ServeConnection(fd);
     {
       powercut::MutexLock lock(&mu_);

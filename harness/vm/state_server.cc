@@ -78,19 +78,8 @@ absl::Status StateServer::status() const {
 
 void StateServer::Serve() {
   for (;;) {
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    {
-      powercut::MutexLock lock(&mu_);
-      if (stopping_) {
-        if (fd >= 0) close(fd);
-        return;
-      }
-      if (fd < 0) {
-        if (errno == EINTR) continue;
-        return;
-      }
-      connection_fd_ = fd;
-    }
+    const int fd = AcceptNbdClient(listen_fd_, &mu_, &stopping_, &connection_fd_);
+    if (fd < 0) return;
     bool go = false;
     absl::Status s = NbdHandshake(fd, export_bytes(), &go);
     if (s.ok() && go) s = Transmission(fd);
