@@ -171,8 +171,8 @@ static int Main(int argc, char** argv) {
 
   auto env = powercut::vm::PrepareVm("", kernel_path);
   if (!env.ok()) return Fail(env.status());
-  fmt::print("kernel {}, initramfs {}, accel {}\n", powercut::vm::KernelName(env->kernel),
-             env->initramfs.path, AccelName(env->accel));
+  fmt::print("kernel {}, initramfs {}, accel {}, boot {}\n", powercut::vm::KernelName(env->kernel),
+             env->initramfs.path, AccelName(env->accel), env->boot);
   if (boot->parsed()) {
     auto folder = powercut::ScratchDir::Create("powercut-boot", "/tmp");
     if (!folder.ok()) return Fail(folder.status());

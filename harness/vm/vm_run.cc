@@ -10,6 +10,7 @@
 #include "fmt/ranges.h"
 #include "harness/vm/disk_image.h"
 #include "harness/vm/guest_config.h"
+#include "harness/vm/pvh_kernel.h"
 #include "harness/vm/run_folder.h"
 #include "harness/vm/warm_guest.h"
 
@@ -24,7 +25,7 @@ constexpr char kAgentName[] = "powercut-vm-agent";
 
 QemuOptions QemuOptionsFor(const VmEnvironment& env, const std::string& run_dir) {
   QemuOptions q;
-  q.kernel = env.kernel.vmlinuz;
+  q.kernel = env.boot_image.empty() ? env.kernel.vmlinuz : env.boot_image;
   q.initramfs = env.initramfs.path;
   q.agent = env.agent;
   q.run_dir = run_dir;
@@ -94,6 +95,15 @@ absl::StatusOr<VmEnvironment> PrepareVm(const std::string& agent_hint, const std
     }
   }
   ASSIGN_OR_RETURN(env.initramfs, BuildInitramfs(env.kernel, load));
+  // POWERCUT_VM_BOOT=bzimage keeps the slower bzImage boot (to compare, or for a kernel whose
+  // PVH entry misbehaves); otherwise a kernel without a PVH entry falls back to it silently.
+  const char* boot = std::getenv("POWERCUT_VM_BOOT");
+  if (boot == nullptr || std::string(boot) != "bzimage") {
+    if (auto pvh = PvhKernelFor(env.kernel); pvh.ok()) {
+      env.boot_image = *pvh;
+      env.boot = "pvh";
+    }
+  }
   std::vector<std::string> candidates;
   if (const char* e = std::getenv("POWERCUT_VM_AGENT"); e != nullptr && *e != '\0') {
     candidates.push_back(e);

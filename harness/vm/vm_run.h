@@ -33,6 +33,10 @@ namespace powercut::vm {
 struct VmEnvironment {
   GuestKernel kernel;  // Debian's, or the user's (`--kernel`): recordings and checks boot it
   Initramfs initramfs;
+  // What qemu's -kernel boots: the kernel's PVH-bootable ELF (pvh_kernel.h) where it has one,
+  // else its bzImage; empty means kernel.vmlinuz. `boot` names the way for reports and docs.
+  std::string boot_image;
+  std::string boot = "bzImage";
   std::string agent;  // absolute path of powercut-vm-agent
   Accel accel = Accel::kTcg;
   // Guest modules (of DefaultGuestModules) the kernel has neither as modules nor built in; a job

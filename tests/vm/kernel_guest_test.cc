@@ -2,6 +2,7 @@
 // .deb apt-get downloads and as the folder `dpkg-deb -x` + depmod make of it, records in a warm
 // guest that runs exactly that kernel (the workload prints `uname -r`); a folder whose modules
 // lack the file system is refused before any boot, naming the module.
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -83,8 +84,13 @@ class KernelGuestTest : public ::testing::Test {
       return "";
     }
     EXPECT_EQ(env->kernel.release, default_.kernel.release);
-    EXPECT_THAT(KernelName(env->kernel), HasSubstr("--kernel " + kernel));
+    if (!kernel.empty()) {
+      EXPECT_THAT(KernelName(env->kernel), HasSubstr("--kernel " + kernel));
+    }
     EXPECT_TRUE(env->missing_modules.empty());
+    // Debian's kernel has a PVH entry (CONFIG_PVH=y), so qemu boots its unpacked ELF unless told
+    // otherwise (pvh_kernel.h).
+    EXPECT_EQ(env->boot, std::getenv("POWERCUT_VM_BOOT") == nullptr ? "pvh" : "bzImage");
     GuestPool pool(*env);
     RunSpec spec;
     spec.fs = harness::FsKind::kExt4;
@@ -115,6 +121,16 @@ TEST_F(KernelGuestTest, DebianKernelPassedAsADebRecords) {
 TEST_F(KernelGuestTest, DebianKernelPassedAsAnExtractedFolderRecords) {
   const std::string root = ExtractedFolder();
   EXPECT_EQ(RecordUname(root), default_.kernel.release);
+}
+
+// POWERCUT_VM_BOOT=bzimage: the kernel's own decompressor and SeaBIOS's loader instead of the PVH
+// entry; the same kernel comes up.
+TEST_F(KernelGuestTest, TheBzImageBootIsKeptOnRequest) {
+  ASSERT_EQ(default_.boot, "pvh");
+  ::setenv("POWERCUT_VM_BOOT", "bzimage", 1);
+  const std::string release = RecordUname("");
+  ::unsetenv("POWERCUT_VM_BOOT");
+  EXPECT_EQ(release, default_.kernel.release);
 }
 
 TEST_F(KernelGuestTest, AModulesFolderWithoutTheFileSystemIsRefusedNamingIt) {

@@ -4,6 +4,10 @@
 // modules.dep); the real Debian kernel as a .deb and as a folder is booted in kernel_guest_test.
 #include "harness/vm/kernel.h"
 
+#include <elf.h>
+
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -13,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/vm/initramfs.h"
+#include "harness/vm/pvh_kernel.h"
 #include "harness/vm/vm_run.h"
 #include "tests/vm/vm_temp_dir.h"
 
@@ -165,6 +170,94 @@ TEST_F(UserKernelTest, RefusesBadInputSayingWhatToDo) {
     auto k = OpenUserKernel((fs::path(dir_.path()) / "empty").string());
     EXPECT_THAT(k.status().message(), HasSubstr("neither a linux-image .deb"));
   }
+}
+
+// The PVH boot (harness/vm/pvh_kernel.h): a bzImage's payload unpacked in every compression
+// Debian's and users' kernels use, and only an x86-64 ELF with the PVH entry note accepted.
+class PvhKernelTest : public ::testing::Test {
+ protected:
+  // A minimal x86-64 ELF whose one PT_NOTE segment carries a Xen note of `note_type` (18 is
+  // XEN_ELFNOTE_PHYS32_ENTRY).
+  static std::string Elf(uint32_t note_type) {
+    Elf64_Ehdr eh{};
+    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+    eh.e_ident[EI_CLASS] = ELFCLASS64;
+    eh.e_machine = EM_X86_64;
+    eh.e_phoff = sizeof eh;
+    eh.e_phentsize = sizeof(Elf64_Phdr);
+    eh.e_phnum = 1;
+    Elf64_Nhdr nh{.n_namesz = 4, .n_descsz = 4, .n_type = note_type};
+    Elf64_Phdr ph{};
+    ph.p_type = PT_NOTE;
+    ph.p_offset = sizeof eh + sizeof ph;
+    ph.p_filesz = sizeof nh + 8;
+    std::string elf(reinterpret_cast<const char*>(&eh), sizeof eh);
+    elf.append(reinterpret_cast<const char*>(&ph), sizeof ph);
+    elf.append(reinterpret_cast<const char*>(&nh), sizeof nh);
+    elf.append("Xen\0\x00\x10\x00\x01", 8);
+    return elf;
+  }
+
+  // A bzImage (boot protocol 2.15, one setup sector) whose payload is `payload` followed by the
+  // 4-byte size the kernel's build appends.
+  static std::string BzImage(const std::string& payload) {
+    std::string image(0x400, '\0');
+    image.replace(0x202, 4, "HdrS");
+    image[0x206] = 0x0f;
+    image[0x207] = 0x02;
+    image[0x1f1] = 1;
+    const uint32_t offset = 0x40;
+    const auto length = static_cast<uint32_t>(payload.size() + 4);
+    std::memcpy(image.data() + 0x248, &offset, 4);
+    std::memcpy(image.data() + 0x24c, &length, 4);
+    image += std::string(offset, '\0') + payload + "\x01\x02\x03\x04";
+    return image;
+  }
+
+  // `data` compressed by the command-line tool (xz -C crc32 as the kernel's build does).
+  std::string Compress(const std::vector<std::string>& tool, const std::string& data) {
+    const fs::path in = fs::path(dir_.path()) / "in";
+    const fs::path out = fs::path(dir_.path()) / "out";
+    WriteText(in, data);
+    std::string command;
+    for (const std::string& word : tool) command += word + " ";
+    EXPECT_EQ(std::system(fmt::format("{}< {} > {}", command, in.string(), out.string()).c_str()),
+              0);
+    std::ifstream read(out, std::ios::binary);
+    return {std::istreambuf_iterator<char>(read), std::istreambuf_iterator<char>()};
+  }
+
+  VmTempDir dir_;
+};
+
+TEST_F(PvhKernelTest, UnpacksXzGzipAndZstdPayloadsToTheElfInside) {
+  const std::string elf = Elf(18);
+  ASSERT_TRUE(HasPvhEntry(elf));
+  for (const auto& tool : std::vector<std::vector<std::string>>{
+           {"xz", "-C", "crc32", "-c"}, {"gzip", "-9", "-c"}, {"zstd", "-q", "-c"}}) {
+    auto out = UnpackBzImagePayload(BzImage(Compress(tool, elf)));
+    ASSERT_TRUE(out.ok()) << tool[0] << ": " << out.status();
+    EXPECT_EQ(*out, elf) << tool[0];
+  }
+}
+
+TEST_F(PvhKernelTest, RefusesWhatItCannotBootThatWay) {
+  EXPECT_FALSE(HasPvhEntry(Elf(17)));  // a Xen note, but not the PVH entry
+  std::ifstream self("/proc/self/exe", std::ios::binary);
+  EXPECT_FALSE(HasPvhEntry({std::istreambuf_iterator<char>(self), {}}));  // no Xen notes
+  EXPECT_FALSE(HasPvhEntry("not an elf"));
+
+  auto not_bz = UnpackBzImagePayload(std::string(0x1000, '\0'));
+  EXPECT_TRUE(absl::IsInvalidArgument(not_bz.status())) << not_bz.status();
+  EXPECT_THAT(not_bz.status().message(), HasSubstr("not an x86 bzImage"));
+
+  auto lz4 = UnpackBzImagePayload(BzImage(std::string("\x02\x21\x4c\x18 lz4 stream", 15)));
+  EXPECT_TRUE(absl::IsUnimplemented(lz4.status())) << lz4.status();
+
+  std::string xz = Compress({"xz", "-C", "crc32", "-c"}, Elf(18));
+  xz.resize(xz.size() / 2);  // a truncated payload is an error, never a short kernel
+  auto cut = UnpackBzImagePayload(BzImage(xz));
+  EXPECT_TRUE(absl::IsDataLoss(cut.status())) << cut.status();
 }
 
 }  // namespace
