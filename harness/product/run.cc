@@ -313,6 +313,11 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
   out.boot_seconds = run->boot_seconds;
   out.workload_seconds = run->workload_seconds;
   out.record_phases = run->phases;
+  if (!run->boot_failure.empty()) {
+    out.notes.push_back(
+        fmt::format("the first guest booted for this recording failed and a second one came up: {}",
+                    run->boot_failure.substr(0, run->boot_failure.find('\n'))));
+  }
   if (run->guest.leftover_processes > 0) {
     out.notes.push_back(fmt::format(
         "the workload left {} process(es) running in the guest when it exited; they were killed "

@@ -155,6 +155,9 @@ struct RunResult {
   // reused a warm guest (warm_guest.h).
   double boot_seconds = 0;
   bool reused_guest = false;
+  // A boot that failed before the guest this recording ran on came up (GuestPool boots once
+  // more), with its error; "" when none did.
+  std::string boot_failure;
   // The workload's own run time as the host saw it (its start and exit events), so the cost of
   // a recording beyond the workload shows: wall_seconds - workload_seconds.
   double workload_seconds = 0;

@@ -130,9 +130,11 @@ class GuestPool {
   ~GuestPool();
 
   // RunInVm's contract; RunResult::boot_seconds is the boot this recording waited for (0 when
-  // it reused a warm guest).
+  // it reused a warm guest). A boot that fails is tried once more before the recording fails
+  // (RunResult::boot_failure keeps the first error when the second boot came up).
   absl::StatusOr<RunResult> Record(const RunSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
-  uint64_t boots() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t boots() const ABSL_LOCKS_EXCLUDED(mu_);  // guests that came up
+  uint64_t boot_failures() const ABSL_LOCKS_EXCLUDED(mu_);
   // Kills every guest; no Record may be running.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -150,6 +152,7 @@ class GuestPool {
   // A slot's guest and bases belong to the thread that marked it busy, until it clears busy.
   std::vector<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   uint64_t boots_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t boot_failures_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace powercut::vm

@@ -3,6 +3,7 @@
 // will not release) is killed and the next recording runs on a clean one.
 #include "harness/vm/warm_guest.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -187,6 +188,41 @@ TEST_F(WarmGuestTest, ADiskNotReleasedInTimeFailsTheRecordingAndKillsTheGuest) {
   EXPECT_THAT(std::string(a.status().message()), HasSubstr("did not release disk"));
   EXPECT_THAT(std::string(a.status().message()), HasSubstr("the guest was killed"));
   EXPECT_EQ(pool.boots(), 1u);
+}
+
+// A guest whose first boot fails (here: a qemu whose first start boots a garbage initramfs, so the
+// kernel panics at boot as the timer check under load made it panic) is booted once more, and the
+// recording runs on the second guest, saying what happened to the first.
+TEST_F(WarmGuestTest, AFailedBootIsTriedOnceMore) {
+  const fs::path bin = dir_ / "bin";
+  fs::create_directories(bin);
+  const fs::path wrapper = bin / "qemu-system-x86_64";
+  {
+    std::ofstream out(wrapper);
+    out << "#!/bin/bash\n"
+           "real=$(PATH=${PATH#*:} command -v qemu-system-x86_64)\n"
+           "if [ ! -e \"$0.failed\" ]; then\n"
+           "  : > \"$0.failed\"; echo not-a-cpio > \"$0.initrd\"\n"
+           "  args=(); prev=\n"
+           "  for a in \"$@\"; do [ \"$prev\" = -initrd ] && args+=(\"$0.initrd\") || "
+           "args+=(\"$a\"); "
+           "prev=$a; done\n"
+           "  exec \"$real\" \"${args[@]}\"\n"
+           "fi\n"
+           "exec \"$real\" \"$@\"\n";
+  }
+  fs::permissions(wrapper, fs::perms::owner_all);
+  const std::string path = std::getenv("PATH");
+  ::setenv("PATH", (bin.string() + ":" + path).c_str(), 1);
+  GuestPool pool(*env_);
+  auto r = Record(pool, Spec(harness::FsKind::kExt4, "echo ack 1 >&$POWERCUT_ACK_FD", "retry"));
+  ::setenv("PATH", path.c_str(), 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(fs::exists(bin / "qemu-system-x86_64.failed"));  // the fault did happen
+  EXPECT_EQ(r->host_acks.size(), 1u);
+  EXPECT_THAT(r->boot_failure, HasSubstr("before its agent started"));
+  EXPECT_EQ(pool.boots(), 1u);
+  EXPECT_EQ(pool.boot_failures(), 1u);
 }
 
 }  // namespace
