@@ -6,7 +6,8 @@
 // written and fsynced through a loop mount, the changed blocks as a trace, every entry a crash
 // point, each state loop-mounted (journal replay) and checked by a shell command; `--fs xfs,btrfs`
 // does the same on 300 MiB xfs / btrfs images. `--wide N`: one crash point with N volatile writes,
-// all-but-one states capped vs uncapped. Prints states/s,
+// all-but-one states capped vs uncapped. `--trace FILE --checker CMD`: a recorded trace with a
+// real checker (e.g. PostgreSQL's). Prints states/s,
 // checker runs/s and peak memory; it asserts nothing.
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -248,6 +249,48 @@ int FsScenario(const std::string& dir, int workers, powercut::harness::FsKind ki
   return 0;
 }
 
+// Scenario "trace" (`--trace FILE --checker CMD`): a recording kept by `powercut run/matrix
+// --keep` (its trace.log and manifest, base image included) checked with the given checker, so a
+// costly real checker (PostgreSQL's, which starts the server on every image) is measured on the
+// states a real run produces. Every state of the chosen models (the bench's default).
+int TraceScenario(const std::string& dir, int workers, const std::string& trace,
+                  const std::string& checker, const std::string& fs, const std::string& models,
+                  bool exhaustive) {
+  auto kind = ParseFsKind(fs);
+  if (!kind.ok()) return std::fprintf(stderr, "--trace-fs %s: unknown\n", fs.c_str()), 2;
+  if (!FileSystemOf(*kind).raw() && ::geteuid() != 0) {
+    std::printf("trace skipped: loop mounts need root\n");
+    return 0;
+  }
+  CheckOptions o;
+  o.trace_path = trace;
+  o.checker = checker;
+  o.fs = *kind;
+  o.workers = workers;
+  o.exhaustive = exhaustive;
+  o.work_dir = dir + "/trace-work";
+  for (size_t start = 0; start <= models.size();) {
+    size_t comma = models.find(',', start);
+    std::string name = models.substr(start, comma == std::string::npos ? comma : comma - start);
+    auto model = ParseCacheModel(name);
+    if (!model.ok()) return std::fprintf(stderr, "--cache %s: bad model\n", name.c_str()), 2;
+    o.models.push_back(*model);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  double cpu = CpuNow();
+  auto report = RunCheck(o);
+  cpu = CpuNow() - cpu;
+  if (!report.ok()) {
+    std::fprintf(stderr, "trace: %s\n", std::string(report.status().message()).c_str());
+    return 1;
+  }
+  std::printf("trace %s: %llu entries, checker: %s\n", trace.c_str(),
+              static_cast<unsigned long long>(report->trace_entries), checker.c_str());
+  PrintResult("trace", *report, cpu);
+  return 0;
+}
+
 // Scenario "wide": what "each all-but-one" costs. One crash point with `writes` volatile writes
 // under cache on (a raw-device log of `writes` commits and no FLUSH, one ack at the end), checked
 // once with the all-but-one states capped at `cap` and once with every one of them.
@@ -316,7 +359,18 @@ int Main(int argc, char** argv) {
                "the bench checks every state unless given)");
   app.add_option("--checker-work-mib", raw.checker_work_mib,
                  "raw scenario: a costly checker that also hashes this many MiB per image");
+  std::string trace;
+  std::string trace_checker;
+  std::string trace_fs = "ext4";
+  app.add_option("--trace", trace,
+                 "also (alone with --skip-raw --skip-ext4): check this recorded trace (a "
+                 "trace.log kept by `powercut run/matrix --keep`) under --cache with --checker");
+  app.add_option("--checker", trace_checker, "--trace: the checker command");
+  app.add_option("--trace-fs", trace_fs, "--trace: its file system (default ext4)");
   CLI11_PARSE(app, argc, argv);
+  if (!trace.empty() && trace_checker.empty()) {
+    return std::fprintf(stderr, "--trace needs --checker\n"), 2;
+  }
 
   auto scratch =
       powercut::ScratchDir::Create("enginebench", std::filesystem::temp_directory_path());
@@ -341,6 +395,9 @@ int Main(int argc, char** argv) {
     }
   }
   if (wide > 0) rc |= WideScenario(tmpl, workers, wide, wide_cap);
+  if (!trace.empty()) {
+    rc |= TraceScenario(tmpl, workers, trace, trace_checker, trace_fs, models, !first_violation);
+  }
   std::printf("peak memory of the engine: %ld KiB (getrusage maxrss)\n", PeakRssKiB(RUSAGE_SELF));
   return rc;
 }
