@@ -12,8 +12,10 @@
 #include "harness/vm/guest/agent.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -98,6 +100,20 @@ class Agent {
   }
   void Event(const std::string& text) { Send("event " + text); }
 
+  static bool BlockSizes(const std::string& dev, uint32_t* logical, uint32_t* physical) {
+    const int fd = ::open(dev.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    int l = 0;
+    unsigned int p = 0;
+    const bool ok = ::ioctl(fd, BLKSSZGET, &l) == 0 && ::ioctl(fd, BLKPBSZGET, &p) == 0;
+    const int saved = errno;
+    ::close(fd);
+    errno = saved;
+    *logical = static_cast<uint32_t>(l);
+    *physical = p;
+    return ok;
+  }
+
   bool DeviceSectors(const std::string& dev, uint64_t* sectors) {
     std::string s = ReadLine(fmt::format("/sys/block/{}/size", fs::path(dev).filename().string()));
     if (s.empty()) return false;
@@ -113,10 +129,12 @@ class Agent {
     const std::string queue =
         fmt::format("/sys/block/{}/queue", fs::path(disk_).filename().string());
     result_.device_cache = ReadLine(queue + "/write_cache");
-    result_.logical_block_size = static_cast<uint32_t>(
-        std::strtoul(ReadLine(queue + "/logical_block_size").c_str(), nullptr, 10));
-    result_.physical_block_size = static_cast<uint32_t>(
-        std::strtoul(ReadLine(queue + "/physical_block_size").c_str(), nullptr, 10));
+    // The sector sizes from the device itself: a sysfs read came back empty once right after a
+    // hot-plug (physical 0 with logical 512), which failed a recording as a geometry mismatch.
+    if (!BlockSizes(disk_, &result_.logical_block_size, &result_.physical_block_size)) {
+      return Fail("find-disk", fmt::format("cannot read the sector sizes of {}: {}", disk_,
+                                           std::strerror(errno)));
+    }
     uint64_t sectors = 0;
     if (!DeviceSectors(disk_, &sectors)) return Fail("find-disk", "cannot read the disk size");
     sectors_ = sectors;
