@@ -129,8 +129,8 @@ class Agent {
     const std::string queue =
         fmt::format("/sys/block/{}/queue", fs::path(disk_).filename().string());
     result_.device_cache = ReadLine(queue + "/write_cache");
-    // The sector sizes from the device itself: a sysfs read came back empty once right after a
-    // hot-plug (physical 0 with logical 512), which failed a recording as a geometry mismatch.
+    // The sector sizes from the device itself (FindDisk returns it only once it opens and its
+    // queue is registered: a read just before that gave physical 0 and failed a recording).
     if (!BlockSizes(disk_, &result_.logical_block_size, &result_.physical_block_size)) {
       return Fail("find-disk", fmt::format("cannot read the sector sizes of {}: {}", disk_,
                                            std::strerror(errno)));

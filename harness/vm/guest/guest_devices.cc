@@ -46,6 +46,19 @@ std::string FindDiskNow(const std::string& serial) {
   return "";
 }
 
+// Whether the disk is fully added: its node opens (not ENXIO) and its queue attributes are there.
+// The disk's sysfs entry, serial and /dev node appear before the kernel has registered its queue
+// and made it openable (device_add_disk); reading in between gave an empty
+// queue/physical_block_size once and ENXIO on open once, under TCG.
+bool DiskReady(const std::string& disk) {
+  const int fd = ::open(disk.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ::close(fd);
+  return !ReadLine(fmt::format("/sys/block/{}/queue/physical_block_size",
+                               fs::path(disk).filename().string()))
+              .empty();
+}
+
 }  // namespace
 
 std::string FindDisk(const std::string& serial, std::chrono::milliseconds wait) {
@@ -54,7 +67,7 @@ std::string FindDisk(const std::string& serial, std::chrono::milliseconds wait) 
   const auto deadline = std::chrono::steady_clock::now() + wait;
   for (;;) {
     std::string disk = FindDiskNow(serial);
-    if (!disk.empty() && access(disk.c_str(), F_OK) == 0) return disk;
+    if (!disk.empty() && DiskReady(disk)) return disk;
     if (std::chrono::steady_clock::now() >= deadline) return "";
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
