@@ -104,7 +104,7 @@ TEST_P(GuestFsVmTest, GuestChecksMatchHostChecks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(XfsAndBtrfs, GuestFsVmTest, ::testing::Values("xfs", "btrfs"),
-                         [](const auto& info) { return info.param; });
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace
 }  // namespace powercut::product
