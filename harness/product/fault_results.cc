@@ -56,7 +56,10 @@ std::string LiveCutsText(const LiveCutsResult& r) {
                      c.acks_before_cut, c.volatile_writes, c.kept, c.dropped, c.torn,
                      c.in_model ? "inside the model" : "OUTSIDE THE MODEL (tester bug)");
     s += c.violation ? fmt::format("; FAIL, lost {}", fmt::join(c.lost, " ")) : "; pass";
-    s += fmt::format(" ({:.1f} s + {:.1f} s check)\n", c.record_seconds, c.check_seconds);
+    s += fmt::format(" ({:.1f} s + {:.1f} s check{})\n", c.record_seconds, c.check_seconds,
+                     c.check_method.empty()
+                         ? std::string()
+                         : fmt::format(" by {} on kernel {}", c.check_method, c.check_kernel));
     if (!c.in_model) s += "  evidence: " + c.evidence + "\n  recording: " + c.kept_trace + "\n";
     if (c.violation) s += "  " + c.summary + "\n";
   }
@@ -106,6 +109,8 @@ json LiveCutsToJson(const LiveCutsResult& r) {
               {"violation", c.violation},
               {"fs_unrecoverable", c.fs_unrecoverable},
               {"lost", c.lost},
+              {"check_method", c.check_method},
+              {"check_kernel", c.check_kernel},
               {"record_seconds", c.record_seconds},
               {"check_seconds", c.check_seconds}};
     if (!c.evidence.empty()) j["evidence"] = c.evidence;
@@ -144,6 +149,8 @@ LiveCutsResult LiveCutsFromJson(const json& j) {
     cut.violation = c.value("violation", false);
     cut.fs_unrecoverable = c.value("fs_unrecoverable", false);
     cut.lost = c.value("lost", std::vector<std::string>{});
+    cut.check_method = c.value("check_method", "");
+    cut.check_kernel = c.value("check_kernel", "");
     cut.record_seconds = c.value("record_seconds", 0.0);
     cut.check_seconds = c.value("check_seconds", 0.0);
     cut.evidence = c.value("evidence", "");

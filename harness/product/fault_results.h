@@ -31,7 +31,10 @@ struct LiveCut {
   bool violation = false;
   bool fs_unrecoverable = false;
   std::vector<std::string> lost;
-  std::string summary;        // the verdict described when it violates (or the fs's outcome)
+  std::string summary;  // the verdict described when it violates (or the fs's outcome)
+  // Who judged the cut image, as for the replay's states (ImageCheckResult::method, ::kernel):
+  // "guest mount" with `--check-in guest`, else "loop mount" (or the debugfs fallback).
+  std::string check_method, check_kernel;
   double record_seconds = 0;  // guest boot + workload up to the cut + the cut's outputs
   double check_seconds = 0;   // reality check + recovery + checker
   std::string error;          // the cut could not be made or checked: not counted

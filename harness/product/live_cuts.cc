@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 
 #include "base/hash.h"
@@ -17,6 +19,7 @@
 #include "harness/check/fsck.h"
 #include "harness/check/image_check.h"
 #include "harness/check/oracle.h"
+#include "harness/check/state_judge.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/crash_state.h"
 #include "harness/state/working_image.h"
@@ -206,6 +209,45 @@ absl::StatusOr<ModelMatch> MatchCutToModel(const std::string& trace_path, const 
 
 namespace {
 
+// Recovery and checker on a cut image, by the same method as the replay's states: in a guest of
+// `o.check_pool` (`--check-in guest`: the state server's overlay keeps the image unmodified), or
+// on this host on a scratch copy (the boot path writes to it).
+absl::StatusOr<harness::ImageCheckResult> CheckCutImage(const RunOptions& o,
+                                                        const std::string& trace,
+                                                        const std::string& image,
+                                                        const std::string& work) {
+  const harness::FsKind fs_kind = harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw);
+  if (o.check_pool != nullptr && !harness::FileSystemOf(fs_kind).raw()) {
+    ASSIGN_OR_RETURN(uint64_t bytes, FileSize(image));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<harness::StateJudge> judge,
+        JudgesForTrace(o.check_pool, fs_kind, trace, o.checker, o.checker_timeout_s)(0));
+    const int fd = open(image.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return absl::InternalError(
+          fmt::format("cannot open the cut image {}: {}", image, std::strerror(errno)));
+    }
+    absl::StatusOr<harness::ImageCheckResult> r = judge->Check(fd, bytes);
+    judge.reset();  // the guest goes back to the pool before the image's fd closes
+    close(fd);
+    return r;
+  }
+  const std::string copy = work + "/check.img";
+  harness::ImageCheckOptions ic;
+  ic.fs = fs_kind;
+  ic.checker = o.checker;
+  ic.timeout_seconds = o.checker_timeout_s;
+  ic.mountpoint = work + "/mnt";
+  std::error_code ec;
+  fs::create_directories(ic.mountpoint, ec);
+  if (o.fsck && !harness::FileSystemOf(ic.fs).raw()) ic.before_mount = harness::FsckHook(ic.fs);
+  absl::Status copied = CopySparse(image, copy);
+  auto checked = copied.ok() ? harness::CheckImageFile(copy, ic)
+                             : absl::StatusOr<harness::ImageCheckResult>(copied);
+  fs::remove(copy, ec);
+  return checked;
+}
+
 // One cut: record with the cut armed, match the image to the model, check it.
 LiveCut OneCut(const vm::VmEnvironment& env, const RunOptions& o, uint64_t seed,
                uint64_t recorded_acks) {
@@ -272,20 +314,12 @@ LiveCut OneCut(const vm::VmEnvironment& env, const RunOptions& o, uint64_t seed,
   }
   harness::TraceIndex index((*file)->trace());
   cut.acks_before_cut = index.AcksBefore(match->point);
-  const std::string copy = work + "/check.img";
-  harness::ImageCheckOptions ic;
-  ic.fs = harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw);
-  ic.checker = o.checker;
-  ic.timeout_seconds = o.checker_timeout_s;
-  ic.mountpoint = work + "/mnt";
-  std::error_code ec;
-  fs::create_directories(ic.mountpoint, ec);
-  if (o.fsck && !harness::FileSystemOf(ic.fs).raw()) ic.before_mount = harness::FsckHook(ic.fs);
-  absl::Status copied = CopySparse(run->final_image, copy);
-  auto checked = copied.ok() ? harness::CheckImageFile(copy, ic)
-                             : absl::StatusOr<harness::ImageCheckResult>(copied);
-  fs::remove(copy, ec);
+  auto checked = CheckCutImage(o, run->trace, run->final_image, work);
   cut.check_seconds = Since(t1);
+  if (checked.ok()) {
+    cut.check_method = checked->method;
+    cut.check_kernel = checked->kernel;
+  }
   if (!checked.ok()) {
     cut.error =
         fmt::format("checking the cut image failed: {}", std::string(checked.status().message()));

@@ -54,11 +54,41 @@ TEST(FaultsVmTest, LiveCutsOfTheWalAreInsideTheModelAndLoseNothing) {
     EXPECT_THAT(cut["state_id"].get<std::string>(), ::testing::StartsWith("pc1_"));
     EXPECT_TRUE(cut["lost"].empty()) << cut.dump(2);
     EXPECT_GT(cut["record_seconds"].get<double>(), 0);
+    // Judged by the replay's method (root: the host's loop mounts).
+    EXPECT_EQ(cut["check_method"], j["parameters"]["check_method"]) << cut.dump(2);
     // A cut lands after its trigger ack: the acks before it are at least that many, or the run
     // ended first and says so.
     if (cut["cut"].get<bool>()) {
       EXPECT_GE(cut["acks_before_cut"].get<uint64_t>(), cut["cut_after_ack"].get<uint64_t>());
     }
+  }
+}
+
+// With --check-in guest a cut image is judged as the replayed states are: in a warm guest by the
+// recording kernel (issue 13), and each cut says so. One cut, few states: the replay's guest
+// judges the cut too.
+TEST(FaultsVmTest, LiveCutsAreJudgedInTheGuestWithCheckInGuest) {
+  TempDir dir;
+  const std::string json = dir.path() + "/live.json";
+  auto r = RunCommand(RunLine(
+      fmt::format("{} wal run --barrier fdatasync --count 6", WORKLOAD_BIN),
+      fmt::format("{} wal check", WORKLOAD_BIN),
+      "--cache on --points acks --states 2 --live-cuts 1 --check-in guest --workers 1", json));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("1 of 1 live cuts inside the model (cache on)"));
+  EXPECT_THAT(r.output, ::testing::HasSubstr("check by guest mount on kernel "));
+  const auto j = nlohmann::json::parse(ReadFile(json));
+  const std::string kernel = j["parameters"]["check_kernel"];
+  EXPECT_EQ(j["parameters"]["check_method"], "guest mount") << j["parameters"].dump(2);
+  const auto& live = j["run"]["live_cuts"];
+  ASSERT_EQ(live["cuts"].size(), 1u) << live.dump(2);
+  for (const auto& cut : live["cuts"]) {
+    EXPECT_FALSE(cut.contains("error")) << cut.dump(2);
+    EXPECT_TRUE(cut["in_model"].get<bool>()) << cut.dump(2);
+    EXPECT_TRUE(cut["lost"].empty()) << cut.dump(2);
+    // The recording kernel judged it, as it judged the replayed states.
+    EXPECT_EQ(cut["check_method"], "guest mount") << cut.dump(2);
+    EXPECT_EQ(cut["check_kernel"], kernel) << cut.dump(2);
   }
 }
 

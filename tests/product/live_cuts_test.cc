@@ -173,7 +173,9 @@ TEST(FaultResultsTest, CellRowsJsonRoundTripAndVerdicts) {
                        .state_id = "pc1_b",
                        .violation = true,
                        .lost = {"4", "5"},
-                       .summary = "lost 4 5"});
+                       .summary = "lost 4 5",
+                       .check_method = "guest mount",
+                       .check_kernel = "6.1.0-57-amd64"});
   o.live_cuts = live;
   CellResult cell{.name = "w/s/ext4"};
   FillCell(o, &cell);
@@ -192,6 +194,9 @@ TEST(FaultResultsTest, CellRowsJsonRoundTripAndVerdicts) {
   EXPECT_EQ(back->live_cuts->cuts.size(), 2u);
   EXPECT_EQ(back->live_cuts->cuts[1].lost, (std::vector<std::string>{"4", "5"}));
   EXPECT_EQ(back->live_cuts->InModel(), 2u);
+  // Who judged each cut (--check-in) survives the JSON.
+  EXPECT_EQ(back->live_cuts->cuts[1].check_method, "guest mount");
+  EXPECT_EQ(back->live_cuts->cuts[1].check_kernel, "6.1.0-57-amd64");
 
   // One cut outside the model: the cell is the tester's error, whatever was expected.
   o.live_cuts->cuts[0].in_model = false;
