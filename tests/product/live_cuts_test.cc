@@ -107,7 +107,9 @@ TEST(LiveCutModelTest, EverySeededCutIsACrashStateOfTheModel) {
     EXPECT_TRUE(m->in_model) << "seed " << seed << ": " << m->evidence;
     EXPECT_THAT(m->state_id, ::testing::StartsWith("pc1_")) << seed;
     EXPECT_EQ(m->volatile_writes, 5u) << "the FUA write is durable, the other five volatile";
-    if (report->torn == 0) EXPECT_TRUE(m->sampled) << "exhaustive replay holds seed " << seed;
+    if (report->torn == 0) {
+      EXPECT_TRUE(m->sampled) << "exhaustive replay holds seed " << seed;
+    }
   }
   EXPECT_GT(torn, 0u);
   EXPECT_GT(dropped, 0u);
