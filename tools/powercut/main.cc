@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "base/mount_namespace.h"
 #include "base/process.h"
 #include "harness/product/builtin.h"
 #include "tools/powercut/commands.h"
@@ -41,6 +42,9 @@ CLI::Option* AddFsOption(CLI::App* app, harness::FsKind* fs, const std::string& 
 }  // namespace powercut::cli
 
 int main(int argc, char** argv) {
+  // Before any thread: host loop mounts of crash states stay private to powercut and its
+  // checkers, and vanish with them even after SIGKILL (base/process.h). Not root: nothing moves.
+  powercut::EnterOwnMountNamespace();
   // Ctrl-C (SIGINT), SIGTERM and SIGHUP kill qemu's process group, detach host loop mounts and
   // remove the run/work folders before powercut dies of the signal (harness/signal_cleanup.h).
   powercut::InstallInterruptHandlers();
