@@ -38,7 +38,7 @@ absl::StatusOr<std::unique_ptr<NbdServer>> NbdServer::Start(const Options& optio
     return fd.status();
   }
   std::unique_ptr<NbdServer> server(new NbdServer(options, *fd, image_fd, bytes));
-  server->listener_.Start([s = server.get()](int fd) { return s->Serve(fd); });
+  server->listener_.Start([s = server.get()](int client) { return s->Serve(client); });
   return server;
 }
 

@@ -19,7 +19,7 @@ absl::StatusOr<std::unique_ptr<StateServer>> StateServer::Start(const Options& o
   }
   ASSIGN_OR_RETURN(int fd, NbdListen(options.socket_path));
   std::unique_ptr<StateServer> server(new StateServer(options, fd));
-  server->listener_.Start([s = server.get()](int fd) { return s->Serve(fd); });
+  server->listener_.Start([s = server.get()](int client) { return s->Serve(client); });
   return server;
 }
 
