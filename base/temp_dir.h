@@ -21,9 +21,9 @@
 namespace powercut::testing {
 
 // $`variable` if it is set and not empty, else `fallback`.
-inline std::string ParentFromEnv(const char* variable, std::string fallback) {
+inline std::string ParentFromEnv(const char* variable, std::string_view fallback) {
   const char* value = std::getenv(variable);
-  return value != nullptr && *value != '\0' ? std::string(value) : fallback;
+  return std::string(value != nullptr && *value != '\0' ? std::string_view(value) : fallback);
 }
 
 // $POWERCUT_TEST_TMPDIR, else /var/tmp: a disk-backed file system (not /tmp, which may be tmpfs,

@@ -159,7 +159,7 @@ class LogRecovery {
       summary.name = file.name;
       absl::StatusOr<std::unique_ptr<wal::SegmentReader>> reader =
           wal::SegmentReader::Open(env_, file.path, options_.read_chunk_bytes);
-      const absl::Status problem = HeaderProblem(file, reader, log_id);
+      absl::Status problem = HeaderProblem(file, reader, log_id);
       if (!problem.ok()) {
         if (!salvage_) return problem;
         summary.header_error = std::string(problem.message());

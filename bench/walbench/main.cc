@@ -7,10 +7,14 @@
 //                     [--record-bytes 128,4096] [--seconds S] [--reps N] [--json F] [--svg F]
 //   walbench cache    [--local] [--dir D] [--mib N] [--seconds S] [--reps N] [--json F]
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
 
 #include "bench/walbench/commands.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   namespace cli = powercut::walbench::cli;
   CLI::App app{
       "walbench: the cost of durability barriers, group commit against RocksDB and the "
@@ -26,4 +30,19 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Whatever escapes a command (std::filesystem, JSON, RocksDB's C++ API) ends walbench with a
+  // message and kExitFailure rather than std::terminate's abort.
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "walbench: unexpected error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "walbench: unexpected error\n");
+  }
+  return powercut::walbench::cli::kExitFailure;
 }

@@ -99,7 +99,7 @@ std::vector<ModelRun::Item> ModelRun::NextBatch() {
   }
   std::vector<CrashState> states;
   plan_.Next(kBatch, &states);
-  for (CrashState& s : states) batch.push_back({next_seq_++, std::move(s)});
+  for (const CrashState& s : states) batch.push_back({next_seq_++, s});  // trivially copyable
   return batch;
 }
 

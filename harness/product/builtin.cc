@@ -42,7 +42,7 @@ std::vector<std::string> BuiltinWorkloads() {
 absl::StatusOr<std::vector<std::string>> BuiltinSettings(const std::string& workload) {
   if (workload == "xlog-append") {
     std::vector<std::string> settings = Barriers();
-    settings.push_back("ackfirst");  // the known-bad control: ack before the fdatasync
+    settings.emplace_back("ackfirst");  // the known-bad control: ack before the fdatasync
     return settings;
   }
   if (workload == "xlog" || workload == "wal") return Barriers();

@@ -34,8 +34,9 @@ void AppendFaultModels(CellResult* cell) {
     cell->models.push_back(std::move(m));
     cell->notes.push_back(r.Summary());
     for (const LiveCut& c : r.cuts) {
-      if (!c.error.empty())
+      if (!c.error.empty()) {
         cell->notes.push_back(fmt::format("live cut seed {}: {}", c.seed, c.error));
+      }
     }
   }
   if (cell->flakey) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "fmt/format.h"
@@ -35,7 +36,7 @@ std::string Progress::Format(uint64_t done, uint64_t total, double elapsed) {
   double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
   std::string eta = "--:--";
   if (rate > 0 && total >= done) {
-    auto left = static_cast<uint64_t>(static_cast<double>(total - done) / rate + 0.5);
+    auto left = static_cast<uint64_t>(std::llround(static_cast<double>(total - done) / rate));
     eta = fmt::format("{:02}:{:02}", left / 60, left % 60);
   }
   return fmt::format("{}/{}, {:.2f}/s, ETA {}", done, total, rate, eta);

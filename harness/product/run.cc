@@ -463,8 +463,9 @@ std::string RunSummary(const RunOutcome& o) {
                      o.trace_entries, o.acks, o.record_seconds, o.check_seconds);
     if (!o.record_phases.empty()) {
       s += "recording:";
-      for (const auto& [name, seconds] : o.record_phases)
+      for (const auto& [name, seconds] : o.record_phases) {
         s += fmt::format(" {} {:.2f} s,", name, seconds);
+      }
       s.back() = '\n';
     }
   }

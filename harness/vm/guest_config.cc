@@ -54,10 +54,10 @@ void GuestConfig::Add(const GuestConfig& more) {
 
 std::vector<std::string> GuestModulesFor(harness::FsKind fs, bool log_writes, bool flakey) {
   std::vector<std::string> modules;
-  if (!harness::FileSystemOf(fs).raw()) modules.push_back(harness::FsName(fs));
-  if (log_writes || flakey) modules.push_back("dm-mod");
-  if (log_writes) modules.push_back("dm-log-writes");
-  if (flakey) modules.push_back("dm-flakey");
+  if (!harness::FileSystemOf(fs).raw()) modules.emplace_back(harness::FsName(fs));
+  if (log_writes || flakey) modules.emplace_back("dm-mod");
+  if (log_writes) modules.emplace_back("dm-log-writes");
+  if (flakey) modules.emplace_back("dm-flakey");
   return modules;
 }
 

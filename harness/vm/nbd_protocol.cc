@@ -91,11 +91,51 @@ absl::StatusOr<int> NbdListen(const std::string& path) {
   return fd;
 }
 
-int AcceptNbdClient(int listen_fd, absl::Mutex* mu, const bool* stopping, int* connection_fd) {
+void NbdListener::Start(ServeFn serve) {
+  thread_ = std::thread([this, serve = std::move(serve)] { Serve(serve); });
+}
+
+void NbdListener::Stop() {
+  {
+    powercut::MutexLock lock(&mu_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+    stop_cv_.SignalAll();
+    if (connection_fd_ >= 0) shutdown(connection_fd_, SHUT_RDWR);
+  }
+  if (listen_fd_ >= 0) shutdown(listen_fd_, SHUT_RDWR);
+  if (thread_.joinable()) thread_.join();
+  if (listen_fd_ >= 0) {
+    close(listen_fd_);
+    listen_fd_ = -1;
+    unlink(socket_path_.c_str());
+  }
+}
+
+void NbdListener::WaitForStop() {
+  powercut::MutexLock lock(&mu_);
+  while (!stopping_) powercut::Wait(&stop_cv_, &mu_);
+}
+
+void NbdListener::Serve(const ServeFn& serve) {
   for (;;) {
-    int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-    powercut::MutexLock lock(mu);
-    if (*stopping) {
+    const int fd = Accept();
+    if (fd < 0) return;
+    const bool more = serve(fd);
+    {
+      powercut::MutexLock lock(&mu_);
+      connection_fd_ = -1;
+    }
+    close(fd);
+    if (!more) return;
+  }
+}
+
+int NbdListener::Accept() {
+  for (;;) {
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    powercut::MutexLock lock(&mu_);
+    if (stopping_) {
       if (fd >= 0) close(fd);
       return -1;
     }
@@ -103,7 +143,7 @@ int AcceptNbdClient(int listen_fd, absl::Mutex* mu, const bool* stopping, int* c
       if (errno == EINTR) continue;
       return -1;
     }
-    *connection_fd = fd;
+    connection_fd_ = fd;
     return fd;
   }
 }

@@ -6,8 +6,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <thread>
+#include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -26,11 +30,44 @@ inline constexpr uint32_t kNbdMaxRequestBytes = 32u << 20;
 // A listening unix socket at `path` (a clear error when the path is too long or taken).
 absl::StatusOr<int> NbdListen(const std::string& path);
 
-// The server's accept step, shared by the recorder and the state server: waits for the next
-// client of `listen_fd` and publishes it in *connection_fd (so Stop() can shut it down), both under
-// `mu`. Returns -1 when the server is stopping (*stopping, read under `mu`) or the listener
-// failed; the caller then returns from its serving loop.
-int AcceptNbdClient(int listen_fd, absl::Mutex* mu, const bool* stopping, int* connection_fd);
+// The listening side the recorder and the state server share: a thread that accepts one client
+// at a time on a listening socket (from NbdListen) and hands it to the server, and Stop(), which
+// shuts the listener and the current connection down, joins the thread, closes the listener and
+// removes the socket file.
+class NbdListener {
+ public:
+  // Serves one accepted connection; false ends the serving thread. The listener closes `fd`
+  // afterwards, so until `serve` returns, Stop() can shut the connection down.
+  using ServeFn = std::function<bool(int fd)>;
+
+  NbdListener(int listen_fd, std::string socket_path)
+      : listen_fd_(listen_fd), socket_path_(std::move(socket_path)) {}
+  ~NbdListener() { Stop(); }
+  NbdListener(const NbdListener&) = delete;
+  NbdListener& operator=(const NbdListener&) = delete;
+
+  // Starts the serving thread (once).
+  void Start(ServeFn serve);
+  // Stops serving and joins the thread. Idempotent.
+  void Stop();
+  // Blocks until Stop() was called: a serve function that must keep its connection open, neither
+  // replying nor hanging up, until the server stops (the recorder after a power cut).
+  void WaitForStop();
+
+ private:
+  void Serve(const ServeFn& serve);
+  // The next client, published in connection_fd_; -1 when stopping or the listener failed.
+  int Accept();
+
+  int listen_fd_;
+  const std::string socket_path_;
+  std::thread thread_;
+  // Locked with base/tsan_mutex.h's helpers, so TSan sees the edges of Debian's prebuilt Abseil.
+  absl::Mutex mu_;
+  absl::CondVar stop_cv_;  // signalled when stopping_ becomes true
+  int connection_fd_ ABSL_GUARDED_BY(mu_) = -1;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+};
 
 // Exact reads and writes on the connection; a closed connection is Unavailable.
 absl::Status NbdReadExact(int fd, void* buf, size_t n);

@@ -2,7 +2,6 @@
 
 #include <endian.h>
 #include <fcntl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -39,7 +38,7 @@ absl::StatusOr<std::unique_ptr<NbdServer>> NbdServer::Start(const Options& optio
     return fd.status();
   }
   std::unique_ptr<NbdServer> server(new NbdServer(options, *fd, image_fd, bytes));
-  server->thread_ = std::thread([s = server.get()] { s->Serve(); });
+  server->listener_.Start([s = server.get()](int client) { return s->Serve(client); });
   return server;
 }
 
@@ -48,22 +47,7 @@ NbdServer::~NbdServer() {
   if (image_fd_ >= 0) close(image_fd_);
 }
 
-void NbdServer::Stop() {
-  {
-    powercut::MutexLock lock(&mu_);
-    if (stopping_ && !thread_.joinable()) return;
-    stopping_ = true;
-    stop_cv_.SignalAll();
-    if (connection_fd_ >= 0) shutdown(connection_fd_, SHUT_RDWR);
-  }
-  if (listen_fd_ >= 0) shutdown(listen_fd_, SHUT_RDWR);
-  if (thread_.joinable()) thread_.join();
-  if (listen_fd_ >= 0) {
-    close(listen_fd_);
-    listen_fd_ = -1;
-    unlink(options_.socket_path.c_str());
-  }
-}
+void NbdServer::Stop() { listener_.Stop(); }
 
 absl::Status NbdServer::status() const {
   powercut::MutexLock lock(&mu_);
@@ -97,27 +81,18 @@ void NbdServer::NoteError(const absl::Status& s) {
   if (status_.ok()) status_ = s;
 }
 
-void NbdServer::Serve() {
-  for (;;) {
-    const int fd = AcceptNbdClient(listen_fd_, &mu_, &stopping_, &connection_fd_);
-    if (fd < 0) return;
-    absl::Status s = ServeConnection(fd);
-    {
-      powercut::MutexLock lock(&mu_);
-      if (cut_) {
-        // The power is off: execute nothing more. The connection stays open (the client sees
-        // neither a reply nor a hang-up) until Stop().
-        while (!stopping_) powercut::Wait(&stop_cv_, &mu_);
-        connection_fd_ = -1;
-        close(fd);
-        return;
-      }
-      connection_fd_ = -1;
-    }
-    close(fd);
-    // A closed connection is how every session ends (the guest powered off or was killed).
-    if (!s.ok() && !absl::IsUnavailable(s)) NoteError(s);
+bool NbdServer::Serve(int fd) {
+  absl::Status s = ServeConnection(fd);
+  // cut_ is set on this thread (Transmission), so reading it after the connection is exact.
+  if (cut()) {
+    // The power is off: execute nothing more. The connection stays open (the client sees
+    // neither a reply nor a hang-up) until Stop().
+    listener_.WaitForStop();
+    return false;
   }
+  // A closed connection is how every session ends (the guest powered off or was killed).
+  if (!s.ok() && !absl::IsUnavailable(s)) NoteError(s);
+  return true;
 }
 
 absl::Status NbdServer::ServeConnection(int fd) {

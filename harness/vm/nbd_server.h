@@ -23,7 +23,6 @@
 #include <memory>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -32,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "harness/state/cache_model.h"
 #include "harness/trace/recorder.h"
+#include "harness/vm/nbd_protocol.h"
 
 namespace powercut::vm {
 
@@ -54,7 +54,7 @@ struct PowerCutReport {
   uint64_t candidates = 0;  // writes whose fate was drawn (volatile, or inside the lying window)
   uint64_t kept = 0;
   uint64_t dropped = 0;
-  uint64_t torn = 0;  // writes of which only some atomic units were kept
+  uint64_t torn = 0;                   // writes of which only some atomic units were kept
   uint32_t atomic_unit = 0;            // the unit writes were torn at
   std::vector<CutDecision> decisions;  // in completion order, one per candidate
 };
@@ -115,26 +115,22 @@ class NbdServer {
 
   NbdServer(Options options, int listen_fd, int image_fd, uint64_t export_bytes)
       : options_(std::move(options)),
-        listen_fd_(listen_fd),
         image_fd_(image_fd),
-        export_bytes_(export_bytes) {}
-  void Serve();
+        export_bytes_(export_bytes),
+        listener_(listen_fd, options_.socket_path) {}
+  // Serves one connection (NbdListener::ServeFn); false after a power cut, once stopped.
+  bool Serve(int fd);
   absl::Status ServeConnection(int fd);
   absl::Status Handshake(int fd, bool* go);
   absl::Status Transmission(int fd);
   void NoteError(const absl::Status& s);
 
   const Options options_;
-  int listen_fd_;
   int image_fd_;
   const uint64_t export_bytes_;
-  std::thread thread_;
 
   // Locked with wal/tsan_mutex.h's helpers, so TSan sees the edges of Debian's prebuilt Abseil.
   mutable absl::Mutex mu_;
-  absl::CondVar stop_cv_;  // signalled when stopping_ becomes true
-  int connection_fd_ ABSL_GUARDED_BY(mu_) = -1;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   uint64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t flushes_ ABSL_GUARDED_BY(mu_) = 0;
@@ -142,6 +138,8 @@ class NbdServer {
   uint64_t cut_countdown_ ABSL_GUARDED_BY(mu_) = 0;  // 0: no cut armed
   std::function<void()> on_cut_ ABSL_GUARDED_BY(mu_);
   bool cut_ ABSL_GUARDED_BY(mu_) = false;
+  // Last: destroyed (its thread joined) before anything the thread uses.
+  NbdListener listener_;
 };
 
 }  // namespace powercut::vm

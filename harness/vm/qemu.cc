@@ -146,9 +146,9 @@ absl::StatusOr<std::unique_ptr<Qemu>> Qemu::Start(const QemuOptions& o) {
                                                                 : "unsafe";
       drive = fmt::format("if=none,id=disk{},format=raw,file={},cache={}", i, d.image_file, cache);
     }
-    argv.push_back("-drive");
+    argv.emplace_back("-drive");
     argv.push_back(drive);
-    argv.push_back("-device");
+    argv.emplace_back("-device");
     argv.push_back(
         fmt::format("virtio-blk-pci,drive=disk{},serial=powercut{},logical_block_size={},"
                     "physical_block_size={}",

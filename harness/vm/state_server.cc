@@ -1,8 +1,5 @@
 #include "harness/vm/state_server.h"
 
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -22,27 +19,13 @@ absl::StatusOr<std::unique_ptr<StateServer>> StateServer::Start(const Options& o
   }
   ASSIGN_OR_RETURN(int fd, NbdListen(options.socket_path));
   std::unique_ptr<StateServer> server(new StateServer(options, fd));
-  server->thread_ = std::thread([s = server.get()] { s->Serve(); });
+  server->listener_.Start([s = server.get()](int client) { return s->Serve(client); });
   return server;
 }
 
 StateServer::~StateServer() { Stop(); }
 
-void StateServer::Stop() {
-  {
-    powercut::MutexLock lock(&mu_);
-    if (stopping_ && !thread_.joinable()) return;
-    stopping_ = true;
-    if (connection_fd_ >= 0) shutdown(connection_fd_, SHUT_RDWR);
-  }
-  if (listen_fd_ >= 0) shutdown(listen_fd_, SHUT_RDWR);
-  if (thread_.joinable()) thread_.join();
-  if (listen_fd_ >= 0) {
-    close(listen_fd_);
-    listen_fd_ = -1;
-    unlink(options_.socket_path.c_str());
-  }
-}
+void StateServer::Stop() { listener_.Stop(); }
 
 std::string StateServer::TokenFor(uint64_t generation) {
   return fmt::format("powercut-state {}\n", generation);
@@ -76,20 +59,13 @@ absl::Status StateServer::status() const {
   return status_;
 }
 
-void StateServer::Serve() {
-  for (;;) {
-    const int fd = AcceptNbdClient(listen_fd_, &mu_, &stopping_, &connection_fd_);
-    if (fd < 0) return;
-    bool go = false;
-    absl::Status s = NbdHandshake(fd, export_bytes(), &go);
-    if (s.ok() && go) s = Transmission(fd);
-    {
-      powercut::MutexLock lock(&mu_);
-      connection_fd_ = -1;
-      if (!s.ok() && !absl::IsUnavailable(s) && status_.ok()) status_ = s;
-    }
-    close(fd);
-  }
+bool StateServer::Serve(int fd) {
+  bool go = false;
+  absl::Status s = NbdHandshake(fd, export_bytes(), &go);
+  if (s.ok() && go) s = Transmission(fd);
+  powercut::MutexLock lock(&mu_);
+  if (!s.ok() && !absl::IsUnavailable(s) && status_.ok()) status_ = s;
+  return true;
 }
 
 absl::Status StateServer::ReadPage(uint64_t page, uint8_t* out) {

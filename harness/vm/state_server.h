@@ -20,13 +20,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "harness/vm/nbd_protocol.h"
 
 namespace powercut::vm {
 
@@ -68,8 +68,9 @@ class StateServer {
  private:
   using Page = std::array<uint8_t, kPage>;
   StateServer(Options options, int listen_fd)
-      : options_(std::move(options)), listen_fd_(listen_fd) {}
-  void Serve();
+      : options_(std::move(options)), listener_(listen_fd, options_.socket_path) {}
+  // Serves one connection (NbdListener::ServeFn).
+  bool Serve(int fd);
   absl::Status Transmission(int fd);
   // The page's current content: overlay, state block, or the image.
   absl::Status ReadPage(uint64_t page, uint8_t* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -77,16 +78,14 @@ class StateServer {
   absl::Status Write(uint64_t offset, const uint8_t* data, size_t length);
 
   const Options options_;
-  int listen_fd_;
-  std::thread thread_;
   mutable absl::Mutex mu_;
-  int connection_fd_ ABSL_GUARDED_BY(mu_) = -1;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool sealed_ ABSL_GUARDED_BY(mu_) = true;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<uint64_t, std::unique_ptr<Page>> overlay_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  // Last: destroyed (its thread joined) before anything the thread uses.
+  NbdListener listener_;
 };
 
 }  // namespace powercut::vm

@@ -106,7 +106,7 @@ absl::StatusOr<VmEnvironment> PrepareVm(const std::string& agent_hint, const std
   }
   std::vector<std::string> candidates;
   if (const char* e = std::getenv("POWERCUT_VM_AGENT"); e != nullptr && *e != '\0') {
-    candidates.push_back(e);
+    candidates.emplace_back(e);
   }
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "tests/product/test_util.h"
 
 namespace powercut::product {
 namespace {
@@ -20,17 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-bool Alive(pid_t pid) {
-  std::string stat = ReadText(fs::path("/proc") / std::to_string(pid) / "stat");
-  if (stat.empty()) return false;
-  auto close = stat.rfind(')');
-  return close == std::string::npos || stat.substr(close + 2, 1) != "Z";
-}
+using testing::ProcessAlive;
+using testing::ReadFile;
 
 // The first child of `parent` whose command name starts with "qemu".
 std::optional<pid_t> QemuChildOf(pid_t parent) {
@@ -38,10 +30,10 @@ std::optional<pid_t> QemuChildOf(pid_t parent) {
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     std::string name = entry.path().filename();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string status = ReadText(entry.path() / "status");
+    std::string status = ReadFile(entry.path() / "status");
     auto at = status.find("\nPPid:\t");
     if (at == std::string::npos || std::stoi(status.substr(at + 7)) != parent) continue;
-    if (ReadText(entry.path() / "comm").rfind("qemu", 0) == 0) return std::stoi(name);
+    if (ReadFile(entry.path() / "comm").rfind("qemu", 0) == 0) return std::stoi(name);
   }
   return std::nullopt;
 }
@@ -89,7 +81,7 @@ TEST(InterruptVm, SigintKillsQemuAndRemovesRunFolders) {
         ::kill(powercut, SIGKILL);
         ::waitpid(powercut, nullptr, 0);
       }
-      if (qemu->has_value() && Alive(**qemu)) ::kill(**qemu, SIGKILL);
+      if (qemu->has_value() && ProcessAlive(**qemu)) ::kill(**qemu, SIGKILL);
       std::error_code ec;
       if (!vm_folder->empty()) fs::remove_all(*vm_folder, ec);
       if (!run_folder->empty()) fs::remove_all(*run_folder, ec);
@@ -103,13 +95,13 @@ TEST(InterruptVm, SigintKillsQemuAndRemovesRunFolders) {
     ASSERT_EQ(::waitpid(powercut, nullptr, WNOHANG), 0) << "powercut run exited early";
     if (!qemu) qemu = QemuChildOf(powercut);
     if (qemu && vm_folder.empty()) {
-      std::string cmdline = ReadText(fs::path("/proc") / std::to_string(*qemu) / "cmdline");
+      std::string cmdline = ReadFile(fs::path("/proc") / std::to_string(*qemu) / "cmdline");
       for (char& c : cmdline) c = c == '\0' ? ' ' : c;
       vm_folder = FolderIn(cmdline, "/tmp/powercut-vm-");
     }
     if (run_folder.empty()) run_folder = RunFolderOf(powercut);
     acked = !run_folder.empty() &&
-            ReadText(run_folder + "/acks.jsonl").find("\"1\"") != std::string::npos;
+            ReadFile(run_folder + "/acks.jsonl").find("\"1\"") != std::string::npos;
     if (!acked) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling only
   }
   ASSERT_TRUE(acked) << "the workload's ack never reached " << run_folder;
@@ -125,10 +117,10 @@ TEST(InterruptVm, SigintKillsQemuAndRemovesRunFolders) {
   EXPECT_EQ(WTERMSIG(status), SIGINT);
   // SIGKILL is delivered at once, but qemu takes a moment to release its memory and exit.
   const auto qemu_deadline = Clock::now() + std::chrono::seconds(20);
-  while (Alive(*qemu) && Clock::now() < qemu_deadline) {
+  while (ProcessAlive(*qemu) && Clock::now() < qemu_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_FALSE(Alive(*qemu)) << "qemu " << *qemu << " outlived powercut";
+  EXPECT_FALSE(ProcessAlive(*qemu)) << "qemu " << *qemu << " outlived powercut";
   EXPECT_FALSE(fs::exists(vm_folder)) << vm_folder;
   EXPECT_FALSE(fs::exists(run_folder)) << run_folder;
 }

@@ -48,4 +48,12 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// Whether `pid` exists and is not a zombie (a reaped or exited child is not alive).
+inline bool ProcessAlive(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (stat.empty()) return false;
+  auto close = stat.rfind(')');
+  return close == std::string::npos || stat.substr(close + 2, 1) != "Z";
+}
+
 }  // namespace powercut::product::testing

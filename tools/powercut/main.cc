@@ -1,8 +1,10 @@
 // powercut: the crash-consistency tester's command line (docs/trace.md, docs/cache-models.md,
 // docs/report.md). Exit codes: 0 ok / all states pass, 1 error or violations found, 2 usage.
 #include <cstdio>
+#include <exception>
 #include <string>
 
+#include "base/mount_namespace.h"
 #include "base/process.h"
 #include "harness/product/builtin.h"
 #include "tools/powercut/commands.h"
@@ -40,7 +42,13 @@ CLI::Option* AddFsOption(CLI::App* app, harness::FsKind* fs, const std::string& 
 
 }  // namespace powercut::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
+  // Before any thread: host loop mounts of crash states stay private to powercut and its
+  // checkers, and vanish with them even after SIGKILL (base/mount_namespace.h). Not root:
+  // nothing moves.
+  powercut::EnterOwnMountNamespace();
   // Ctrl-C (SIGINT), SIGTERM and SIGHUP kill qemu's process group, detach host loop mounts and
   // remove the run/work folders before powercut dies of the signal (harness/signal_cleanup.h).
   powercut::InstallInterruptHandlers();
@@ -60,4 +68,19 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Whatever escapes a command (std::filesystem, JSON, allocation) ends powercut with a message
+  // and exit code 1 rather than std::terminate's abort.
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "powercut: unexpected error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "powercut: unexpected error\n");
+  }
+  return 1;
 }

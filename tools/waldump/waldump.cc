@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -241,4 +242,15 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace powercut
 
-int main(int argc, char** argv) { return powercut::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // Whatever escapes (std::filesystem, JSON, allocation) ends waldump with a message and exit 2
+  // (the log could not be read) rather than std::terminate's abort.
+  try {
+    return powercut::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "waldump: unexpected error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "waldump: unexpected error\n");
+  }
+  return 2;
+}

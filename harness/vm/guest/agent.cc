@@ -202,7 +202,7 @@ class Agent {
     }
     std::vector<std::string> argv = {"mount", "-t", harness::FsName(job_.fs)};
     if (!job_.mount_options.empty()) {
-      argv.push_back("-o");
+      argv.emplace_back("-o");
       argv.push_back(job_.mount_options);
     }
     argv.push_back(device_);

@@ -23,7 +23,6 @@
 
 namespace {
 
-using powercut::vm::GuestJob;
 using powercut::vm::GuestResult;
 using powercut::vm::guest::kRunDir;
 
