@@ -27,9 +27,9 @@ std::string Quote(std::string_view line) {
   return q + "\"";
 }
 
-// A command made only of plain words (no quoting, expansion, redirection or operators) means the
-// same to /bin/sh -c as to a direct exec; running it directly saves starting a shell per check.
-bool PlainWords(const std::string& command, std::vector<std::string>* words) {
+}  // namespace
+
+bool PlainCommandWords(const std::string& command, std::vector<std::string>* words) {
   words->clear();
   std::string word;
   for (char c : command) {
@@ -49,8 +49,6 @@ bool PlainWords(const std::string& command, std::vector<std::string>* words) {
   // A first word with '=' is an assignment to sh: excluded above since '=' is not plain.
   return !words->empty();
 }
-
-}  // namespace
 
 void ParseCheckerLine(std::string_view line, uint64_t line_number, CheckerOutput* out) {
   while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) {
@@ -110,7 +108,7 @@ absl::StatusOr<CheckerOutput> RunChecker(
 
   std::vector<std::string> words;
   absl::StatusOr<ProcessEnd> end = absl::UnknownError("not started");
-  if (PlainWords(command, &words)) end = RunProcess(words, options, on_stdout, on_stderr);
+  if (PlainCommandWords(command, &words)) end = RunProcess(words, options, on_stdout, on_stderr);
   if (!end.ok() || !end->start_error.empty()) {
     // Not plain, or a first word that is no program on PATH (a shell builtin such as `exit 1`,
     // or a typo): let the shell run it, so the result is what `sh -c` would give (127 for a

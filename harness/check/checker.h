@@ -47,6 +47,11 @@ struct CheckerOutput {
 // protocol error; the first one is quoted with `line_number` in out->protocol_error.
 void ParseCheckerLine(std::string_view line, uint64_t line_number, CheckerOutput* out);
 
+// A command made only of plain words (no quoting, expansion, redirection or operators) means the
+// same to /bin/sh -c as to a direct exec of its words: true with the words in `words`. Checkers
+// run that way save a shell start per state (here and in the guest agent).
+bool PlainCommandWords(const std::string& command, std::vector<std::string>* words);
+
 // Fails only when the command cannot be started at all.
 absl::StatusOr<CheckerOutput> RunChecker(
     const std::string& command, const std::vector<std::pair<std::string, std::string>>& env,

@@ -144,6 +144,7 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
   cell->workload_seconds = o.workload_seconds;
   cell->check_seconds = o.check_seconds;
   cell->record_phases = o.record_phases;
+  cell->check_phases = o.check_phases;
   cell->kernel = o.kernel;
   cell->timeline = o.timeline;
   cell->notes = o.notes;
@@ -204,14 +205,14 @@ nlohmann::json GuestSizeToJson(const GuestSize& guest) {
   return {{"memory_mib", guest.memory_mib}, {"cpus", guest.cpus}, {"disk_bytes", guest.disk_bytes}};
 }
 
-namespace {
-
 nlohmann::json PhasesToJson(const std::vector<std::pair<std::string, double>>& phases) {
   // An array of [name, seconds]: the phases' order is the recording's.
   nlohmann::json j = nlohmann::json::array();
   for (const auto& [name, seconds] : phases) j.push_back({name, seconds});
   return j;
 }
+
+namespace {
 
 std::vector<std::pair<std::string, double>> PhasesFromJson(const nlohmann::json& j) {
   std::vector<std::pair<std::string, double>> phases;
@@ -304,6 +305,7 @@ nlohmann::json CellToJson(const CellResult& c) {
                       {"workload_seconds", c.workload_seconds},
                       {"check_seconds", c.check_seconds},
                       {"record_phases", PhasesToJson(c.record_phases)},
+                      {"check_phases", PhasesToJson(c.check_phases)},
                       {"kernel", c.kernel},
                       {"check_method", c.check_method},
                       {"check_kernel", c.check_kernel},
@@ -343,6 +345,7 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.workload_seconds = j.value("workload_seconds", 0.0);
     c.check_seconds = j.value("check_seconds", 0.0);
     if (j.contains("record_phases")) c.record_phases = PhasesFromJson(j.at("record_phases"));
+    if (j.contains("check_phases")) c.check_phases = PhasesFromJson(j.at("check_phases"));
     c.kernel = j.value("kernel", "");
     c.check_method = j.value("check_method", "");
     c.check_kernel = j.value("check_kernel", "");

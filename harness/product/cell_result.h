@@ -97,6 +97,8 @@ struct CellResult {
   double boot_seconds = 0, workload_seconds = 0;
   // Of record_seconds: where the recording's time went, phase by phase (RunOutcome).
   std::vector<std::pair<std::string, double>> record_phases;
+  // Of check_seconds, `--check-in guest`: each step's mean seconds per state (RunOutcome).
+  std::vector<std::pair<std::string, double>> check_phases;
   std::string kernel;  // the guest kernel that recorded the cell (vm::KernelName; "" if none)
   std::vector<CellModel> models;
   // How and by which kernel (uname -r) its crash states were judged (harness::CheckReport).
@@ -152,6 +154,8 @@ nlohmann::json CellToJson(const CellResult& cell);
 // The guest a run asked for ({memory_mib, cpus, disk_bytes}; 0 = the VM's default), as the run
 // and matrix reports record it.
 nlohmann::json GuestSizeToJson(const GuestSize& guest);
+// Phases (record_phases, RunOutcome::check_phases) as an array of [name, seconds], in order.
+nlohmann::json PhasesToJson(const std::vector<std::pair<std::string, double>>& phases);
 absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j);
 
 }  // namespace powercut::product

@@ -38,7 +38,8 @@ std::string Tail(const std::string& path, size_t bytes) {
   return out;
 }
 
-harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& o) {
+harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& o,
+                                    vm::GuestCheckPhases* phases) {
   harness::CheckOptions c;
   c.trace_path = trace;
   c.checker = o.checker;
@@ -64,7 +65,8 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
                                       .sector = o.sector,
                                       .checker = o.checker,
                                       .mount_options = "",
-                                      .checker_timeout_s = o.checker_timeout_s});
+                                      .checker_timeout_s = o.checker_timeout_s,
+                                      .phases = phases});
   }
   return c;
 }
@@ -180,9 +182,11 @@ RunOutcome CheckRecording(const std::string& trace, const RunOptions& o) {
     return out;
   }
   auto start = std::chrono::steady_clock::now();
-  auto report = harness::RunCheck(EngineOptions(trace, o));
+  vm::GuestCheckPhases phases;
+  auto report = harness::RunCheck(EngineOptions(trace, o, &phases));
   out.check_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.check_phases = phases.Mean();
   if (!report.ok()) {
     std::string why(report.status().message());
     if (harness::IsBrokenChecker(report.status())) {
@@ -468,6 +472,12 @@ std::string RunSummary(const RunOutcome& o) {
       }
       s.back() = '\n';
     }
+  }
+  if (!o.check_phases.empty()) {
+    s += "guest check, mean per state:";
+    for (const auto& [name, seconds] : o.check_phases)
+      s += fmt::format(" {} {:.2f} s,", name, seconds);
+    s.back() = '\n';
   }
   if (!o.kernel.empty()) s += fmt::format("guest kernel: {}\n", o.kernel);
   if (!o.flakey) s += harness::ReportSummaryTable(*o.report);

@@ -128,6 +128,9 @@ struct RunOutcome {
   double check_seconds = 0;
   // Of record_seconds: where the recording's time went (vm::RunResult::phases).
   std::vector<std::pair<std::string, double>> record_phases;
+  // `--check-in guest`: where a state's check went, each step's mean seconds per state
+  // (vm::GuestCheckPool::MeanPhases; empty for host checks).
+  std::vector<std::pair<std::string, double>> check_phases;
   // The guest kernel that recorded it (vm::KernelName: release and where it came from; "" when
   // nothing was recorded).
   std::string kernel;

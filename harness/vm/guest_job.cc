@@ -107,7 +107,9 @@ json ResultToJson(const GuestResult& r) {
             {"fs_repaired", r.fs_repaired},
             {"fs_unrecoverable", r.fs_unrecoverable},
             {"kernel", r.kernel},
+            {"phases", json::array()},
             {"checks", json::array()}};
+  for (const auto& [name, seconds] : r.phases) j["phases"].push_back({name, seconds});
   for (const GuestResult::FsStep& s : r.fs_steps) {
     j["fs_steps"].push_back({{"name", s.name},
                              {"exit_code", s.exit_code},
@@ -153,6 +155,9 @@ GuestResult ResultFromJson(const json& j) {
   r.fs_repaired = j.value("fs_repaired", false);
   r.fs_unrecoverable = j.value("fs_unrecoverable", false);
   r.kernel = j.value("kernel", "");
+  for (const json& p : j.value("phases", json::array())) {
+    r.phases.emplace_back(p.at(0).get<std::string>(), p.at(1).get<double>());
+  }
   for (const json& c : j.value("checks", json::array())) r.checks.push_back(ResultFromJson(c));
   return r;
 }

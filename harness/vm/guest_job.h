@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -105,6 +106,10 @@ struct GuestResult {
   bool fs_repaired = false;
   bool fs_unrecoverable = false;
   std::string kernel;  // uname -r in the guest
+  // GuestJob::state_token checks: seconds per step in the guest, in order (`state-block`,
+  // `fsck`, `mount`, `checker`, `umount`, `release`); the host appends its own (`exchange`:
+  // the job's round trip minus the guest's steps; docs/run.md, "Where the time goes").
+  std::vector<std::pair<std::string, double>> phases;
 };
 
 // The names of a job's files in the run folder: job.json, result.json (job 0) or job-<id>.json,

@@ -1,6 +1,7 @@
 #include "harness/vm/guest_judge.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string_view>
 
 #include "base/scratch_dir.h"
@@ -67,6 +68,7 @@ class GuestStateJudge : public harness::StateJudge {
       absl::StatusOr<harness::ImageCheckResult> r = Attempt(image_fd, image_bytes);
       if (r.ok()) {
         pool_->CountState();
+        if (spec_.phases != nullptr) spec_.phases->Add(phases_);
         return r;
       }
       last = r.status();
@@ -124,9 +126,18 @@ class GuestStateJudge : public harness::StateJudge {
     job.checker_timeout_s = spec_.checker_timeout_s;
     const auto timeout =
         std::chrono::seconds(static_cast<int64_t>(spec_.checker_timeout_s)) + kJobMargin;
+    const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<GuestResult> r = guest_->RunAgentJob(job, timeout);
+    const double round_trip =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     server_->Seal();
     if (!r.ok()) return r.status();
+    // The host's share: the job file and `job <id>` line out, the agent reading the job over
+    // 9p, the result file back and its parsing: what the guest's own steps do not cover.
+    phases_ = r->phases;
+    double in_guest = 0;
+    for (const auto& p : phases_) in_guest += p.second;
+    phases_.emplace_back("exchange", std::max(0.0, round_trip - in_guest));
     if (!r->ok) {
       return absl::InternalError(
           fmt::format("the agent's step {} failed in the guest: {}", r->failed_step, r->error));
@@ -165,6 +176,7 @@ class GuestStateJudge : public harness::StateJudge {
   uint64_t generation_ = 0;
   bool geometry_checked_ = false;
   std::string kernel_;
+  std::vector<std::pair<std::string, double>> phases_;  // the last attempt's (GuestResult::phases)
 };
 
 }  // namespace
@@ -219,6 +231,27 @@ uint64_t GuestCheckPool::states() const {
 void GuestCheckPool::CountState() {
   powercut::MutexLock lock(&mu_);
   ++states_;
+}
+
+void GuestCheckPhases::Add(const std::vector<std::pair<std::string, double>>& phases) {
+  powercut::MutexLock lock(&mu_);
+  ++states_;
+  for (const auto& [name, seconds] : phases) {
+    auto it = std::find_if(totals_.begin(), totals_.end(),
+                           [&](const auto& p) { return p.first == name; });
+    if (it == totals_.end()) {
+      totals_.emplace_back(name, seconds);
+    } else {
+      it->second += seconds;
+    }
+  }
+}
+
+std::vector<std::pair<std::string, double>> GuestCheckPhases::Mean() const {
+  powercut::MutexLock lock(&mu_);
+  std::vector<std::pair<std::string, double>> out = totals_;
+  for (auto& p : out) p.second /= static_cast<double>(std::max<uint64_t>(states_, 1));
+  return out;
 }
 
 }  // namespace powercut::vm

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -34,12 +35,28 @@ namespace powercut::vm {
 // ImageCheckResult::method of a state judged in a guest.
 inline constexpr char kGuestCheckMethod[] = "guest mount";
 
+// Where the time of one check's guest-judged states went (docs/run.md, "Where the time goes"):
+// each step's seconds summed over the states, shared by the check's judges.
+class GuestCheckPhases {
+ public:
+  // One state's steps (GuestResult::phases, the host's `exchange` appended).
+  void Add(const std::vector<std::pair<std::string, double>>& phases);
+  // Each step's mean seconds per state, in the order the steps first ran (empty: no state).
+  std::vector<std::pair<std::string, double>> Mean() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  uint64_t states_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::pair<std::string, double>> totals_ ABSL_GUARDED_BY(mu_);
+};
+
 struct GuestCheckSpec {
   harness::FsKind fs = harness::FsKind::kExt4;
   harness::SectorFormat sector = harness::kDefaultSectorFormat;  // the recording's
   std::string checker;
   std::string mount_options;
   double checker_timeout_s = 60;
+  GuestCheckPhases* phases = nullptr;  // set: each judged state's steps are added (not owned)
 };
 
 class GuestCheckPool {

@@ -25,6 +25,7 @@
 #include "harness/vm/ack_channel.h"
 #include "harness/vm/cpio_writer.h"
 #include "harness/vm/disk_image.h"
+#include "harness/vm/guest_judge.h"
 #include "harness/vm/nbd_server.h"
 #include "harness/vm/state_server.h"
 #include "harness/vm/vm_run.h"
@@ -432,6 +433,25 @@ TEST(GuestJobTest, SeveralChecksRoundTripThroughJson) {
   EXPECT_EQ(rb->logical_block_size, 512u);
   EXPECT_EQ(rb->physical_block_size, 4096u);
   EXPECT_FALSE(GuestResultFromJson("{\"checks\": [1]}").ok());
+}
+
+// Where a guest check's time goes (docs/run.md): the agent's steps travel in the result, and a
+// check's judges sum them into one mean per step, in the order the steps ran.
+TEST(GuestCheckPhasesTest, StepsRoundTripAndAverageInOrder) {
+  GuestResult r;
+  r.phases = {{"state-block", 0.5}, {"fsck", 1.25}, {"checker", 2.0}};
+  auto back = GuestResultFromJson(GuestResultToJson(r));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->phases, r.phases);
+
+  GuestCheckPhases phases;
+  EXPECT_TRUE(phases.Mean().empty());
+  phases.Add({{"state-block", 1.0}, {"fsck", 3.0}, {"exchange", 0.5}});
+  phases.Add({{"state-block", 3.0}, {"checker", 4.0}, {"exchange", 1.5}});
+  EXPECT_THAT(phases.Mean(), ElementsAre(std::pair<std::string, double>{"state-block", 2.0},
+                                         std::pair<std::string, double>{"fsck", 1.5},
+                                         std::pair<std::string, double>{"exchange", 1.0},
+                                         std::pair<std::string, double>{"checker", 2.0}));
 }
 
 TEST(CheckImagesTest, RefusesMoreImagesThanOneGuestTakes) {

@@ -248,6 +248,7 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
               {"record_seconds", outcome.record_seconds},
               {"kernel", outcome.kernel},
               {"check_seconds", outcome.check_seconds},
+              {"check_phases", product::PhasesToJson(outcome.check_phases)},
               {"recording", outcome.recording_dir},
               {"recording_bytes", outcome.recording_bytes},
               {"recordings", recordings.ToJson()},

@@ -33,11 +33,13 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "base/ack_id.h"
 #include "base/process.h"
 #include "fmt/format.h"
 #include "harness/check/boot_recovery.h"
+#include "harness/check/checker.h"
 #include "harness/vm/guest/guest_devices.h"
 #include "harness/vm/guest/job_cgroup.h"
 #include "harness/vm/guest_job.h"
@@ -52,6 +54,30 @@ constexpr char kLogWritesName[] = "powercut-lw";
 constexpr char kFlakeyName[] = "powercut-flakey";
 // How long a disk the host just hot-plugged may take to appear (ACPI event + virtio probe).
 constexpr std::chrono::seconds kDiskAppears{30};
+
+// Seconds per step of a job, in order (GuestResult::phases).
+class StepClock {
+ public:
+  explicit StepClock(std::vector<std::pair<std::string, double>>* phases) : phases_(phases) {}
+  // The time since the previous mark is `name`'s.
+  void Mark(const std::string& name) { phases_->emplace_back(name, Lap()); }
+  // The time since the previous mark, of which `second_seconds` were `second`'s.
+  void Split(const std::string& first, const std::string& second, double second_seconds) {
+    const double lap = Lap();
+    phases_->emplace_back(first, std::max(0.0, lap - second_seconds));
+    phases_->emplace_back(second, second_seconds);
+  }
+
+ private:
+  double Lap() {
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return s;
+  }
+  std::vector<std::pair<std::string, double>>* phases_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
 
 class Agent {
  public:
@@ -227,6 +253,14 @@ class Agent {
     int out_pipe[2];
     if (pipe2(ack_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) return -1;
     std::string log_path = fmt::format("{}/{}", kRunDir, log_name);
+    // A checker of plain words is exec'd directly, as on the host (harness/check/checker.cc):
+    // one program start less per state. Built before the fork (the child only execs).
+    std::vector<std::string> words;
+    std::vector<char*> direct;
+    if (!relay_acks && powercut::harness::PlainCommandWords(command, &words)) {
+      for (std::string& w : words) direct.push_back(w.data());
+      direct.push_back(nullptr);
+    }
     JobCgroup cgroup(fmt::format("job-{}-{}", job_.job_id, ++commands_));
     pid_t pid = fork();
     if (pid == 0) {
@@ -246,6 +280,9 @@ class Agent {
       }
       setenv("POWERCUT_ACK_FD", "3", 1);
       setenv("HOME", "/tmp", 1);
+      // Not found or not executable: sh runs it, so the outcome is sh's (127, 126), as on the
+      // host.
+      if (!direct.empty()) execvp(direct[0], direct.data());
       execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
@@ -510,17 +547,25 @@ class Agent {
   // cannot be trusted with the next state; the file system's outcome is in fs_*.
   bool CheckState() {
     result_.kernel = KernelRelease();
+    StepClock clock(&result_.phases);
     if (!Setup()) return false;
     std::string error;
     if (!FreshStateBlock(disk_, job_.state_token, &error)) return Fail("state-block", error);
+    clock.Mark("state-block");
     if (!Raw()) {
-      auto mount = [this]() -> absl::Status {
-        if (!Mount()) return absl::UnavailableError(result_.error);
+      double mount_seconds = 0;  // of the boot path's time, the mount attempts (journal replay)
+      auto mount = [this, &mount_seconds]() -> absl::Status {
+        const auto start = std::chrono::steady_clock::now();
+        const bool ok = Mount();
+        mount_seconds +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (!ok) return absl::UnavailableError(result_.error);
         return absl::OkStatus();
       };
       auto rec = powercut::harness::RecoverFileSystem(powercut::harness::FileSystemOf(job_.fs),
                                                       device_, mount, 300);
       if (!rec.ok()) return Fail("boot-recovery", std::string(rec.status().message()));
+      clock.Split("fsck", "mount", mount_seconds);
       result_.failed_step.clear();
       result_.error.clear();
       for (const auto& s : rec->steps) {
@@ -529,7 +574,7 @@ class Agent {
       }
       result_.fs_repaired = rec->repaired;
       result_.fs_unrecoverable = rec->unrecoverable;
-      if (rec->unrecoverable) return Released();
+      if (rec->unrecoverable) return Released(&clock);
     }
     const std::string log = fmt::format("{}/checker-state.log", kRunDir);
     ::truncate(log.c_str(), 0);  // stderr of this state only (the file is reused)
@@ -546,14 +591,17 @@ class Agent {
     text << in.rdbuf();
     const std::string all = text.str();
     result_.checker_stderr_tail = all.size() > 2048 ? all.substr(all.size() - 2048) : all;
+    clock.Mark("checker");
     if (leftovers_survived_) return LeftoversSurvived();
     if (!Unmount()) return false;
-    return Released();
+    clock.Mark("umount");
+    return Released(&clock);
   }
 
-  bool Released() {
+  bool Released(StepClock* clock) {
     std::string held;
     if (!DiskReleased(disk_, &held)) return Fail("release", held);
+    clock->Mark("release");
     return true;
   }
 
