@@ -105,6 +105,20 @@ void PrintResult(const char* scenario, const CheckReport& r, double cpu_seconds)
       states * std::thread::hardware_concurrency() / cpu_seconds);
 }
 
+// `--cache off,on,lying` into models; false (after saying which) on a bad name.
+bool ParseModels(const std::string& models, std::vector<CacheModel>* out) {
+  for (size_t start = 0; start <= models.size();) {
+    size_t comma = models.find(',', start);
+    std::string name = models.substr(start, comma == std::string::npos ? comma : comma - start);
+    auto model = ParseCacheModel(name);
+    if (!model.ok()) return std::fprintf(stderr, "--cache %s: bad model\n", name.c_str()), false;
+    out->push_back(*model);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return true;
+}
+
 // What the raw scenario records and how it checks it.
 struct RawParams {
   uint64_t commits = 333;
@@ -148,15 +162,7 @@ int RawScenario(const std::string& dir, int workers, const std::string& models,
     o.points = *points;
   }
   o.work_dir = dir + "/raw-work";
-  for (size_t start = 0; start <= models.size();) {
-    size_t comma = models.find(',', start);
-    std::string name = models.substr(start, comma == std::string::npos ? comma : comma - start);
-    auto model = ParseCacheModel(name);
-    if (!model.ok()) return std::fprintf(stderr, "--cache %s: bad model\n", name.c_str()), 2;
-    o.models.push_back(*model);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  if (!ParseModels(models, &o.models)) return 2;
   double cpu = CpuNow();
   auto report = RunCheck(o);
   cpu = CpuNow() - cpu;
@@ -269,15 +275,7 @@ int TraceScenario(const std::string& dir, int workers, const std::string& trace,
   o.workers = workers;
   o.exhaustive = exhaustive;
   o.work_dir = dir + "/trace-work";
-  for (size_t start = 0; start <= models.size();) {
-    size_t comma = models.find(',', start);
-    std::string name = models.substr(start, comma == std::string::npos ? comma : comma - start);
-    auto model = ParseCacheModel(name);
-    if (!model.ok()) return std::fprintf(stderr, "--cache %s: bad model\n", name.c_str()), 2;
-    o.models.push_back(*model);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  if (!ParseModels(models, &o.models)) return 2;
   double cpu = CpuNow();
   auto report = RunCheck(o);
   cpu = CpuNow() - cpu;
