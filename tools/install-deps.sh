@@ -6,7 +6,7 @@ packages=(
   build-essential cmake pkg-config git clang clang-format clang-tidy libclang-rt-14-dev
   libabsl-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev googletest
   libbenchmark-dev librocksdb-dev liblzma-dev zlib1g-dev libzstd-dev libsqlite3-dev sqlite3 liburing-dev libisal-dev libxxhash-dev
-  qemu-system-x86 qemu-utils busybox-static kmod cpio zstd
+  qemu-system-x86 qemu-utils busybox-static kmod cpio zstd xz-utils
   e2fsprogs xfsprogs btrfs-progs util-linux procps python3 dmsetup chromium
   # The database workloads (docs/your-database.md): the servers run in the guest from the host's
   # root, so they are installed here; libpq-dev and liblmdb-dev are linked into powercut-workload.
