@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include "base/status_macros.h"
@@ -178,6 +181,33 @@ absl::StatusOr<std::unique_ptr<ReadOnlyMap>> ReadOnlyMap::Open(const std::string
 
 ReadOnlyMap::~ReadOnlyMap() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(fmt::format("cannot read {}", path));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+absl::Status PublishFile(const std::string& path, std::string_view data) {
+  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
+  std::error_code ec;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out.good()) {
+      std::filesystem::remove(tmp, ec);
+      return absl::InternalError(fmt::format("cannot write {} (disk full?)", tmp));
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return absl::InternalError(fmt::format("cannot publish {}: {}", path, ec.message()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace powercut

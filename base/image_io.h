@@ -1,9 +1,11 @@
-// Small file helpers for disk images: whole-buffer pread/pwrite, sparse copies, zeroing ranges.
+// Small file helpers for disk images: whole-buffer pread/pwrite, sparse copies, zeroing ranges,
+// whole files read and published.
 // Every error names the file and the system call.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -30,6 +32,14 @@ absl::Status CopyOnto(int src_fd, int dst_fd, uint64_t size, const std::string& 
                       const std::string& dst);
 
 absl::StatusOr<uint64_t> FileSize(const std::string& path);
+
+// The whole file; NotFound naming it when it cannot be opened.
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
+
+// Writes `data` to a temporary file beside `path` and renames it to `path`, so a concurrent
+// reader (another powercut filling the same cache) sees no file or the whole one, never a part.
+// Errors name the file and remove the temporary one.
+absl::Status PublishFile(const std::string& path, std::string_view data);
 
 // Maps a file read-only (shared); unmapped on destruction.
 class ReadOnlyMap {

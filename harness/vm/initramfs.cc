@@ -3,13 +3,13 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "base/hash.h"
+#include "base/image_io.h"
 #include "base/process.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
@@ -39,14 +39,6 @@ std::string ModuleKey(std::string_view name_or_path) {
   return name;
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(fmt::format("cannot read {}", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 struct ModuleIndex {
   std::map<std::string, std::string> path;                      // key -> relative path
   std::map<std::string, std::vector<std::string>> deps;         // key -> dependency keys
@@ -57,7 +49,7 @@ struct ModuleIndex {
 
 absl::StatusOr<ModuleIndex> LoadIndex(const GuestKernel& kernel) {
   ModuleIndex index;
-  auto dep_text = ReadFile(kernel.modules_dir + "/modules.dep");
+  auto dep_text = ReadWholeFile(kernel.modules_dir + "/modules.dep");
   if (!dep_text.ok()) {
     return absl::NotFoundError(fmt::format(
         "initramfs: {}/modules.dep is missing; delete the kernel cache folder and retry",
@@ -75,7 +67,7 @@ absl::StatusOr<ModuleIndex> LoadIndex(const GuestKernel& kernel) {
     std::string dep;
     while (words >> dep) index.deps[key].push_back(ModuleKey(dep));
   }
-  if (auto soft = ReadFile(kernel.modules_dir + "/modules.softdep"); soft.ok()) {
+  if (auto soft = ReadWholeFile(kernel.modules_dir + "/modules.softdep"); soft.ok()) {
     std::istringstream sl(*soft);
     while (std::getline(sl, line)) {
       std::istringstream words(line);
@@ -93,7 +85,7 @@ absl::StatusOr<ModuleIndex> LoadIndex(const GuestKernel& kernel) {
       }
     }
   }
-  if (auto alias = ReadFile(kernel.modules_dir + "/modules.alias"); alias.ok()) {
+  if (auto alias = ReadWholeFile(kernel.modules_dir + "/modules.alias"); alias.ok()) {
     std::istringstream al(*alias);
     while (std::getline(al, line)) {
       std::istringstream words(line);
@@ -101,7 +93,7 @@ absl::StatusOr<ModuleIndex> LoadIndex(const GuestKernel& kernel) {
       if ((words >> w >> name >> mod) && w == "alias") index.aliases.emplace(name, ModuleKey(mod));
     }
   }
-  if (auto builtin = ReadFile(kernel.modules_dir + "/modules.builtin"); builtin.ok()) {
+  if (auto builtin = ReadWholeFile(kernel.modules_dir + "/modules.builtin"); builtin.ok()) {
     std::istringstream bl(*builtin);
     while (std::getline(bl, line)) index.builtin.insert(ModuleKey(line));
   }
@@ -166,7 +158,7 @@ absl::StatusOr<std::vector<std::string>> ResolveModuleLoadOrder(
 absl::StatusOr<Initramfs> BuildInitramfs(const GuestKernel& kernel,
                                          const std::vector<std::string>& modules) {
   ASSIGN_OR_RETURN(std::vector<std::string> order, ResolveModuleLoadOrder(kernel, modules));
-  auto busybox = ReadFile(kBusybox);
+  auto busybox = ReadWholeFile(kBusybox);
   if (!busybox.ok()) {
     return absl::NotFoundError(fmt::format(
         "initramfs: {} is missing; install busybox-static (tools/install-deps.sh)", kBusybox));
@@ -197,12 +189,12 @@ absl::StatusOr<Initramfs> BuildInitramfs(const GuestKernel& kernel,
         fs::remove(tmp, ec);
         return out.status();
       }
-      auto read = ReadFile(tmp);
+      auto read = ReadWholeFile(tmp);
       fs::remove(tmp, ec);
       if (!read.ok()) return read.status();
       data = std::move(*read);
     } else {
-      ASSIGN_OR_RETURN(data, ReadFile(src));
+      ASSIGN_OR_RETURN(data, ReadWholeFile(src));
     }
     cpio.AddFile("lib/modules/" + ModuleKey(rel) + ".ko", data);
   }
@@ -227,20 +219,9 @@ absl::StatusOr<Initramfs> BuildInitramfs(const GuestKernel& kernel,
   result.bytes = archive.size();
   result.path = (dir / (result.hash + ".cpio")).string();
   if (fs::exists(result.path)) return result;
-  fs::path tmp = dir / fmt::format(".tmp-{}.cpio", getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(archive.data(), static_cast<std::streamsize>(archive.size()));
-    if (!out.good()) {
-      fs::remove(tmp, ec);
-      return absl::InternalError(
-          fmt::format("initramfs: cannot write {} (disk full?)", tmp.string()));
-    }
-  }
-  fs::rename(tmp, result.path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return absl::InternalError(fmt::format("initramfs: cannot publish {}", result.path));
+  if (absl::Status published = PublishFile(result.path, archive); !published.ok()) {
+    return absl::Status(published.code(),
+                        fmt::format("initramfs: {}", std::string(published.message())));
   }
   return result;
 }

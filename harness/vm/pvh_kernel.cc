@@ -2,16 +2,14 @@
 
 #include <elf.h>
 #include <lzma.h>
-#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "base/hash.h"
+#include "base/image_io.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 
@@ -30,14 +28,6 @@ T Load(const std::string& bytes, size_t at) {
   T v{};
   std::memcpy(&v, bytes.data() + at, sizeof v);
   return v;
-}
-
-absl::StatusOr<std::string> ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(fmt::format("cannot read {}", path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 absl::StatusOr<std::string> UnpackXz(const uint8_t* in, size_t size) {
@@ -169,7 +159,7 @@ bool HasPvhEntry(const std::string& elf) {
 }
 
 absl::StatusOr<std::string> PvhKernelFor(const GuestKernel& kernel) {
-  ASSIGN_OR_RETURN(std::string bzimage, ReadWhole(kernel.vmlinuz));
+  ASSIGN_OR_RETURN(std::string bzimage, ReadWholeFile(kernel.vmlinuz));
   ASSIGN_OR_RETURN(std::string cache, CacheRoot());
   const fs::path dir = fs::path(cache) / "pvh";
   const std::string hash =
@@ -189,20 +179,7 @@ absl::StatusOr<std::string> PvhKernelFor(const GuestKernel& kernel) {
         fmt::format("{}: the kernel has no PVH entry point (CONFIG_PVH)", kernel.vmlinuz));
   }
   fs::create_directories(dir, ec);
-  const fs::path tmp = dir / fmt::format(".tmp-{}.elf", getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(elf->data(), static_cast<std::streamsize>(elf->size()));
-    if (!out.good()) {
-      fs::remove(tmp, ec);
-      return absl::InternalError(fmt::format("cannot write {} (disk full?)", tmp.string()));
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return absl::InternalError(fmt::format("cannot publish {}: {}", path.string(), ec.message()));
-  }
+  RETURN_IF_ERROR(PublishFile(path.string(), *elf));
   return path.string();
 }
 

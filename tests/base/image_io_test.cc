@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -42,6 +43,30 @@ TEST(CopySparseTest, CopiesAcrossFileSystems) {
     ASSERT_TRUE(s.ok()) << s;
     EXPECT_EQ(ReadAll(dst), ReadAll(src)) << dst;
   }
+}
+
+// PublishFile: the whole content appears under the name at once, replacing an older file, and no
+// temporary file is left; a folder that does not exist is an error naming the file.
+TEST(PublishFileTest, PublishesWholeFilesAndLeavesNoTemporary) {
+  testing::TempDir dir;
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  const std::string path = dir.path() + "/cache.bin";
+  ASSERT_TRUE(PublishFile(path, "old").ok());
+  const std::string data(1 << 20, 'z');
+  absl::Status s = PublishFile(path, data);
+  ASSERT_TRUE(s.ok()) << s;
+  auto read = ReadWholeFile(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, data);
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 1u);
+
+  absl::Status missing = PublishFile(dir.path() + "/no/such/folder/x", "x");
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("/no/such/folder/x"), absl::string_view::npos) << missing;
+  auto gone = ReadWholeFile(dir.path() + "/absent");
+  EXPECT_TRUE(absl::IsNotFound(gone.status())) << gone.status();
 }
 
 }  // namespace
