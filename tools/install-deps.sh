@@ -9,7 +9,8 @@ packages=(
   qemu-system-x86 qemu-utils busybox-static kmod cpio zstd xz-utils
   e2fsprogs xfsprogs btrfs-progs util-linux procps python3 dmsetup chromium
   # The database workloads (docs/your-database.md): the servers run in the guest from the host's
-  # root, so they are installed here; libpq-dev and liblmdb-dev are linked into powercut-workload.
+  # root, so they are installed here; liblmdb-dev is linked into powercut-workload,
+  # libpq-dev into powercut-workload-clients.
   postgresql-15 postgresql-client-15 libpq-dev redis-server liblmdb-dev lmdb-utils
   etcd-server etcd-client
 )

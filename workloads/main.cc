@@ -25,6 +25,7 @@
 #include "workloads/ack_channel.h"
 #include "workloads/catalog.h"
 #include "workloads/check_result.h"
+#include "workloads/clients_binary.h"
 #include "workloads/workload.h"
 
 namespace powercut::workloads {
@@ -107,6 +108,7 @@ int List(const std::string& binary, uint64_t count, bool json) {
 }
 
 int Main(int argc, char** argv) {
+  RememberCommandLine(argc, argv);
   // A tester that stops reading acks must surface as an error on write, not kill us silently.
   std::signal(SIGPIPE, SIG_IGN);
 

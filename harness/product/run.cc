@@ -139,7 +139,7 @@ absl::StatusOr<std::unique_ptr<vm::GuestCheckPool>> CheckPoolFor(CheckIn where,
 
 harness::StateJudgeFactory JudgesForTrace(vm::GuestCheckPool* pool, harness::FsKind fs,
                                           const std::string& trace, const std::string& checker,
-                                          double checker_timeout_s) {
+                                          double checker_timeout_s, vm::GuestCheckPhases* phases) {
   auto manifest = harness::ReadManifest(harness::ManifestPathFor(trace));
   harness::SectorFormat sector = harness::kDefaultSectorFormat;
   if (manifest.ok() && manifest->logical_sector == 4096) sector = harness::SectorFormat::k4kn;
@@ -148,7 +148,16 @@ harness::StateJudgeFactory JudgesForTrace(vm::GuestCheckPool* pool, harness::FsK
                         .sector = sector,
                         .checker = checker,
                         .mount_options = "",
-                        .checker_timeout_s = checker_timeout_s});
+                        .checker_timeout_s = checker_timeout_s,
+                        .phases = phases});
+}
+
+std::string GuestCheckPhasesLine(const std::vector<std::pair<std::string, double>>& phases) {
+  if (phases.empty()) return "";
+  std::string s = "guest check, mean per state:";
+  for (const auto& [name, seconds] : phases) s += fmt::format(" {} {:.2f} s,", name, seconds);
+  s.back() = '\n';
+  return s;
 }
 
 absl::Status ValidateAtomicUnit(uint32_t unit) {
@@ -473,12 +482,7 @@ std::string RunSummary(const RunOutcome& o) {
       s.back() = '\n';
     }
   }
-  if (!o.check_phases.empty()) {
-    s += "guest check, mean per state:";
-    for (const auto& [name, seconds] : o.check_phases)
-      s += fmt::format(" {} {:.2f} s,", name, seconds);
-    s.back() = '\n';
-  }
+  s += GuestCheckPhasesLine(o.check_phases);
   if (!o.kernel.empty()) s += fmt::format("guest kernel: {}\n", o.kernel);
   if (!o.flakey) s += harness::ReportSummaryTable(*o.report);
   if (o.live_cuts) s += LiveCutsText(*o.live_cuts);

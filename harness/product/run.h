@@ -50,10 +50,16 @@ absl::StatusOr<std::unique_ptr<vm::GuestCheckPool>> CheckPoolFor(CheckIn where,
                                                                  const std::string& agent_hint,
                                                                  const std::string& kernel = "");
 // harness::CheckOptions::judges for `trace`'s states in `pool`'s guests, the disk shown with the
-// recording's sectors (its manifest; 512e without one).
+// recording's sectors (its manifest; 512e without one). `phases`, when set, collects each judged
+// state's steps (docs/run.md, "Where the time goes").
 harness::StateJudgeFactory JudgesForTrace(vm::GuestCheckPool* pool, harness::FsKind fs,
                                           const std::string& trace, const std::string& checker,
-                                          double checker_timeout_s);
+                                          double checker_timeout_s,
+                                          vm::GuestCheckPhases* phases = nullptr);
+
+// "guest check, mean per state: state-block 0.00 s, ...\n" (GuestCheckPhases::Mean), or "" when
+// no state was judged in a guest.
+std::string GuestCheckPhasesLine(const std::vector<std::pair<std::string, double>>& phases);
 
 // The guest a run boots (`--guest-memory`, `--guest-cpus`, `--disk-size`); 0 = the VM's defaults
 // (768 MiB, 1 CPU, the file system's default disk: docs/your-database.md, "The guest").

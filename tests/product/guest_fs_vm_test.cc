@@ -44,6 +44,18 @@ std::map<std::string, ModelCounts> Counts(const nlohmann::json& report) {
   return out;
 }
 
+const std::string kChecker = fmt::format("{} xlog check", WORKLOAD_BIN);
+
+// Records an appending xlog of `count` fdatasync'd blocks on `fs` into `rec` (kept), judging it
+// with the cache off (a pass); `extra` are more `powercut run` options.
+testing::CommandResult RecordXlog(const std::string& fs, int count, const std::string& rec,
+                                  const std::string& extra) {
+  return RunCommand(
+      fmt::format("{} run --quiet --workload '{} xlog run --barrier fdatasync --append --count {}' "
+                  "--checker '{}' --fs {} --cache off --points acks --states 2 --keep {} {}",
+                  POWERCUT_BIN, WORKLOAD_BIN, count, kChecker, fs, rec, extra));
+}
+
 class GuestFsVmTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GuestFsVmTest, GuestChecksMatchHostChecks) {
@@ -51,11 +63,7 @@ TEST_P(GuestFsVmTest, GuestChecksMatchHostChecks) {
   const std::string fs = GetParam();
   TempDir dir;
   const std::string rec = dir.path() + "/rec";
-  const std::string checker = fmt::format("{} xlog check", WORKLOAD_BIN);
-  auto r = RunCommand(fmt::format(
-      "{} run --quiet --workload '{} xlog run --barrier fdatasync --append --count 3' "
-      "--checker '{}' --fs {} --cache off --points acks --states 2 --keep {} --json {}/rec.json",
-      POWERCUT_BIN, WORKLOAD_BIN, checker, fs, rec, dir.path()));
+  auto r = RecordXlog(fs, 3, rec, "--json " + dir.path() + "/rec.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
   // The same trace, judged both ways.
@@ -65,7 +73,7 @@ TEST_P(GuestFsVmTest, GuestChecksMatchHostChecks) {
     r = RunCommand(fmt::format(
         "{} run --quiet --trace {}/trace.log --checker '{}' --fs {} --cache off,lying --window 8e "
         "--points acks --states 2 --exhaustive --check-in {} --json {}",
-        POWERCUT_BIN, rec, checker, fs, where, json));
+        POWERCUT_BIN, rec, kChecker, fs, where, json));
     ASSERT_NE(r.exit_code, 2) << where << ":\n" << r.output;
     reports[where] = nlohmann::json::parse(ReadFile(json));
   }
@@ -101,6 +109,34 @@ TEST_P(GuestFsVmTest, GuestChecksMatchHostChecks) {
       EXPECT_EQ(h.violations, 0) << fs << " cache " << cache;
     }
   }
+}
+
+// `powercut check` judges in a guest too, and says where the guest's time went, in its text and
+// its JSON (docs/run.md, "Where the time goes").
+TEST(GuestCheckPhasesVmTest, CheckSaysWhereTheGuestsTimeWent) {
+  TempDir dir;
+  const std::string rec = dir.path() + "/rec";
+  auto r = RecordXlog("ext4", 2, rec, "--check-in guest");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string json = dir.path() + "/check.json";
+  r = RunCommand(fmt::format(
+      "{} check --trace {}/trace.log --checker '{}' --fs ext4 --cache off --points acks "
+      "--states 1 --check-in guest --json {}",
+      POWERCUT_BIN, rec, kChecker, json));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("guest check, mean per state: state-block"), std::string::npos)
+      << r.output;
+  const nlohmann::json report = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(report["parameters"]["check_method"], "guest mount");
+  std::map<std::string, double> steps;
+  for (const auto& step : report.value("check_phases", nlohmann::json::array())) {
+    steps[step.at(0).get<std::string>()] = step.at(1).get<double>();
+  }
+  for (const char* step : {"state-block", "fsck", "mount", "checker", "umount", "exchange"}) {
+    EXPECT_TRUE(steps.contains(step))
+        << step << " in " << report.value("check_phases", nlohmann::json());
+  }
+  EXPECT_GT(steps["checker"], 0.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(XfsAndBtrfs, GuestFsVmTest, ::testing::Values("xfs", "btrfs"),

@@ -33,8 +33,10 @@ namespace {
 using powercut::testing::TempDir;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 constexpr char kBinary[] = POWERCUT_WORKLOAD_BIN;
+constexpr char kClientsBinary[] = POWERCUT_WORKLOAD_CLIENTS_BIN;
 
 struct RunOutput {
   int exit_code = -1;
@@ -305,6 +307,50 @@ TEST_F(WorkloadProcessTest, CheckersOfAnEmptyDirectoryHaveNothing) {
     EXPECT_THAT(check.have, IsEmpty()) << workload;
     EXPECT_THAT(check.out, IsEmpty()) << workload;
   }
+}
+
+// What the dynamic loader maps for `binary` (LD_TRACE_LOADED_OBJECTS: the loader lists the
+// libraries and exits without running the program).
+std::string LoadedLibraries(const std::string& binary, const std::string& out_path) {
+  ChildProcess child({{binary}, {{"LD_TRACE_LOADED_OBJECTS", "1"}}, false, out_path, "/dev/null"});
+  if (!child.started()) return child.start_error();
+  child.Wait();
+  return ChildProcess::ReadFile(out_path);
+}
+
+// The point of the two binaries (workloads/README.md): every start of powercut-workload, the
+// checker the guest runs per crash state, loads neither RocksDB nor libpq (with OpenSSL, GnuTLS,
+// Kerberos...); powercut-workload-clients loads both.
+TEST_F(WorkloadProcessTest, OnlyTheClientsBinaryLoadsRocksDbAndLibpq) {
+  const std::string light = LoadedLibraries(kBinary, tmp_.path() + "/light.txt");
+  EXPECT_THAT(light, HasSubstr("libsqlite3"));  // the listing worked
+  EXPECT_THAT(light, Not(HasSubstr("librocksdb")));
+  EXPECT_THAT(light, Not(HasSubstr("libpq")));
+  EXPECT_THAT(light, Not(HasSubstr("libgnutls")));
+  const std::string clients = LoadedLibraries(kClientsBinary, tmp_.path() + "/clients.txt");
+  EXPECT_THAT(clients, HasSubstr("librocksdb"));
+  EXPECT_THAT(clients, HasSubstr("libpq"));
+}
+
+// A powercut-workload copied away from its clients binary: the forwarded forms say what is
+// missing and exit 127, which the tester reads as "the checker cannot start", never as a store
+// that does not recover (exit 1); the other workloads still run.
+TEST_F(WorkloadProcessTest, AForwardedWorkloadWithoutItsClientsBinarySaysSo) {
+  const std::string alone = tmp_.MakeSubdir("alone") + "/powercut-workload";
+  std::filesystem::copy_file(kBinary, alone);
+  for (const std::string workload : {"rocksdb", "postgres"}) {
+    ChildProcess child({{alone, workload, "check"}, DirEnv(), false, tmp_.path() + "/alone.out",
+                        tmp_.path() + "/alone.err"});
+    ASSERT_TRUE(child.started()) << child.start_error();
+    EXPECT_EQ(child.Wait(), 127) << workload;
+    const std::string err = ChildProcess::ReadFile(tmp_.path() + "/alone.err");
+    EXPECT_THAT(err, HasSubstr("powercut-workload-clients")) << workload;
+    EXPECT_THAT(err, HasSubstr("the " + workload + " workload runs in it")) << workload;
+  }
+  ChildProcess wal({{alone, "wal", "check"}, DirEnv(), false, tmp_.path() + "/alone.out",
+                    tmp_.path() + "/alone.err"});
+  ASSERT_TRUE(wal.started()) << wal.start_error();
+  EXPECT_EQ(wal.Wait(), 0) << ChildProcess::ReadFile(tmp_.path() + "/alone.err");
 }
 
 TEST_F(WorkloadProcessTest, MissingAckFdIsAUsageError) {

@@ -4,14 +4,19 @@
 #include <climits>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fmt/format.h"
 #include "harness/check/engine.h"
 #include "harness/check/report.h"
 #include "harness/product/builtin.h"
+#include "harness/product/cell_result.h"
 #include "harness/product/run.h"
 #include "harness/trace/manifest.h"
+#include "harness/vm/guest_judge.h"
 #include "tools/powercut/commands.h"
 
 namespace powercut::cli {
@@ -141,6 +146,7 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
       return;
     }
     std::unique_ptr<vm::GuestCheckPool> check_pool;
+    vm::GuestCheckPhases phases;
     if (*check_in == product::CheckIn::kGuest && !harness::FileSystemOf(o.fs).raw()) {
       if (o.without_mount) {
         *exit_code = Usage(
@@ -155,7 +161,7 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
       }
       check_pool = std::move(*pool);
       o.judges = product::JudgesForTrace(check_pool.get(), o.fs, o.trace_path, o.checker,
-                                         o.checker_timeout_s);
+                                         o.checker_timeout_s, &phases);
     }
     auto report = harness::RunCheck(o);
     if (!report.ok()) {
@@ -165,10 +171,13 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
                        : Fail(std::string(report.status().message()));
       return;
     }
-    std::printf("%s", harness::ReportSummaryTable(*report).c_str());
+    const std::vector<std::pair<std::string, double>> check_phases = phases.Mean();
+    std::printf("%s%s", product::GuestCheckPhasesLine(check_phases).c_str(),
+                harness::ReportSummaryTable(*report).c_str());
     if (!a->json.empty()) {
-      if (auto s = harness::WriteTextFile(a->json, harness::ReportToJson(*report).dump(2) + "\n");
-          !s.ok()) {
+      nlohmann::json json = harness::ReportToJson(*report);
+      if (!check_phases.empty()) json["check_phases"] = product::PhasesToJson(check_phases);
+      if (auto s = harness::WriteTextFile(a->json, json.dump(2) + "\n"); !s.ok()) {
         *exit_code = Fail(std::string(s.message()));
         return;
       }
