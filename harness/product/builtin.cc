@@ -111,14 +111,22 @@ absl::StatusOr<BuiltinCell> LookupBuiltin(const std::string& workload, const std
   return cell;
 }
 
+std::string BuiltinProgram(const std::string& binary, const BuiltinCell& cell) {
+  if (cell.kind != "rocksdb" && cell.kind != "postgres") return binary;
+  const size_t slash = binary.rfind('/');
+  if (slash == std::string::npos) return binary;
+  std::string clients = binary.substr(0, slash + 1) + "powercut-workload-clients";
+  return ::access(clients.c_str(), X_OK) == 0 ? clients : binary;
+}
+
 std::string BuiltinRunCommand(const std::string& binary, const BuiltinCell& cell, uint64_t count,
                               uint64_t seed) {
-  return fmt::format("{} {} run {}--count {} --seed {}", binary, cell.kind,
+  return fmt::format("{} {} run {}--count {} --seed {}", BuiltinProgram(binary, cell), cell.kind,
                      cell.run_args.empty() ? "" : cell.run_args + " ", count, seed);
 }
 
 std::string BuiltinCheckCommand(const std::string& binary, const BuiltinCell& cell) {
-  return fmt::format("{} {} check", binary, cell.kind);
+  return fmt::format("{} {} check", BuiltinProgram(binary, cell), cell.kind);
 }
 
 absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(

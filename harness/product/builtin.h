@@ -34,6 +34,13 @@ absl::StatusOr<std::vector<std::string>> BuiltinSettings(const std::string& work
 // Fails naming the unknown workload or setting and listing the valid ones.
 absl::StatusOr<BuiltinCell> LookupBuiltin(const std::string& workload, const std::string& setting);
 
+// The program that runs `cell`: for the kinds whose client libraries live in
+// powercut-workload-clients (rocksdb, postgres; workloads/README.md, "Two binaries") that binary
+// when it is beside `binary`, so that a check in a TCG guest does not first start
+// powercut-workload only to be handed over (~0.25 s a state); else `binary` itself (which hands
+// over, or is a user's own --workload-binary).
+std::string BuiltinProgram(const std::string& binary, const BuiltinCell& cell);
+
 std::string BuiltinRunCommand(const std::string& binary, const BuiltinCell& cell, uint64_t count,
                               uint64_t seed);
 std::string BuiltinCheckCommand(const std::string& binary, const BuiltinCell& cell);

@@ -1,11 +1,15 @@
 // Shards, matrix plans, merging shard reports, ddmin and option parsing: no VM, no mounts.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "base/temp_dir.h"
 #include "harness/check/report.h"
 #include "harness/check/state_tally.h"
 #include "harness/product/builtin.h"
@@ -93,6 +97,32 @@ TEST(Plan, PresetAndErrorsNameTheBadValue) {
 
 // The controls preset: the six black-box programs first, then the known-good ones, 8 commits
 // each, on the file systems the command line gives (the command defaults them to ext4 and xfs).
+// rocksdb and postgres cells run powercut-workload-clients directly when it is beside the
+// workload binary (no hand-over per checker start); every other kind, and a binary without the
+// sibling (a user's own --workload-binary), keeps the binary given.
+TEST(Plan, RocksDbAndPostgresCellsStartTheClientsBinaryWhereItIs) {
+  powercut::testing::TempDir dir;
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  const std::string folder = dir.path();
+  const std::string binary = folder + "/powercut-workload";
+  auto rocksdb = LookupBuiltin("rocksdb", "sync");
+  auto xlog = LookupBuiltin("xlog", "fdatasync");
+  ASSERT_TRUE(rocksdb.ok() && xlog.ok());
+  EXPECT_EQ(BuiltinCheckCommand(binary, *rocksdb), binary + " rocksdb check");
+
+  const std::string clients = folder + "/powercut-workload-clients";
+  FILE* f = std::fopen(clients.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  EXPECT_EQ(BuiltinCheckCommand(binary, *rocksdb), binary + " rocksdb check")
+      << "not executable: not used";
+  ASSERT_EQ(::chmod(clients.c_str(), 0755), 0);
+  EXPECT_EQ(BuiltinCheckCommand(binary, *rocksdb), clients + " rocksdb check");
+  EXPECT_THAT(BuiltinRunCommand(binary, *rocksdb, 5, 1),
+              ::testing::StartsWith(clients + " rocksdb run"));
+  EXPECT_EQ(BuiltinCheckCommand(binary, *xlog), binary + " xlog check");
+}
+
 TEST(Plan, ControlsPreset) {
   EXPECT_EQ(PresetDefaultFs("controls"), (std::vector<std::string>{"ext4", "xfs"}));
   EXPECT_EQ(PresetDefaultFs("headline"), (std::vector<std::string>{"ext4"}));
