@@ -142,5 +142,26 @@ TEST(Cli, RunAndMergeAndReproRejectBadInput) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
 }
 
+// `check` takes --kernel like run, matrix and repro: the guests that judge boot it, and a kernel
+// that is not there is refused naming it, before any state is read.
+TEST(Cli, CheckInAGuestBootsTheKernelGiven) {
+  TempDir dir;
+  auto r = RunCommand(std::string(POWERCUT_BIN) + " check --trace " + dir.File("t.log") +
+                      " --checker true --fs ext4 --check-in guest --kernel " +
+                      dir.File("no-such-kernel"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(dir.File("no-such-kernel")));
+  EXPECT_THAT(r.output, HasSubstr("--check-in guest: cannot prepare the VM"));
+}
+
+// Exit 1 of `check` means a state violates, nothing else: a trace that cannot be read is 2.
+TEST(Cli, CheckExitsTwoWhenItCannotRun) {
+  TempDir dir;
+  auto r = RunCommand(std::string(POWERCUT_BIN) + " check --trace " + dir.File("none.log") +
+                      " --checker true --fs raw");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(dir.File("none.log")));
+}
+
 }  // namespace
 }  // namespace powercut::product

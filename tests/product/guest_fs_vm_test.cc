@@ -111,19 +111,19 @@ TEST_P(GuestFsVmTest, GuestChecksMatchHostChecks) {
   }
 }
 
-// `powercut check` judges in a guest too, and says where the guest's time went, in its text and
-// its JSON (docs/run.md, "Where the time goes").
-TEST(GuestCheckPhasesVmTest, CheckSaysWhereTheGuestsTimeWent) {
+// `powercut check` and `powercut repro` judge in a guest too, and say where the guest's time
+// went: check in its text and its JSON, repro in its text (docs/run.md, "Where the time goes").
+TEST(GuestCheckPhasesVmTest, CheckAndReproSayWhereTheGuestsTimeWent) {
   TempDir dir;
   const std::string rec = dir.path() + "/rec";
   auto r = RecordXlog("ext4", 2, rec, "--check-in guest");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string json = dir.path() + "/check.json";
   r = RunCommand(fmt::format(
-      "{} check --trace {}/trace.log --checker '{}' --fs ext4 --cache off --points acks "
-      "--states 1 --check-in guest --json {}",
+      "{} check --trace {}/trace.log --checker '{}' --fs ext4 --cache off,lying --window 8e "
+      "--points acks --states 1 --check-in guest --json {}",
       POWERCUT_BIN, rec, kChecker, json));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.exit_code, 1) << "the lying drive loses acked blocks:\n" << r.output;
   EXPECT_NE(r.output.find("guest check, mean per state: state-block"), std::string::npos)
       << r.output;
   const nlohmann::json report = nlohmann::json::parse(ReadFile(json));
@@ -137,6 +137,20 @@ TEST(GuestCheckPhasesVmTest, CheckSaysWhereTheGuestsTimeWent) {
         << step << " in " << report.value("check_phases", nlohmann::json());
   }
   EXPECT_GT(steps["checker"], 0.0);
+
+  std::string violating;
+  for (const auto& m : report.at("results")) {
+    if (m.at("cache") == "lying" && m.at("first_violation").is_object()) {
+      violating = m.at("first_violation").at("state").get<std::string>();
+    }
+  }
+  ASSERT_FALSE(violating.empty()) << report.dump(2);
+  r = RunCommand(fmt::format(
+      "{} repro {} --trace {}/trace.log --checker '{}' --fs ext4 --check-in guest --recheck",
+      POWERCUT_BIN, violating, rec, kChecker));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("guest check, mean per state: state-block"), std::string::npos)
+      << r.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(XfsAndBtrfs, GuestFsVmTest, ::testing::Values("xfs", "btrfs"),

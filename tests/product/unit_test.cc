@@ -103,7 +103,7 @@ TEST(Plan, PresetAndErrorsNameTheBadValue) {
 TEST(Plan, RocksDbAndPostgresCellsStartTheClientsBinaryWhereItIs) {
   powercut::testing::TempDir dir;
   ASSERT_TRUE(dir.ok()) << dir.error();
-  const std::string folder = dir.path();
+  const std::string& folder = dir.path();
   const std::string binary = folder + "/powercut-workload";
   auto rocksdb = LookupBuiltin("rocksdb", "sync");
   auto xlog = LookupBuiltin("xlog", "fdatasync");

@@ -18,6 +18,7 @@
 #include "harness/trace/manifest.h"
 #include "harness/vm/guest_judge.h"
 #include "tools/powercut/commands.h"
+#include "tools/powercut/product_commands.h"
 
 namespace powercut::cli {
 namespace {
@@ -29,7 +30,10 @@ std::string SelfPath(const char* fallback) {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-// Prints "powercut: <message>" to stderr and returns 2 (bad usage, broken checker).
+// Prints "powercut: <message>" to stderr and returns 2: bad usage, a broken checker, or an error
+// (the trace cannot be read, the VM cannot be prepared, a report cannot be written). Exit 1 is
+// kept for violations only, so that a job never reads "could not run" as "the program loses
+// data" (docs/report.md).
 int Usage(const std::string& message) {
   Fail(message);
   return 2;
@@ -41,12 +45,14 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
   struct Args {
     harness::CheckOptions o;
     std::string cache = "off,on,lying", points = "acks,flushes", window = "16", order, json, junit;
-    std::string budget, check_in;
+    std::string budget, check_in, kernel;
     bool no_torn = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* check = app.add_subcommand(
-      "check", "rebuild crash states of a trace under cache models and judge them with a checker");
+      "check",
+      "rebuild crash states of a trace under cache models and judge them with a checker (exit 0 "
+      "pass, 1 violations, 2 could not run or not every state checked)");
   check->add_option("--trace", a->o.trace_path, "the dm-log-writes log")->required();
   check->add_option("--base", a->o.base_image, "base image (default: from LOG.manifest.json)");
   check
@@ -89,6 +95,7 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
                     "bound the checking time (30s, 2m, 1h); a pass cut short is incomplete "
                     "(exit 2)");
   AddCheckInOption(check, &a->check_in);
+  AddKernelOption(check, &a->kernel);
   check->add_option("--json", a->json, "write the JSON report here");
   check->add_option("--junit", a->junit, "write a JUnit XML report here");
   check->callback([=] {
@@ -134,7 +141,7 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
     if (!a->order.empty()) {
       auto order = harness::ParseOrderSemantics(a->order);
       if (!order.ok()) {
-        *exit_code = Fail("--order: " + std::string(order.status().message()));
+        *exit_code = Usage("--order: " + std::string(order.status().message()));
         return;
       }
       o.order = *order;
@@ -154,9 +161,9 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
             "--check-in host with it");
         return;
       }
-      auto pool = product::CheckPoolFor(*check_in, product::AgentHint(o.powercut));
+      auto pool = product::CheckPoolFor(*check_in, product::AgentHint(o.powercut), a->kernel);
       if (!pool.ok()) {
-        *exit_code = Fail(std::string(pool.status().message()));
+        *exit_code = Usage(std::string(pool.status().message()));
         return;
       }
       check_pool = std::move(*pool);
@@ -165,26 +172,30 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
     }
     auto report = harness::RunCheck(o);
     if (!report.ok()) {
-      // A broken checker (cannot start, output not the protocol) is not a finding: exit 2.
-      *exit_code = harness::IsBrokenChecker(report.status())
-                       ? Usage(std::string(report.status().message()))
-                       : Fail(std::string(report.status().message()));
+      // Neither a broken checker (cannot start, output not the protocol) nor an unreadable trace
+      // is a finding: exit 2.
+      *exit_code = Usage(std::string(report.status().message()));
       return;
     }
     const std::vector<std::pair<std::string, double>> check_phases = phases.Mean();
     std::printf("%s%s", product::GuestCheckPhasesLine(check_phases).c_str(),
                 harness::ReportSummaryTable(*report).c_str());
+    if (!a->kernel.empty() && !o.judges) {
+      // Said, not silently dropped: the states were judged by the host's kernel.
+      std::printf(
+          "note: --kernel is for checks in a guest; these states were checked on the host\n");
+    }
     if (!a->json.empty()) {
       nlohmann::json json = harness::ReportToJson(*report);
       if (!check_phases.empty()) json["check_phases"] = product::PhasesToJson(check_phases);
       if (auto s = harness::WriteTextFile(a->json, json.dump(2) + "\n"); !s.ok()) {
-        *exit_code = Fail(std::string(s.message()));
+        *exit_code = Usage(std::string(s.message()));
         return;
       }
     }
     if (!a->junit.empty()) {
       if (auto s = harness::WriteTextFile(a->junit, harness::ReportToJunit(*report)); !s.ok()) {
-        *exit_code = Fail(std::string(s.message()));
+        *exit_code = Usage(std::string(s.message()));
         return;
       }
     }

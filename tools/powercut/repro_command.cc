@@ -7,6 +7,7 @@
 #include "harness/product/repro.h"
 #include "harness/product/run.h"
 #include "harness/trace/manifest.h"
+#include "harness/vm/guest_judge.h"
 #include "tools/powercut/commands.h"
 #include "tools/powercut/product_commands.h"
 
@@ -51,6 +52,7 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
       return;
     }
     std::unique_ptr<vm::GuestCheckPool> check_pool;
+    vm::GuestCheckPhases phases;
     if (*check_in == product::CheckIn::kGuest && o.fs != harness::FsKind::kRaw) {
       if (o.fsck) {
         *exit_code = CouldNotRun("--fsck runs on a host copy: with --check-in guest drop it");
@@ -62,8 +64,8 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
         return;
       }
       check_pool = std::move(*pool);
-      o.judges =
-          product::JudgesForTrace(check_pool.get(), o.fs, o.trace, o.checker, o.checker_timeout_s);
+      o.judges = product::JudgesForTrace(check_pool.get(), o.fs, o.trace, o.checker,
+                                         o.checker_timeout_s, &phases);
     }
     auto result = product::Repro(o);
     if (!result.ok()) {
@@ -76,6 +78,7 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
                   result->steps.size());
     }
     if (!result->note.empty()) std::printf("note: %s\n", result->note.c_str());
+    std::printf("%s", product::GuestCheckPhasesLine(phases.Mean()).c_str());
     if (!o.kernel.empty() && !o.judges) {
       // Said, not silently dropped: the state was judged by the host's kernel.
       std::printf("note: --kernel is for checks in a guest; this state was checked on the host\n");
