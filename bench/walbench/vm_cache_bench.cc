@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
+#include "base/image_io.h"
 #include "base/status_macros.h"
 #include "bench/walbench/bench_dir.h"
 #include "harness/vm/vm_run.h"
@@ -23,12 +23,8 @@ double Median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// The file's text; "" when it is not there (yet).
+std::string ReadAll(const std::string& path) { return ReadWholeFile(path).value_or(""); }
 
 // Single quotes for /bin/sh.
 std::string ShellQuote(const std::string& text) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/image_io.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
@@ -45,12 +46,8 @@ bool KvmCreatesVm() {
   return ok;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The file's text; "" when it is not there (yet).
+std::string ReadAll(const std::string& path) { return ReadWholeFile(path).value_or(""); }
 
 }  // namespace
 

@@ -2,8 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
+#include "base/image_io.h"
 #include "base/process.h"
 #include "fmt/format.h"
 
@@ -13,12 +13,8 @@ namespace fs = std::filesystem;
 
 absl::StatusOr<RunFolder> CreateRunFolder() { return ScratchDir::Create("powercut-vm", "/tmp"); }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The file's text; "" when it is not there (yet).
+std::string ReadAll(const std::string& path) { return ReadWholeFile(path).value_or(""); }
 
 absl::Status WriteAll(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
