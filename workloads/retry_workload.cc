@@ -82,9 +82,10 @@ absl::Status RunRetry(const std::string& dir, const RetryOptions& o, AckChannel&
     if (o.pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.pause_ms));
   }
   close(fd);
-  if (retried > 0)
+  if (retried > 0) {
     std::fprintf(stderr, "retry: %llu fdatasync retries after EIO\n",
                  static_cast<unsigned long long>(retried));
+  }
   return absl::OkStatus();
 }
 

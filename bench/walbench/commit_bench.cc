@@ -242,7 +242,7 @@ absl::StatusOr<std::vector<CommitResult>> RunCommitBench(const CommitBenchOption
                      "barriers/commit\n",
                      bytes, threads, rep + 1, options.configs[c].Label(), run.commits_per_sec,
                      run.barriers_per_commit);
-          results[first + c].reps.push_back(std::move(run));
+          results[first + c].reps.push_back(run);
         }
       }
     }

@@ -17,11 +17,11 @@ std::string EngineConfig::Label() const {
 
 std::vector<std::string> AvailableEngines() {
   std::vector<std::string> engines;
-  engines.push_back("wal");
+  engines.emplace_back("wal");
 #if POWERCUT_WALBENCH_HAVE_ROCKSDB
-  engines.push_back("rocksdb");
+  engines.emplace_back("rocksdb");
 #endif
-  engines.push_back("bare");
+  engines.emplace_back("bare");
   return engines;
 }
 

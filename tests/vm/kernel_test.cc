@@ -62,7 +62,7 @@ class UserKernelTest : public ::testing::Test {
  protected:
   // A root as `dpkg-deb -x` or INSTALL_PATH/INSTALL_MOD_PATH leave it.
   fs::path MakeRoot(const std::string& image_version = std::string(kRelease) + " (me@host) #1") {
-    const fs::path root = fs::path(dir_.path()) / "root";
+    fs::path root = fs::path(dir_.path()) / "root";
     WriteBzImage(root / "boot" / fmt::format("vmlinuz-{}", kRelease), image_version);
     WriteModules(root / "lib/modules" / kRelease);
     return root;

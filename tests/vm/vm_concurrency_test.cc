@@ -230,7 +230,7 @@ std::vector<std::string> TraceKinds(const std::string& trace_path) {
     if (e.is_mark()) {
       kinds.push_back(e.mark);
     } else if (e.is_flush() && e.header.nr_sectors == 0) {
-      kinds.push_back("flush");
+      kinds.emplace_back("flush");
     } else {
       absl::Span<const uint8_t> data = (*trace)->data(e);
       uint64_t handle = 0;

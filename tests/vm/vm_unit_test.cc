@@ -114,7 +114,7 @@ TEST(NbdServerTest, RecordsWritesFlushesAndFuaInCompletionOrder) {
     if (e.is_mark()) {
       kinds.push_back("mark " + e.mark);
     } else if (e.is_flush() && e.header.nr_sectors == 0) {
-      kinds.push_back("flush");
+      kinds.emplace_back("flush");
     } else {
       kinds.push_back(fmt::format("write {} {}{}", e.header.sector, e.header.nr_sectors,
                                   e.is_fua() ? " fua" : ""));

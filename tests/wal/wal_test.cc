@@ -56,7 +56,7 @@ TEST_P(BarrierModeTest, AppendSyncCommitCloseReadBack) {
     }
   }
   (*wal)->Append(Bytes("unsynced-before-close")).IgnoreError();
-  payloads.push_back("unsynced-before-close");
+  payloads.emplace_back("unsynced-before-close");
   EXPECT_EQ((*wal)->LastLsn(), payloads.size());
   ASSERT_TRUE((*wal)->Close().ok());
   EXPECT_EQ((*wal)->DurableLsn(), payloads.size());
@@ -380,7 +380,7 @@ TEST_P(WalFenceTest, FailedWriteOrBarrierFencesTheLog) {
   EXPECT_TRUE((*wal)->Sync(3).ok());  // passed its barrier before the fault: still durable
   EXPECT_TRUE(absl::IsDataLoss((*wal)->health()));
   bool called = false;
-  (*wal)->CommitAsync(Bytes("async"), [&](absl::StatusOr<Lsn> lsn) {
+  (*wal)->CommitAsync(Bytes("async"), [&](const absl::StatusOr<Lsn>& lsn) {
     called = true;
     EXPECT_TRUE(absl::IsDataLoss(lsn.status()));
   });
