@@ -236,13 +236,13 @@ void GuestCheckPool::CountState() {
 void GuestCheckPhases::Add(const std::vector<std::pair<std::string, double>>& phases) {
   powercut::MutexLock lock(&mu_);
   ++states_;
-  for (const auto& [name, seconds] : phases) {
+  for (const auto& phase : phases) {
     auto it = std::find_if(totals_.begin(), totals_.end(),
-                           [&](const auto& p) { return p.first == name; });
+                           [&](const auto& total) { return total.first == phase.first; });
     if (it == totals_.end()) {
-      totals_.emplace_back(name, seconds);
+      totals_.push_back(phase);
     } else {
-      it->second += seconds;
+      it->second += phase.second;
     }
   }
 }

@@ -7,9 +7,9 @@
 #include <string>
 #include <thread>
 
+#include "base/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "base/temp_dir.h"
 #include "harness/check/report.h"
 #include "harness/check/state_tally.h"
 #include "harness/product/builtin.h"

@@ -339,7 +339,10 @@ TEST_F(WorkloadProcessTest, AForwardedWorkloadWithoutItsClientsBinarySaysSo) {
   const std::string alone = tmp_.MakeSubdir("alone") + "/powercut-workload";
   std::filesystem::copy_file(kBinary, alone);
   for (const std::string workload : {"rocksdb", "postgres"}) {
-    ChildProcess child({{alone, workload, "check"}, DirEnv(), false, tmp_.path() + "/alone.out",
+    ChildProcess child({{alone, workload, "check"},
+                        DirEnv(),
+                        false,
+                        tmp_.path() + "/alone.out",
                         tmp_.path() + "/alone.err"});
     ASSERT_TRUE(child.started()) << child.start_error();
     EXPECT_EQ(child.Wait(), 127) << workload;
@@ -347,7 +350,10 @@ TEST_F(WorkloadProcessTest, AForwardedWorkloadWithoutItsClientsBinarySaysSo) {
     EXPECT_THAT(err, HasSubstr("powercut-workload-clients")) << workload;
     EXPECT_THAT(err, HasSubstr("the " + workload + " workload runs in it")) << workload;
   }
-  ChildProcess wal({{alone, "wal", "check"}, DirEnv(), false, tmp_.path() + "/alone.out",
+  ChildProcess wal({{alone, "wal", "check"},
+                    DirEnv(),
+                    false,
+                    tmp_.path() + "/alone.out",
                     tmp_.path() + "/alone.err"});
   ASSERT_TRUE(wal.started()) << wal.start_error();
   EXPECT_EQ(wal.Wait(), 0) << ChildProcess::ReadFile(tmp_.path() + "/alone.err");
