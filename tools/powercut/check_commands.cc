@@ -30,15 +30,6 @@ std::string SelfPath(const char* fallback) {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-// Prints "powercut: <message>" to stderr and returns 2: bad usage, a broken checker, or an error
-// (the trace cannot be read, the VM cannot be prepared, a report cannot be written). Exit 1 is
-// kept for violations only, so that a job never reads "could not run" as "the program loses
-// data" (docs/report.md).
-int Usage(const std::string& message) {
-  Fail(message);
-  return 2;
-}
-
 }  // namespace
 
 void AddCheckCommands(CLI::App& app, int* exit_code) {
@@ -98,6 +89,9 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
   AddKernelOption(check, &a->kernel);
   check->add_option("--json", a->json, "write the JSON report here");
   check->add_option("--junit", a->junit, "write a JUnit XML report here");
+  // Every error exits 2 (CouldNotRun): bad usage, a broken checker, a trace that cannot be read, a
+  // VM that cannot be prepared, a report that cannot be written. Exit 1 is kept for violations,
+  // so that a job never reads "could not run" as "the program loses data" (docs/report.md).
   check->callback([=] {
     harness::CheckOptions o = a->o;
     o.states.torn = !a->no_torn;
@@ -117,12 +111,12 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
     for (const absl::Status& s :
          {points.status(), models.status(), product::ValidateAtomicUnit(a->o.atomic_unit)}) {
       if (!s.ok()) {
-        *exit_code = Usage(std::string(s.message()));
+        *exit_code = CouldNotRun(std::string(s.message()));
         return;
       }
     }
     if (a->o.states.max_exhaustive > 16) {
-      *exit_code = Usage(fmt::format(
+      *exit_code = CouldNotRun(fmt::format(
           "--states {}: expected 0-16 (every subset of up to K volatile writes; beyond that the "
           "--samples seeded subsets)",
           a->o.states.max_exhaustive));
@@ -133,7 +127,7 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
     if (!a->budget.empty()) {
       auto budget = harness::ParseBudget(a->budget);
       if (!budget.ok()) {
-        *exit_code = Usage(std::string(budget.status().message()));
+        *exit_code = CouldNotRun(std::string(budget.status().message()));
         return;
       }
       o.budget_seconds = *budget;
@@ -141,7 +135,7 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
     if (!a->order.empty()) {
       auto order = harness::ParseOrderSemantics(a->order);
       if (!order.ok()) {
-        *exit_code = Usage("--order: " + std::string(order.status().message()));
+        *exit_code = CouldNotRun("--order: " + std::string(order.status().message()));
         return;
       }
       o.order = *order;
@@ -149,21 +143,21 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
     // --check-in guest: warm guests with the recording's sectors judge the file-system states.
     auto check_in = product::ParseCheckIn(a->check_in);
     if (!check_in.ok()) {
-      *exit_code = Usage(std::string(check_in.status().message()));
+      *exit_code = CouldNotRun(std::string(check_in.status().message()));
       return;
     }
     std::unique_ptr<vm::GuestCheckPool> check_pool;
     vm::GuestCheckPhases phases;
     if (*check_in == product::CheckIn::kGuest && !harness::FileSystemOf(o.fs).raw()) {
       if (o.without_mount) {
-        *exit_code = Usage(
+        *exit_code = CouldNotRun(
             "--without-mount reads states with debugfs on the host: pass "
             "--check-in host with it");
         return;
       }
       auto pool = product::CheckPoolFor(*check_in, product::AgentHint(o.powercut), a->kernel);
       if (!pool.ok()) {
-        *exit_code = Usage(std::string(pool.status().message()));
+        *exit_code = CouldNotRun(std::string(pool.status().message()));
         return;
       }
       check_pool = std::move(*pool);
@@ -174,7 +168,7 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
     if (!report.ok()) {
       // Neither a broken checker (cannot start, output not the protocol) nor an unreadable trace
       // is a finding: exit 2.
-      *exit_code = Usage(std::string(report.status().message()));
+      *exit_code = CouldNotRun(std::string(report.status().message()));
       return;
     }
     const std::vector<std::pair<std::string, double>> check_phases = phases.Mean();
@@ -189,13 +183,13 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
       nlohmann::json json = harness::ReportToJson(*report);
       if (!check_phases.empty()) json["check_phases"] = product::PhasesToJson(check_phases);
       if (auto s = harness::WriteTextFile(a->json, json.dump(2) + "\n"); !s.ok()) {
-        *exit_code = Usage(std::string(s.message()));
+        *exit_code = CouldNotRun(std::string(s.message()));
         return;
       }
     }
     if (!a->junit.empty()) {
       if (auto s = harness::WriteTextFile(a->junit, harness::ReportToJunit(*report)); !s.ok()) {
-        *exit_code = Usage(std::string(s.message()));
+        *exit_code = CouldNotRun(std::string(s.message()));
         return;
       }
     }
