@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -536,6 +537,13 @@ void InstallInterruptHandlers() {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
+}
+
+std::string SelfPath(std::string_view fallback) {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return std::string(fallback);
+  return std::string(buf, static_cast<size_t>(n));
 }
 
 }  // namespace powercut

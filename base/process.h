@@ -131,4 +131,8 @@ class ChildProcess {
 // same signal.
 void InstallInterruptHandlers();
 
+// The absolute path of the running program (/proc/self/exe), so that it can start itself or a
+// sibling binary from any working directory; `fallback` when the link cannot be read.
+std::string SelfPath(std::string_view fallback);
+
 }  // namespace powercut

@@ -4,10 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <string>
+
+#include "base/process.h"
 
 namespace powercut::workloads {
 namespace {
@@ -22,13 +23,10 @@ CommandLine& Remembered() {
   return line;
 }
 
-// The folder of the running binary (/proc/self/exe), so that the clients binary is found beside
-// it from any working directory and under any name it was started by.
+// The folder of the running binary, so that the clients binary is found beside it from any
+// working directory and under any name it was started by.
 std::string OwnFolder() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  std::string path(buf, static_cast<size_t>(n));
+  const std::string path = SelfPath("");
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }

@@ -7,10 +7,8 @@
 // stopped acking) or the checker found a store that does not open/recover; 2 bad usage or
 // environment (missing POWERCUT_* variable, bad option, non-empty target).
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -22,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/process.h"
 #include "workloads/ack_channel.h"
 #include "workloads/catalog.h"
 #include "workloads/check_result.h"
@@ -65,14 +64,6 @@ int CheckForm(const std::string& name,
   if (!result.ok()) return Report(name, result.status());
   result->Print(name, stdout, stderr);
   return kExitOk;
-}
-
-// The absolute path of this binary, so that listed commands run from any directory.
-std::string SelfPath(const char* argv0) {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return argv0;
-  return std::string(buf, static_cast<size_t>(n));
 }
 
 int List(const std::string& binary, uint64_t count, bool json) {

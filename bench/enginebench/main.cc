@@ -40,12 +40,6 @@ using namespace powercut::harness;
 
 constexpr uint64_t kImageBytes = 64 << 20;
 
-std::string SelfPath() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "enginebench";
-}
-
 double CpuSeconds(int who) {
   rusage ru{};
   ::getrusage(who, &ru);
@@ -146,7 +140,7 @@ int RawScenario(const std::string& dir, int workers, const std::string& models,
   if (!(*rec)->Finish().ok()) return 1;
   CheckOptions o;
   o.trace_path = log;
-  o.checker = SelfPath() + "-checker";
+  o.checker = powercut::SelfPath("enginebench") + "-checker";
   if (params.checker_work_mib > 0) {
     // Work, not a sleep: what a checker that starts a server per image costs in CPU.
     o.checker = fmt::format("head -c {} /dev/zero | cksum >/dev/null && {}",
@@ -306,7 +300,7 @@ int WideScenario(const std::string& dir, int workers, uint64_t writes, uint32_t 
   for (uint32_t max_all_but_one : {cap, 0u}) {
     CheckOptions o;
     o.trace_path = log;
-    o.checker = SelfPath() + "-checker";
+    o.checker = powercut::SelfPath("enginebench") + "-checker";
     o.workers = workers;
     o.models = {*ParseCacheModel("on")};
     o.states.max_all_but_one = max_all_but_one;

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -201,13 +200,6 @@ std::string AgentHint(const std::string& self) {
   std::filesystem::path p = std::filesystem::path(self).parent_path() / ".." / ".." / "harness" /
                             "vm" / "powercut-vm-agent";
   return Executable(p.string()) ? std::filesystem::weakly_canonical(p).string() : "";
-}
-
-std::string SelfPath() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return "powercut";
-  return std::string(buf, static_cast<size_t>(n));
 }
 
 absl::StatusOr<std::string> FindWorkloadBinary(const std::string& hint, const std::string& self) {

@@ -70,7 +70,4 @@ absl::StatusOr<std::string> FindWorkloadBinary(const std::string& hint, const st
 // else "": the hint for vm::PrepareVm, which also looks next to `self` and in $POWERCUT_VM_AGENT.
 std::string AgentHint(const std::string& self);
 
-// The absolute path of the running program ("/proc/self/exe").
-std::string SelfPath();
-
 }  // namespace powercut::product

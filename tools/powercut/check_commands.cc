@@ -1,7 +1,5 @@
 // powercut check
-#include <unistd.h>
 
-#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -9,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/process.h"
 #include "fmt/format.h"
 #include "harness/check/engine.h"
 #include "harness/check/report.h"
@@ -21,16 +20,7 @@
 #include "tools/powercut/product_commands.h"
 
 namespace powercut::cli {
-namespace {
-
-std::string SelfPath(const char* fallback) {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return fallback;
-  return std::string(buf, static_cast<size_t>(n));
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void AddCheckCommands(CLI::App& app, int* exit_code) {
   struct Args {

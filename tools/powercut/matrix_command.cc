@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "base/process.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/check/report.h"
@@ -131,7 +132,7 @@ absl::StatusOr<product::MatrixOptions> ParseMatrixArgs(const MatrixArgs& a) {
   RETURN_IF_ERROR(ParseGuestDisk(a.disk_size, &o.guest));
   RETURN_IF_ERROR(
       ApplyFaultArgs(a.faults, product::kFaultsFlakeyAfterAcks, &o.live_cuts, &o.flakey));
-  o.powercut = product::SelfPath();
+  o.powercut = SelfPath("powercut");
   o.progress = !a.quiet;
   o.torn = !a.no_torn;
   o.expect = !a.no_expect;

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "base/process.h"
 #include "fmt/format.h"
 #include "harness/product/builtin.h"
 #include "harness/product/repro.h"
@@ -39,7 +40,7 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
   AddCheckInOption(r, &a->check_in);
   r->callback([=] {
     product::ReproOptions o = a->o;
-    o.powercut = product::SelfPath();
+    o.powercut = SelfPath("powercut");
     o.shrink = !a->no_shrink && !a->recheck;
     if (a->recheck) o.bundle.clear();
     if (!a->recheck && o.bundle.empty()) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "base/process.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/check/file_system.h"
@@ -147,7 +148,7 @@ void AddRunOptions(CLI::App* run, RunArgs* a) {
 absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::CellResult* cell,
                                                  product::RecordingStore* recordings) {
   product::RunOptions o = a.o;
-  o.powercut = product::SelfPath();
+  o.powercut = SelfPath("powercut");
   o.timeout = std::chrono::seconds(a.timeout);
   auto models = product::ParseCacheList(a.cache, a.window);
   auto points = product::ParsePoints(a.points);
