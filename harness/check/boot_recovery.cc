@@ -59,9 +59,10 @@ std::string FsRecovery::Describe() const {
 
 absl::StatusOr<FsRecovery> RecoverFileSystem(const FileSystem& fs, const std::string& image,
                                              const std::function<absl::Status()>& mount,
-                                             double timeout_seconds) {
-  return RunBootPath({fs.name, fs.package, fs.BootSteps(), fs.RecoverySteps()}, image, mount,
-                     timeout_seconds);
+                                             double timeout_seconds, bool boot_checks) {
+  return RunBootPath({fs.name, fs.package, boot_checks ? fs.BootSteps() : std::vector<FsStep>{},
+                      fs.RecoverySteps()},
+                     image, mount, timeout_seconds);
 }
 
 absl::StatusOr<FsRecovery> RunBootPath(const BootPath& fs, const std::string& image,

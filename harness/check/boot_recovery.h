@@ -43,9 +43,11 @@ struct FsRecovery {
 // is usable (for the caller to keep). Fails (NotFound) when a tool is not installed: the error
 // names the Debian package; and (PermissionDenied, `mount`'s own error) when this process may not
 // mount at all: neither says anything about the image, so the caller stops rather than judge it.
+// `boot_checks` false skips the boot-time check and mounts first, running the recovery tools only
+// when the mount fails, as CrashMonkey does (`powercut fstest`: docs/fstest.md, "The boot path").
 absl::StatusOr<FsRecovery> RecoverFileSystem(const FileSystem& fs, const std::string& image,
                                              const std::function<absl::Status()>& mount,
-                                             double timeout_seconds);
+                                             double timeout_seconds, bool boot_checks = true);
 
 // The same with the steps given (what RecoverFileSystem takes from the table): for tests.
 struct BootPath {

@@ -55,6 +55,15 @@ void ParseCheckerLine(std::string_view line, uint64_t line_number, CheckerOutput
     line.remove_suffix(1);
   }
   if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank
+  if (line.substr(0, 4) == "why ") {
+    const std::string_view rest = line.substr(4);
+    const size_t space = rest.find(' ');
+    if (space != std::string_view::npos && IsValidAckId(rest.substr(0, space)) &&
+        rest.find_first_not_of(' ', space) != std::string_view::npos) {
+      out->why.try_emplace(std::string(rest.substr(0, space)), std::string(rest.substr(space + 1)));
+      return;
+    }
+  }
   for (auto [prefix, set] : {std::pair{std::string_view("have "), &out->have},
                              std::pair{std::string_view("corrupt "), &out->corrupt}}) {
     if (line.substr(0, prefix.size()) != prefix) continue;
@@ -66,8 +75,9 @@ void ParseCheckerLine(std::string_view line, uint64_t line_number, CheckerOutput
   }
   if (out->protocol_error_lines++ == 0) {
     out->protocol_error = fmt::format(
-        "checker stdout line {} is not the protocol: {} (expected `have <id>` or `corrupt <id>`, "
-        "ids of 1-{} characters [A-Za-z0-9_.:-]; diagnostics belong on stderr)",
+        "checker stdout line {} is not the protocol: {} (expected `have <id>`, `corrupt <id>` or "
+        "`why <id> <text>`, ids of 1-{} characters [A-Za-z0-9_.:-]; diagnostics belong on "
+        "stderr)",
         line_number, Quote(line), kMaxAckIdBytes);
   }
 }

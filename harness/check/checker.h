@@ -5,10 +5,10 @@
 // given extra environment variables (inherited POWERCUT_DIR and POWERCUT_DEV are dropped: only
 // `env` sets them), stdin from /dev/null, and a timeout after which the whole
 // group is killed (SIGKILL). After it exits the group is killed too, so that nothing it started
-// outlives the check. stdout is the protocol: `have <id>` and `corrupt <id>` lines are collected
-// and blank lines are allowed; any other line (or an id outside the grammar of
-// base/ack_id.h) is a protocol error, quoted in CheckerOutput::protocol_error. stderr is
-// free-form diagnostics and never parsed.
+// outlives the check. stdout is the protocol: `have <id>` and `corrupt <id>` lines are collected,
+// `why <id> <text>` (why the checker does not have <id>, quoted in the verdict) is kept, and blank
+// lines are allowed; any other line (or an id outside the grammar of base/ack_id.h) is a protocol
+// error, quoted in CheckerOutput::protocol_error. stderr is free-form diagnostics and never parsed.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 
@@ -28,6 +29,8 @@ struct CheckerOutput {
   bool timed_out = false;
   absl::flat_hash_set<std::string> have;
   absl::flat_hash_set<std::string> corrupt;
+  // `why <id> <text>`: the checker's reason for not having <id> (the first line for each id).
+  absl::flat_hash_map<std::string, std::string> why;
   std::string stderr_tail;  // the last 2 KiB of stderr, for verdicts
   // Non-empty when the checker could not run on the image (e.g. the mount failed): the state is
   // not recoverable.
@@ -43,8 +46,9 @@ struct CheckerOutput {
 };
 
 // Parses one stdout line (without its newline) into `out`: `have <id>` / `corrupt <id>` (one
-// space, trailing blanks and a CR tolerated), or a blank line. Any other line counts as a
-// protocol error; the first one is quoted with `line_number` in out->protocol_error.
+// space, trailing blanks and a CR tolerated), `why <id> <text>` (text not empty), or a blank line.
+// Any other line counts as a protocol error; the first one is quoted with `line_number` in
+// out->protocol_error.
 void ParseCheckerLine(std::string_view line, uint64_t line_number, CheckerOutput* out);
 
 // A command made only of plain words (no quoting, expansion, redirection or operators) means the

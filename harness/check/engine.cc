@@ -142,6 +142,7 @@ CheckReport ReportHeader(const CheckSetup& s, const TraceIndex& index) {
   report.atomic_unit = s.unit;
   report.seed = o.seed;
   report.ordered = o.ordered;
+  report.latest_ack_only = o.latest_ack_only;
   report.fs_failures_are_violations = o.fs_failures_are_violations;
   report.workers = s.workers;
   report.exhaustive = o.exhaustive;
@@ -252,7 +253,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
     }
   }
   TraceIndex index(trace);
-  Oracle oracle(index, o.ordered, o.fs_failures_are_violations);
+  Oracle oracle(index, o.ordered, o.fs_failures_are_violations, o.latest_ack_only);
   CheckReport report = ReportHeader(setup, index);
 
   std::vector<ModelPlan> plans;

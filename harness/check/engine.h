@@ -44,6 +44,9 @@ struct CheckOptions {
   StateOptions states;
   uint64_t seed = 1;
   bool ordered = false;
+  // Only the last id acked before a crash point must be had (harness/check/oracle.h): for
+  // checkers whose ids are cumulative promises (`powercut fstest`); default every acked id.
+  bool latest_ack_only = false;
   bool fs_failures_are_violations = false;  // count fs_unrecoverable states as violations
   int workers = 0;                          // 0: one per core
   double checker_timeout_s = 60;
@@ -136,6 +139,7 @@ struct CheckReport {
   uint32_t atomic_unit = 0;
   uint64_t seed = 0;
   bool ordered = false;
+  bool latest_ack_only = false;
   bool fs_failures_are_violations = false;
   int workers = 0;
   bool exhaustive = false;

@@ -50,21 +50,27 @@ absl::StatusOr<FsKind> ParseFsKind(std::string_view text, std::string_view flag)
       fmt::format("{} {}: expected ext4, xfs, btrfs or raw", std::string(flag), std::string(text)));
 }
 
-std::vector<std::string> FileSystem::MkfsArgv(const DiskGeometry& geometry) const {
+std::vector<std::string> FileSystem::MkfsArgv(const DiskGeometry& geometry,
+                                              const std::vector<std::string>& extra) const {
+  std::vector<std::string> argv;
   switch (kind) {
     case FsKind::kRaw:
       return {};
     case FsKind::kExt4:
-      return {"mkfs.ext4", "-F", "-q", "{image}"};
+      argv = {"mkfs.ext4", "-F", "-q"};
+      break;
     case FsKind::kXfs:
       // On a block device mkfs.xfs takes the physical sector as its sector size; an image file
       // has no geometry, so say it.
-      return {"mkfs.xfs", "-f", "-q", "-s", fmt::format("size={}", geometry.physical_sector),
-              "{image}"};
+      argv = {"mkfs.xfs", "-f", "-q", "-s", fmt::format("size={}", geometry.physical_sector)};
+      break;
     case FsKind::kBtrfs:
-      return {"mkfs.btrfs", "-f", "-q", "{image}"};
+      argv = {"mkfs.btrfs", "-f", "-q"};
+      break;
   }
-  return {};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.emplace_back("{image}");
+  return argv;
 }
 
 std::vector<FsStep> FileSystem::BootSteps() const {

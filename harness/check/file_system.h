@@ -50,7 +50,10 @@ struct FileSystem {
 
   bool raw() const { return kind == FsKind::kRaw; }
   // mkfs as a deployment makes it on a disk of this geometry: "{image}" is the image file.
-  std::vector<std::string> MkfsArgv(const DiskGeometry& geometry) const;
+  // `extra` (`--mkfs-options`, split at blanks) goes before the image, after powercut's own
+  // options, so the user's win where mkfs takes the last one.
+  std::vector<std::string> MkfsArgv(const DiskGeometry& geometry,
+                                    const std::vector<std::string>& extra = {}) const;
   // What a booting machine runs before mounting (empty: the mount replays the journal itself).
   std::vector<FsStep> BootSteps() const;
   // The documented recovery, in order, after a failed mount; each is followed by a mount try.

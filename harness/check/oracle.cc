@@ -7,8 +7,12 @@
 
 namespace powercut::harness {
 
-Oracle::Oracle(const TraceIndex& index, bool ordered, bool fs_failures_are_violations)
-    : index_(index), ordered_(ordered), fs_failures_are_violations_(fs_failures_are_violations) {
+Oracle::Oracle(const TraceIndex& index, bool ordered, bool fs_failures_are_violations,
+               bool latest_ack_only)
+    : index_(index),
+      ordered_(ordered),
+      fs_failures_are_violations_(fs_failures_are_violations),
+      latest_ack_only_(latest_ack_only) {
   const auto& acks = index_.acks();
   for (size_t i = 0; i < acks.size(); ++i) {
     auto [it, inserted] = unique_.try_emplace(acks[i].second, first_position_.size());
@@ -34,6 +38,8 @@ CompactOutput Oracle::Compact(const CheckerOutput& output) const {
   }
   c.corrupt.assign(output.corrupt.begin(), output.corrupt.end());
   std::sort(c.corrupt.begin(), c.corrupt.end());
+  c.why.assign(output.why.begin(), output.why.end());
+  std::sort(c.why.begin(), c.why.end());
   c.exit_code = output.exit_code;
   c.signal = output.signal;
   c.timed_out = output.timed_out;
@@ -82,8 +88,18 @@ void Oracle::Judge(uint64_t point, const CompactOutput& output, Verdict* v) cons
     }
     for (; u < to; ++u) out->push_back(acks[first_position_[u]].second);
   };
-  each_missing(0, acked, &v->lost);
-  if (ordered_ && !output.present.empty()) {
+  if (latest_ack_only_) {
+    // Only the last id acked before the point binds (its promises include the earlier ones).
+    if (before > 0) {
+      const uint32_t u = static_cast<uint32_t>(ack_unique_[before - 1]);
+      const bool present = std::any_of(output.present.begin(), output.present.end(),
+                                       [u](const auto& r) { return r.first <= u && u < r.second; });
+      if (!present) v->lost.push_back(acks[before - 1].second);
+    }
+  } else {
+    each_missing(0, acked, &v->lost);
+  }
+  if (ordered_ && !latest_ack_only_ && !output.present.empty()) {
     // Missing ids acked before the last id present (and not already lost).
     const size_t last = output.present.back().second - 1;
     if (last > acked) each_missing(acked, last, &v->gaps);
@@ -95,6 +111,15 @@ void Oracle::Judge(uint64_t point, const CompactOutput& output, Verdict* v) cons
     bool acked_before = it != unique_.end() && first_position_[it->second] < before;
     (acked_before ? v->corrupt : v->torn_unacked).push_back(id);
   }
+  v->why.clear();
+  for (const std::vector<std::string>* ids : {&v->lost, &v->corrupt}) {
+    for (const std::string& id : *ids) {
+      auto it =
+          std::lower_bound(output.why.begin(), output.why.end(), id,
+                           [](const auto& w, const std::string& key) { return w.first < key; });
+      if (it != output.why.end() && it->first == id) v->why.push_back(id + ": " + it->second);
+    }
+  }
   v->fs_unrecoverable = output.fs_unrecoverable;
   v->fs_repaired = output.fs_repaired;
   v->fs_steps = output.fs_steps;
@@ -103,6 +128,7 @@ void Oracle::Judge(uint64_t point, const CompactOutput& output, Verdict* v) cons
     // The checker never saw the program's data: what it lost is unknown, not lost.
     v->lost.clear();
     v->gaps.clear();
+    v->why.clear();
   }
   v->exit_code = output.signal != 0 ? -output.signal : output.exit_code;
   v->timed_out = output.timed_out;
@@ -120,6 +146,7 @@ std::string Verdict::Describe() const {
   }
   if (!gaps.empty()) what.push_back(fmt::format("gaps in commit order [{}]", fmt::join(gaps, " ")));
   if (!corrupt.empty()) what.push_back(fmt::format("corrupt [{}]", fmt::join(corrupt, " ")));
+  if (!why.empty()) what.push_back(fmt::format("the checker says why: {}", fmt::join(why, "; ")));
   if (fs_unrecoverable) {
     what.push_back(fmt::format("file system unrecoverable ({}): {}",
                                fs_failure_is_violation ? "counted as a violation"

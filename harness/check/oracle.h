@@ -1,7 +1,10 @@
 // The acknowledged-commit oracle (design brief "The workload protocol"): judges one crash state
 // from the acks recorded before its point and what the checker reported.
 //
-//   durability      every id acked before the crash point is in `have`
+//   durability      every id acked before the crash point is in `have` (with `latest_ack_only`:
+//                   the last one acked before it; for checkers whose ids are cumulative promises,
+//                   as `powercut fstest`'s, where the last point's promises include every earlier
+//                   one that still binds and an earlier one may rightly be superseded)
 //   order           with `ordered`: the acked ids in `have` form a prefix of the ack order
 //   recoverability  the image mounted and the checker exited 0 in time
 //   integrity       no `corrupt <id>` line for an id acked before the crash point; `corrupt` for
@@ -33,11 +36,13 @@ struct Verdict {
   std::vector<std::string> gaps;          // --ordered: missing ids before the last id present
   std::vector<std::string> corrupt;       // acked before the point, reported corrupt
   std::vector<std::string> torn_unacked;  // reported corrupt, not acked before the point
-  bool recovered = true;                  // mounted, checker exit 0, no timeout
-  bool fs_unrecoverable = false;          // the file system's own tools could not bring it back
-  bool fs_repaired = false;               // they brought it back, but only by repairing it
-  bool fs_failure_is_violation = false;   // --fs-failures-are-violations
-  std::string fs_steps;                   // the boot path as it ran ("e2fsck -p exit 0; mount ok")
+  // The checker's `why <id> <text>` for the lost or corrupt ids, as "<id>: <text>".
+  std::vector<std::string> why;
+  bool recovered = true;                 // mounted, checker exit 0, no timeout
+  bool fs_unrecoverable = false;         // the file system's own tools could not bring it back
+  bool fs_repaired = false;              // they brought it back, but only by repairing it
+  bool fs_failure_is_violation = false;  // --fs-failures-are-violations
+  std::string fs_steps;                  // the boot path as it ran ("e2fsck -p exit 0; mount ok")
   int exit_code = 0;
   bool timed_out = false;
   std::string mount_error;  // non-empty when the image could not be mounted/checked
@@ -74,6 +79,7 @@ struct Verdict {
 struct CompactOutput {
   std::vector<std::pair<uint32_t, uint32_t>> present;
   std::vector<std::string> corrupt;
+  std::vector<std::pair<std::string, std::string>> why;  // `why <id> <text>`, sorted by id
   int exit_code = 0;
   int signal = 0;
   bool timed_out = false;
@@ -89,7 +95,8 @@ struct CompactOutput {
 
 class Oracle {
  public:
-  Oracle(const TraceIndex& index, bool ordered, bool fs_failures_are_violations = false);
+  Oracle(const TraceIndex& index, bool ordered, bool fs_failures_are_violations = false,
+         bool latest_ack_only = false);
   CompactOutput Compact(const CheckerOutput& output) const;
   // The same, with the boot path's outcome (harness/check/boot_recovery.h).
   CompactOutput Compact(const CheckerOutput& output, const FsRecovery& fs) const;
@@ -103,6 +110,7 @@ class Oracle {
   const TraceIndex& index_;
   const bool ordered_;
   const bool fs_failures_are_violations_;
+  const bool latest_ack_only_;
   absl::flat_hash_map<std::string, size_t> unique_;  // acked id -> distinct-id number
   std::vector<size_t> ack_unique_;                   // ack position -> distinct-id number
   std::vector<size_t> first_position_;               // distinct-id number -> first ack position

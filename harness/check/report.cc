@@ -29,6 +29,7 @@ nlohmann::json VerdictJson(const Verdict& v) {
   j["fs_repaired"] = v.fs_repaired;
   if (!v.fs_steps.empty()) j["fs_steps"] = v.fs_steps;
   if (!v.torn_unacked.empty()) j["torn_unacked"] = v.torn_unacked;
+  if (!v.why.empty()) j["why"] = v.why;
   if (!v.could_not_check.empty()) j["could_not_check"] = v.could_not_check;
   if (v.torn_entry) j["torn"] = {{"entry", *v.torn_entry}, {"units", v.torn_units}};
   if (!v.stderr_tail.empty()) j["checker_stderr_tail"] = v.stderr_tail;
@@ -142,6 +143,7 @@ nlohmann::json ReportToJson(const CheckReport& r) {
             {"torn", r.states.torn},
             {"seed", r.seed},
             {"ordered", r.ordered},
+            {"oracle", r.latest_ack_only ? "latest-ack" : "every-ack"},
             {"workers", r.workers},
             {"exhaustive", r.exhaustive},
             {"budget_seconds", r.budget_seconds}}},

@@ -173,6 +173,8 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
     if (m.first_violation) {
       cm.first_violation = m.first_violation->state_id;
       cm.summary = m.first_violation->Describe();
+      cm.why = fmt::format("{}", fmt::join(m.first_violation->why, "; "));
+      cm.rebuild = m.first_violation->rebuild;
     }
     if (m.first_fs_unrecoverable) {
       cm.first_fs_unrecoverable = m.first_fs_unrecoverable->state_id;
@@ -288,7 +290,9 @@ nlohmann::json CellToJson(const CellResult& c) {
                                        ? nlohmann::json(nullptr)
                                        : nlohmann::json(m.first_checker_failure)},
          {"checker_stderr", m.checker_stderr},
-         {"summary", m.summary}});
+         {"summary", m.summary},
+         {"why", m.why},
+         {"rebuild", m.rebuild}});
   }
   nlohmann::json j = {{"index", c.index},
                       {"cell", c.name},
@@ -322,6 +326,7 @@ nlohmann::json CellToJson(const CellResult& c) {
   j["timeline"] = c.timeline ? TimelineToJson(*c.timeline) : nlohmann::json(nullptr);
   if (c.live_cuts) j["live_cuts"] = LiveCutsToJson(*c.live_cuts);
   if (c.flakey) j["flakey"] = FlakeyToJson(*c.flakey);
+  if (!c.fstest.is_null()) j["fstest"] = c.fstest;
   return j;
 }
 
@@ -353,6 +358,7 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.recording = j.value("recording", "");
     if (j.contains("live_cuts")) c.live_cuts = LiveCutsFromJson(j.at("live_cuts"));
     if (j.contains("flakey")) c.flakey = FlakeyFromJson(j.at("flakey"));
+    if (j.contains("fstest")) c.fstest = j.at("fstest");
     if (j.contains("expect")) {
       c.judged = !j.at("expect").is_null();
       if (c.judged) c.expect = CellExpect::FromJson(j.at("expect"));
@@ -368,6 +374,8 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
                   .torn_unacked = r.value("torn_unacked", uint64_t{0}),
                   .lost_acks_max = r.at("lost_acks_max").get<uint64_t>(),
                   .summary = r.value("summary", ""),
+                  .why = r.value("why", ""),
+                  .rebuild = r.value("rebuild", ""),
                   .could_not_check = r.value("could_not_check", uint64_t{0}),
                   .fs_summary = r.value("fs_summary", ""),
                   .fs_repair_steps = r.value("fs_repair_steps", ""),

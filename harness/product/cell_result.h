@@ -29,9 +29,13 @@ struct CellModel {
   uint64_t fs_repaired = 0;       // it came back only after repairs (a note)
   uint64_t torn_unacked = 0;      // states with a torn never-acked record (not violations)
   uint64_t lost_acks_max = 0;
-  std::string first_violation;   // state id, "" when none
-  std::string worst_violation;   // state id of the state losing lost_acks_max acks, "" when none
-  std::string summary;           // the first violation, described
+  std::string first_violation;  // state id, "" when none
+  std::string worst_violation;  // state id of the state losing lost_acks_max acks, "" when none
+  std::string summary;          // the first violation, described
+  // The checker's `why` for the first violation's lost ids ("2: missing A/foo: ..."; "" when it
+  // gave none): `powercut fstest`'s failure class is its first word after the id.
+  std::string why;
+  std::string rebuild;  // the command that rebuilds the first violating state ("" when none)
   uint64_t could_not_check = 0;  // states whose checker output was not the protocol
   std::string fs_summary;        // the first fs-unrecoverable state, described ("" when none)
   // "e2fsck -fy exit 1 (repaired); mount ok": the first repaired state's steps ("" when none).
@@ -115,6 +119,9 @@ struct CellResult {
   // (AppendFaultModels), so every table, JUnit and HTML report shows them.
   std::optional<LiveCutsResult> live_cuts;
   std::optional<FlakeyResult> flakey;
+  // `powercut fstest` cells: the workload (id, text, shape, source; harness/product/fstest_run.h);
+  // null for every other cell.
+  nlohmann::json fstest;
 
   bool failed() const;  // ran and some model has violations
   // Did the model's verdict match the cell's expectation? An incomplete pass (the budget ran out

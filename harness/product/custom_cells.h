@@ -28,6 +28,9 @@ struct CustomCell {
   int timeout_s = 0;             // the VM run; 0: the matrix's --timeout
   uint64_t max_acks = 0;         // more acks are a flood; 0: the matrix's --max-acks
   double checker_timeout_s = 0;  // 0: the matrix's
+  // The middle of the cell's name ("" = "custom"); `powercut fstest` names its cells
+  // "<workload id>/fstest/<fs>". Not read from --cells files.
+  std::string setting;
 };
 
 // Either {"cells": [...]} or a bare array. `source` names the file in errors.

@@ -175,7 +175,7 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
   for (const CustomCell& c : o.custom_cells) {
     cells.push_back({.index = cells.size(),
                      .workload = c.name,
-                     .setting = "custom",
+                     .setting = c.setting.empty() ? "custom" : c.setting,
                      .fs = c.fs,
                      .custom = c,
                      .fault = o.flakey.mode});
@@ -213,6 +213,13 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
                         {"after_acks", o.flakey.after_acks},
                         {"window_ms", o.flakey.window.count()}}}};
   if (!o.kernel.empty()) j["kernel"] = o.kernel;  // only then: older reports merge unchanged
+  if (!o.mkfs_options.empty()) j["mkfs_options"] = o.mkfs_options;
+  if (!o.mount_options.empty()) j["mount_options"] = o.mount_options;
+  if (!o.fstest.is_null()) {
+    // The cells follow from the generator's parameters (and thousands would bloat every shard).
+    j.erase("custom_cells");
+    j["fstest"] = o.fstest;
+  }
   return j;
 }
 
@@ -334,6 +341,9 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     r.seed = o.seed;
     r.fsck = o.fsck;
     r.powercut = o.powercut;
+    r.mkfs_options = o.mkfs_options;
+    r.mount_options = o.mount_options;
+    r.workers = o.workers;
     if (o.preset == "faults" && o.cache == MatrixOptions{}.cache) {
       // The faults preset replays under cache on only, the model its live cuts are checked
       // against (docs/results.md, "Faults"); --cache with another list changes it.

@@ -90,6 +90,13 @@ struct MatrixOptions {
   // runs each of its cells three ways: replay + live cuts, error_writes, drop_writes.
   uint64_t live_cuts = 0;
   RunOptions::Flakey flakey;
+  // Every cell's mkfs and mounts (`--mkfs-options`, `--mount-options`; RunOptions).
+  std::string mkfs_options;
+  std::string mount_options;
+  int workers = 0;  // check workers per cell (RunOptions::workers; 0: one per core)
+  // `powercut fstest` (harness/product/fstest_run.h): what generated the cells. Set, the report's
+  // parameters carry it instead of the cells themselves.
+  nlohmann::json fstest;
 };
 
 // The faults preset's defaults: live cuts per cell, commits per run, the ack the disk fails after

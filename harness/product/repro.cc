@@ -97,7 +97,7 @@ class StateJudge {
         trace_hash8_(std::move(parsed.trace_hash8)),
         original_(parsed.state),
         index_(trace),
-        oracle_(index_, o.ordered),
+        oracle_(index_, o.ordered, /*fs_failures_are_violations=*/false, o.latest_ack_only),
         view_(index_.View(original_.point, original_.model)),
         work_(std::move(work)),
         check_{.fs = o.fs,

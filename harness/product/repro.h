@@ -33,6 +33,7 @@ struct ReproOptions {
   std::string checker;
   harness::FsKind fs = harness::FsKind::kRaw;
   bool ordered = false;
+  bool latest_ack_only = false;  // the oracle's latest-ack rule (`powercut fstest repro`)
   bool fsck = false;
   bool shrink = true;
   double checker_timeout_s = 60;

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "base/scratch_dir.h"
+#include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/check/file_system.h"
 #include "harness/check/fsck.h"
@@ -50,6 +51,7 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   c.states = o.states;
   c.seed = o.seed;
   c.ordered = o.ordered;
+  c.latest_ack_only = o.latest_ack_only;
   c.fs_failures_are_violations = o.fs_failures_are_violations;
   c.workers = o.workers;
   c.checker_timeout_s = o.checker_timeout_s;
@@ -64,9 +66,11 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
     c.judges = o.check_pool->Factory({.fs = c.fs,
                                       .sector = o.sector,
                                       .checker = o.checker,
-                                      .mount_options = "",
+                                      .mount_options = o.mount_options,
                                       .checker_timeout_s = o.checker_timeout_s,
-                                      .phases = phases});
+                                      .phases = phases,
+                                      .fstest_promises = o.fstest_promises,
+                                      .boot_checks = o.boot_checks});
   }
   return c;
 }
@@ -175,6 +179,10 @@ absl::Status ValidateRunOptions(const RunOptions& o) {
     return absl::InvalidArgumentError(
         "--fsck needs a file system (--fs ext4, xfs or btrfs), not raw");
   }
+  if (o.judge_promises && o.check_pool == nullptr) {
+    return absl::InvalidArgumentError(
+        "a file-system test judges its crash states in a guest: it needs --check-in guest");
+  }
   if (o.fsck && o.check_pool != nullptr) {
     return absl::InvalidArgumentError(
         "--fsck runs on a host copy of each state; with --check-in guest the guest's boot path "
@@ -271,6 +279,8 @@ vm::RunSpec RecordingSpec(const RunOptions& o, const std::string& dir) {
   spec.fs = harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw);  // validated by the callers
   spec.sector = o.sector;
   spec.command = o.workload;
+  spec.mount_options = o.mount_options;
+  spec.mkfs_options = o.mkfs_options;
   spec.recording = o.recording;
   spec.output_dir = dir;
   spec.timeout = o.timeout;
@@ -378,7 +388,18 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
     out.error = "the VM run produced no trace (use --recorder nbd or dm-log-writes)";
     return out;
   }
-  RunOutcome checked = CheckRecording(run->trace, o);
+  RunOptions check_options = o;
+  if (o.judge_promises) {
+    absl::StatusOr<std::string> promises = o.judge_promises(*run);
+    if (!promises.ok()) {
+      out.error_kind = "expected-state";
+      out.error = fmt::format("the expected state could not be taken from the recording: {}",
+                              StatusMessage(promises.status()));
+      return out;
+    }
+    check_options.fstest_promises = *std::move(promises);
+  }
+  RunOutcome checked = CheckRecording(run->trace, check_options);
   checked.workload_exit = out.workload_exit;
   checked.invalid_ack_lines = out.invalid_ack_lines;
   checked.record_seconds = out.record_seconds;

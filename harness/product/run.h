@@ -113,6 +113,21 @@ struct RunOptions {
     int64_t after_acks = 0;
     std::chrono::milliseconds window{0};  // 0: fails for good
   } flakey;
+  // Added to mkfs (the recording's disk) and to every mount, recording and judging alike
+  // (`--mkfs-options`, `--mount-options`; split at blanks, no quoting).
+  std::string mkfs_options;
+  std::string mount_options;
+  // The oracle's latest-ack rule (harness/check/oracle.h), for cumulative ids (`powercut fstest`).
+  bool latest_ack_only = false;
+  // false: the guests' boot path mounts first and runs the file system's recovery tools only where
+  // the mount fails (no e2fsck -p before it): `powercut fstest` (docs/fstest.md, "The boot path").
+  bool boot_checks = true;
+  // Set (`powercut fstest`): called after the recording with it, returns the promises the guest
+  // judges each crash state against (vm::GuestJob::fstest_promises; harness/fstest/judge.h). The
+  // states are then judged in `check_pool`'s guests by the agent itself, and `checker` only names
+  // the judge in reports. An error makes the run "could not run", error kind "expected-state".
+  std::function<absl::StatusOr<std::string>(const vm::RunResult&)> judge_promises;
+  std::string fstest_promises;  // what judge_promises returned (set by RunWorkload)
 };
 
 struct RunOutcome {

@@ -51,12 +51,24 @@ absl::Status CreateSparseImage(const std::string& path, uint64_t bytes) {
   return absl::OkStatus();
 }
 
+std::vector<std::string> SplitOptions(const std::string& options) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < options.size()) {
+    while (i < options.size() && (options[i] == ' ' || options[i] == '\t')) ++i;
+    const size_t start = i;
+    while (i < options.size() && options[i] != ' ' && options[i] != '\t') ++i;
+    if (i > start) out.push_back(options.substr(start, i - start));
+  }
+  return out;
+}
+
 absl::StatusOr<std::string> MakeFileSystem(harness::FsKind fs,
                                            const harness::DiskGeometry& geometry,
-                                           const std::string& image) {
+                                           const std::string& image, const std::string& options) {
   RETURN_IF_ERROR(RequireRegularFile(image, "mkfs"));
   const harness::FileSystem& table = harness::FileSystemOf(fs);
-  const std::vector<std::string> argv = table.MkfsArgv(geometry);
+  const std::vector<std::string> argv = table.MkfsArgv(geometry, SplitOptions(options));
   if (argv.empty()) return std::string();
   RETURN_IF_ERROR(RunCommandOrError(fmt::format("mkfs: making {} on {} (is {} installed? package "
                                                 "{}, tools/install-deps.sh)",

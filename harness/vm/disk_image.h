@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -19,10 +20,14 @@ absl::Status CreateSparseImage(const std::string& path, uint64_t bytes);
 
 // Makes file system `fs` on the image file as a deployment makes it on a disk of `geometry`
 // (harness::FileSystem::MkfsArgv); raw does nothing. Returns the command line run, with the
-// image shown as "{image}" ("" for raw).
+// image shown as "{image}" ("" for raw). `options` are the user's (`--mkfs-options`, split at
+// blanks); a refusal quotes mkfs's own message.
 absl::StatusOr<std::string> MakeFileSystem(harness::FsKind fs,
                                            const harness::DiskGeometry& geometry,
-                                           const std::string& image);
+                                           const std::string& image,
+                                           const std::string& options = "");
+// `--mkfs-options` / `--mount-options` split at blanks (no quoting: neither takes spaces).
+std::vector<std::string> SplitOptions(const std::string& options);
 
 // The block size of the file system on the image, read back from its superblock with the file
 // system's own tool (dumpe2fs -h, xfs_db, btrfs inspect-internal dump-super); 0 for raw.

@@ -27,6 +27,8 @@ std::string GuestJobToJson(const GuestJob& job) {
             {"head_hash_bytes", job.head_hash_bytes},
             {"state_token", job.state_token},
             {"checker_timeout_s", job.checker_timeout_s},
+            {"fstest_promises", job.fstest_promises},
+            {"boot_checks", job.boot_checks},
             {"checks", json::array()}};
   for (const GuestCheck& c : job.checks) {
     j["checks"].push_back({{"disk_serial", c.disk_serial},
@@ -62,6 +64,8 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
     job.head_hash_bytes = j.value("head_hash_bytes", uint64_t{0});
     job.state_token = j.value("state_token", "");
     job.checker_timeout_s = j.value("checker_timeout_s", 0.0);
+    job.fstest_promises = j.value("fstest_promises", "");
+    job.boot_checks = j.value("boot_checks", true);
     for (const json& c : j.value("checks", json::array())) {
       absl::StatusOr<harness::FsKind> check_fs =
           harness::ParseFsKind(c.value("fs", std::string("ext4")), "job.json: checks[].fs");

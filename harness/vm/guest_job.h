@@ -58,6 +58,14 @@ struct GuestJob {
   // > 0: the checker is killed (its whole cgroup) after this many seconds (GuestResult::
   // checker_timed_out).
   double checker_timeout_s = 0;
+  // kCheck of a crash state of `powercut fstest` (harness/fstest/judge.h): the promises in force
+  // at every persistence point (JSON, harness/fstest/promises.h). Set, the agent judges the
+  // mounted state itself (no program starts) and its protocol text is checker_stdout; `command`
+  // is unused.
+  std::string fstest_promises;
+  // false: the boot path mounts first and runs the file system's recovery tools only where the
+  // mount fails, skipping the boot-time check (e2fsck -p): `powercut fstest` (docs/fstest.md).
+  bool boot_checks = true;
 };
 
 // What the guest agent reports.

@@ -124,6 +124,8 @@ class GuestStateJudge : public harness::StateJudge {
     job.mount_options = spec_.mount_options;
     job.state_token = StateServer::TokenFor(generation_);
     job.checker_timeout_s = spec_.checker_timeout_s;
+    job.fstest_promises = spec_.fstest_promises;
+    job.boot_checks = spec_.boot_checks;
     const auto timeout =
         std::chrono::seconds(static_cast<int64_t>(spec_.checker_timeout_s)) + kJobMargin;
     const auto start = std::chrono::steady_clock::now();

@@ -57,6 +57,10 @@ struct GuestCheckSpec {
   std::string mount_options;
   double checker_timeout_s = 60;
   GuestCheckPhases* phases = nullptr;  // set: each judged state's steps are added (not owned)
+  // `powercut fstest` (GuestJob::fstest_promises, ::boot_checks): the agent judges each state
+  // itself against these promises, after a boot path that mounts first.
+  std::string fstest_promises;
+  bool boot_checks = true;
 };
 
 class GuestCheckPool {

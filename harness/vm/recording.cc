@@ -103,9 +103,10 @@ absl::Status ValidateRunSpec(const RunSpec& spec) {
 }
 
 absl::Status BaseImageCache::MakeDisk(harness::FsKind fs, const harness::DiskGeometry& geometry,
-                                      uint64_t bytes, const std::string& disk, RunResult* result) {
+                                      uint64_t bytes, const std::string& disk, RunResult* result,
+                                      const std::string& mkfs_options) {
   const auto key = std::make_tuple(static_cast<int>(fs), geometry.logical_sector,
-                                   geometry.physical_sector, bytes);
+                                   geometry.physical_sector, bytes, mkfs_options);
   auto it = made_.find(key);
   if (it == made_.end()) {
     if (dir_.path().empty()) {
@@ -115,7 +116,7 @@ absl::Status BaseImageCache::MakeDisk(harness::FsKind fs, const harness::DiskGeo
     Made m;
     m.image = dir_ / fmt::format("fs{}.img", made_.size());
     RETURN_IF_ERROR(CreateSparseImage(m.image, bytes));
-    ASSIGN_OR_RETURN(m.mkfs_command, MakeFileSystem(fs, geometry, m.image));
+    ASSIGN_OR_RETURN(m.mkfs_command, MakeFileSystem(fs, geometry, m.image, mkfs_options));
     ASSIGN_OR_RETURN(m.block_size, FileSystemBlockSize(fs, m.image));
     it = made_.emplace(key, std::move(m)).first;
   }
@@ -140,12 +141,15 @@ absl::StatusOr<RecordingDisks> PrepareDisks(const RunSpec& spec, RunResult* resu
   result->ack_log = disks.out + "/acks.jsonl";
   result->console_log = disks.out + "/console.log";
   result->workload_log = disks.out + "/workload.log";
+  result->workload_output = disks.out + "/output.txt";
   result->geometry = disks.geometry;
   if (cache != nullptr) {
-    RETURN_IF_ERROR(cache->MakeDisk(spec.fs, disks.geometry, disks.bytes, disks.disk, result));
+    RETURN_IF_ERROR(cache->MakeDisk(spec.fs, disks.geometry, disks.bytes, disks.disk, result,
+                                    spec.mkfs_options));
   } else {
     RETURN_IF_ERROR(CreateSparseImage(disks.disk, disks.bytes));
-    ASSIGN_OR_RETURN(result->mkfs_command, MakeFileSystem(spec.fs, disks.geometry, disks.disk));
+    ASSIGN_OR_RETURN(result->mkfs_command,
+                     MakeFileSystem(spec.fs, disks.geometry, disks.disk, spec.mkfs_options));
     ASSIGN_OR_RETURN(result->fs_block_size, FileSystemBlockSize(spec.fs, disks.disk));
   }
   RETURN_IF_ERROR(powercut::CopySparse(disks.disk, result->base_image));

@@ -43,7 +43,8 @@ class BaseImageCache {
   // Makes `disk` (a new sparse file of `bytes`) hold the empty file system; fills
   // result->mkfs_command and result->fs_block_size.
   absl::Status MakeDisk(harness::FsKind fs, const harness::DiskGeometry& geometry, uint64_t bytes,
-                        const std::string& disk, RunResult* result);
+                        const std::string& disk, RunResult* result,
+                        const std::string& mkfs_options = "");
 
  private:
   struct Made {
@@ -51,7 +52,7 @@ class BaseImageCache {
     uint32_t block_size = 0;
   };
   ScratchDir dir_;  // the made file systems, removed with the cache
-  std::map<std::tuple<int, uint32_t, uint32_t, uint64_t>, Made> made_;
+  std::map<std::tuple<int, uint32_t, uint32_t, uint64_t, std::string>, Made> made_;
 };
 
 // Creates the output folder, the sparse disk, the file system (from `cache` when given, else a

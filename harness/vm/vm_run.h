@@ -102,6 +102,7 @@ struct RunSpec {
   harness::SectorFormat sector = harness::kDefaultSectorFormat;
   std::string command;  // the workload, run with /bin/sh -c
   std::string mount_options;
+  std::string mkfs_options;  // added to the file system's mkfs (`--mkfs-options`), split at blanks
   Recording recording = Recording::kNbd;
   // With Recording::kNbd: also run dm-log-writes in the guest on top of the NBD disk, so one run
   // yields both traces of the same writes (out/log-writes.log besides out/trace.log).
@@ -150,6 +151,9 @@ struct RunResult {
   std::string ack_log;             // JSON lines
   std::string console_log;
   std::string workload_log;  // the workload's stdout and stderr (checker.log beside it)
+  // Where the workload's $POWERCUT_OUTPUT file was kept (docs/protocol.md); the file exists only
+  // when the workload wrote one.
+  std::string workload_output;
   Accel accel = Accel::kTcg;
   // qemu start -> agent running (host clock), for the guest this recording booted; 0 when it
   // reused a warm guest (warm_guest.h).

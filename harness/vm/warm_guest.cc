@@ -367,6 +367,13 @@ void WarmGuest::CollectLogs(const Job& job, const std::string& out) {
   }
   fs::copy_file(run_ / "console.log", out + "/console.log", fs::copy_options::overwrite_existing,
                 ec);
+  // The workload's $POWERCUT_OUTPUT, when it wrote one (moved: it can be large, and the run
+  // folder is shared with the next job).
+  const fs::path output = run_ / JobFileName("output", job.id, "txt");
+  if (fs::exists(output, ec)) {
+    fs::rename(output, out + "/output.txt", ec);
+    if (ec) fs::copy_file(output, out + "/output.txt", fs::copy_options::overwrite_existing, ec);
+  }
 }
 
 absl::Status WarmGuest::RunJob(const RunSpec& spec, const Job& job, Recorders& rec, JobState* state,

@@ -13,13 +13,15 @@ void AddRunCommand(CLI::App& app, int* exit_code);     // run
 void AddMatrixCommand(CLI::App& app, int* exit_code);  // matrix
 void AddMergeCommand(CLI::App& app, int* exit_code);   // merge
 void AddReproCommand(CLI::App& app, int* exit_code);   // repro
+void AddFsTestCommand(CLI::App& app, int* exit_code);  // fstest list | run | repro
 
-// Registers all four.
+// Registers all five.
 inline void AddProductCommands(CLI::App& app, int* exit_code) {
   AddRunCommand(app, exit_code);
   AddMatrixCommand(app, exit_code);
   AddMergeCommand(app, exit_code);
   AddReproCommand(app, exit_code);
+  AddFsTestCommand(app, exit_code);
 }
 
 // --recordings DIR and --recordings-cap SIZE of `run` and `matrix` (docs/run.md, "Recordings").

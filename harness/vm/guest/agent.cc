@@ -40,6 +40,7 @@
 #include "fmt/format.h"
 #include "harness/check/boot_recovery.h"
 #include "harness/check/checker.h"
+#include "harness/fstest/judge.h"
 #include "harness/vm/guest/guest_devices.h"
 #include "harness/vm/guest/job_cgroup.h"
 #include "harness/vm/guest_job.h"
@@ -253,6 +254,8 @@ class Agent {
     int out_pipe[2];
     if (pipe2(ack_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) return -1;
     std::string log_path = fmt::format("{}/{}", kRunDir, log_name);
+    const std::string output_path =
+        fmt::format("{}/{}", kRunDir, JobFileName("output", job_.job_id, "txt"));
     // A checker of plain words is exec'd directly, as on the host (harness/check/checker.cc):
     // one program start less per state. Built before the fork (the child only execs).
     std::vector<std::string> words;
@@ -279,6 +282,9 @@ class Agent {
         if (chdir(mount_dir_.c_str()) != 0) _exit(126);
       }
       setenv("POWERCUT_ACK_FD", "3", 1);
+      // A workload may leave one file of output for the host (docs/protocol.md): `powercut
+      // fstest`'s expected states.
+      if (relay_acks) setenv("POWERCUT_OUTPUT", output_path.c_str(), 1);
       setenv("HOME", "/tmp", 1);
       // Not found or not executable: sh runs it, so the outcome is sh's (127, 126), as on the
       // host.
@@ -563,7 +569,7 @@ class Agent {
         return absl::OkStatus();
       };
       auto rec = powercut::harness::RecoverFileSystem(powercut::harness::FileSystemOf(job_.fs),
-                                                      device_, mount, 300);
+                                                      device_, mount, 300, job_.boot_checks);
       if (!rec.ok()) return Fail("boot-recovery", std::string(rec.status().message()));
       clock.Split("fsck", "mount", mount_seconds);
       result_.failed_step.clear();
@@ -575,6 +581,13 @@ class Agent {
       result_.fs_repaired = rec->repaired;
       result_.fs_unrecoverable = rec->unrecoverable;
       if (rec->unrecoverable) return Released(&clock);
+    }
+    if (!job_.fstest_promises.empty()) {
+      JudgeFsTest();
+      clock.Mark("judge");
+      if (!Unmount()) return false;
+      clock.Mark("umount");
+      return Released(&clock);
     }
     const std::string log = fmt::format("{}/checker-state.log", kRunDir);
     ::truncate(log.c_str(), 0);  // stderr of this state only (the file is reused)
@@ -596,6 +609,25 @@ class Agent {
     if (!Unmount()) return false;
     clock.Mark("umount");
     return Released(&clock);
+  }
+
+  // `powercut fstest`'s judge, in this process: the promises against the mounted tree, then the
+  // removal of everything (docs/fstest.md, "Judging in the guest"). Its text is the checker's.
+  void JudgeFsTest() {
+    const nlohmann::json j = nlohmann::json::parse(job_.fstest_promises, nullptr, false);
+    absl::StatusOr<std::vector<powercut::fstest::PointPromises>> points =
+        j.is_discarded() ? absl::InvalidArgumentError("the promises are not JSON")
+                         : powercut::fstest::PromisesFromJson(j);
+    absl::StatusOr<std::string> out =
+        points.ok() ? powercut::fstest::JudgeMountedState(mount_dir_, *points) : points.status();
+    if (out.ok()) {
+      result_.checker_stdout = *out;
+      result_.checker_exit_code = 0;
+    } else {
+      result_.checker_stderr_tail = std::string(out.status().message());
+      result_.checker_exit_code = 1;
+    }
+    result_.exit_code = result_.checker_exit_code;
   }
 
   bool Released(StepClock* clock) {

@@ -1,0 +1,326 @@
+// powercut fstest list | run | repro: testing a file system (docs/fstest.md).
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "base/image_io.h"
+#include "base/process.h"
+#include "base/scratch_dir.h"
+#include "base/status_macros.h"
+#include "fmt/format.h"
+#include "harness/check/report.h"
+#include "harness/fstest/generator.h"
+#include "harness/fstest/workload.h"
+#include "harness/product/builtin.h"
+#include "harness/product/fstest_run.h"
+#include "harness/vm/disk_image.h"
+#include "tools/powercut/commands.h"
+#include "tools/powercut/product_commands.h"
+
+namespace powercut::cli {
+namespace {
+
+// Which workloads: the generated space (or a sample of it), or the user's files.
+struct WorkloadArgs {
+  int seq = 1;
+  std::string persist = "fsync,sync";
+  uint64_t sample = 0;
+  uint64_t seed = 1;
+  std::string workloads;
+};
+
+void AddWorkloadOptions(CLI::App* c, WorkloadArgs* a) {
+  c->add_option("--seq", a->seq,
+                "core operations per generated workload: 1 (ACE's seq-1 space, 328 workloads), "
+                "2 (large: sample it) or 3")
+      ->capture_default_str();
+  c->add_option("--persist", a->persist,
+                "the persistence points the generator places after each core operation: fsync, "
+                "fdatasync, sync (comma-separated)")
+      ->capture_default_str();
+  c->add_option("--sample", a->sample, "a seeded sample of N workloads of the space (0: all)");
+  c->add_option("--seed", a->seed, "the sample's seed")->capture_default_str();
+  c->add_option("--workloads", a->workloads,
+                "your own workloads instead: a file, or a folder of *.fst files, in the language "
+                "of docs/fstest.md");
+}
+
+absl::StatusOr<product::FsTestOptions> WorkloadOptions(const WorkloadArgs& a) {
+  product::FsTestOptions o;
+  o.generator.seq = a.seq;
+  ASSIGN_OR_RETURN(o.generator.persistence, fstest::ParsePersistence(a.persist));
+  o.sample = a.sample;
+  o.sample_seed = a.seed;
+  o.workloads = a.workloads;
+  if (!a.workloads.empty()) {
+    // The language's files, resolved now: the guest sees the host's paths, the report names it.
+    std::error_code ec;
+    o.workloads = std::filesystem::absolute(a.workloads, ec).string();
+  }
+  return o;
+}
+
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+// powercut-fstest-exec: $POWERCUT_FSTEST_EXEC, beside powercut, in libexec/powercut/ of its
+// prefix, or in the build tree.
+absl::StatusOr<std::string> FindExec(const std::string& self) {
+  if (const char* env = std::getenv("POWERCUT_FSTEST_EXEC"); env != nullptr && *env != '\0') {
+    if (::access(env, X_OK) == 0) return std::filesystem::absolute(env).string();
+    return absl::NotFoundError(fmt::format("$POWERCUT_FSTEST_EXEC={}: not an executable", env));
+  }
+  const std::filesystem::path dir = std::filesystem::path(self).parent_path();
+  for (const std::filesystem::path& p :
+       {dir / "powercut-fstest-exec", dir / ".." / "libexec" / "powercut" / "powercut-fstest-exec",
+        dir / ".." / ".." / "harness" / "fstest" / "powercut-fstest-exec"}) {
+    if (::access(p.c_str(), X_OK) == 0) return std::filesystem::weakly_canonical(p).string();
+  }
+  return absl::NotFoundError(fmt::format(
+      "cannot find powercut-fstest-exec (looked beside {}, in ../libexec/powercut/ and in the "
+      "build tree): build it (cmake --build --preset default --target powercut-fstest-exec) or "
+      "set POWERCUT_FSTEST_EXEC",
+      self));
+}
+
+// An option mkfs refuses is refused here, before any guest boots: mkfs runs once on a scratch
+// image of each file system with the options.
+absl::Status CheckMkfsOptions(const std::vector<std::string>& fs, const std::string& options,
+                              harness::SectorFormat sector) {
+  if (options.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(ScratchDir dir, ScratchDir::Create("powercut-mkfs-check", "/var/tmp"));
+  for (const std::string& name : fs) {
+    ASSIGN_OR_RETURN(harness::FsKind kind, harness::ParseFsKind(name));
+    const std::string image = dir.File(name + ".img");
+    RETURN_IF_ERROR(vm::CreateSparseImage(image, harness::FileSystemOf(kind).default_image_bytes));
+    absl::StatusOr<std::string> made =
+        vm::MakeFileSystem(kind, harness::GeometryOf(sector), image, options);
+    if (!made.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("--mkfs-options {}: mkfs of {} refuses them: {}", options, name,
+                      StatusMessage(made.status())));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void AddList(CLI::App* fstest, int* exit_code) {
+  struct Args {
+    WorkloadArgs w;
+    bool text = false, json = false;
+    std::string write;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* c = fstest->add_subcommand(
+      "list", "print the workloads (id and operations, one a line) and their count");
+  AddWorkloadOptions(c, &a->w);
+  c->add_flag("--text", a->text, "print each workload's whole text (with its description)");
+  c->add_flag("--json", a->json, "print a JSON array of {id, description, text, shape}");
+  c->add_option("--write", a->write, "also write each workload to DIR/<id>.fst");
+  c->callback([=] {
+    auto o = WorkloadOptions(a->w);
+    if (!o.ok()) {
+      *exit_code = CouldNotRun(std::string(o.status().message()));
+      return;
+    }
+    auto workloads = product::PlanFsTest(*o);
+    if (!workloads.ok()) {
+      *exit_code = CouldNotRun(std::string(workloads.status().message()));
+      return;
+    }
+    nlohmann::json json = nlohmann::json::array();
+    if (!a->json) {
+      std::string what = a->w.workloads;
+      if (what.empty()) {
+        what = fmt::format("seq-{}", a->w.seq);
+        auto space = fstest::WorkloadSpace::Make(o->generator);
+        if (space.ok() && a->w.sample > 0) {
+          what +=
+              fmt::format(" (a sample, seed {}, of its {} workloads)", a->w.seed, space->size());
+        }
+      }
+      std::printf("%s: %zu workloads\n", what.c_str(), workloads->size());
+    }
+    for (const fstest::Workload& w : *workloads) {
+      const std::string id = fstest::WorkloadId(w);
+      if (!a->write.empty()) {
+        std::filesystem::create_directories(a->write);
+        if (absl::Status s = PublishFile(a->write + "/" + id + ".fst", fstest::WorkloadText(w));
+            !s.ok()) {
+          *exit_code = CouldNotRun(std::string(s.message()));
+          return;
+        }
+      }
+      if (a->json) {
+        json.push_back({{"id", id},
+                        {"description", w.description},
+                        {"text", fstest::WorkloadText(w, false)},
+                        {"shape", fstest::WorkloadShape(w)}});
+      } else if (a->text) {
+        std::printf("== %s\n%s", id.c_str(), fstest::WorkloadText(w).c_str());
+      } else {
+        std::string line = fstest::WorkloadText(w, false);
+        for (size_t at; (at = line.find('\n')) != std::string::npos && at + 1 < line.size();) {
+          line.replace(at, 1, "; ");
+        }
+        if (!line.empty() && line.back() == '\n') line.pop_back();
+        std::printf("%s  %s\n", id.c_str(), line.c_str());
+      }
+    }
+    if (a->json) std::printf("%s\n", json.dump(2).c_str());
+  });
+}
+
+struct RunArgs {
+  WorkloadArgs w;
+  product::MatrixOptions m;
+  std::string fs = "ext4", sector = "512e", shard = "1/1", json, junit, html, recordings,
+              recordings_cap = "1GiB", budget, disk_size;
+  bool quiet = false, expect_clean = false, list = false;
+  int jobs = 1;
+};
+
+void AddRunOptions(CLI::App* c, RunArgs* a) {
+  AddWorkloadOptions(c, &a->w);
+  c->add_option("--fs", a->fs, "ext4, xfs, btrfs (comma-separated: each workload on each)")
+      ->capture_default_str();
+  c->add_option("--cache", a->m.cache,
+                "the cache models every recording is replayed under: off, on, lying "
+                "(comma-separated) or all")
+      ->capture_default_str();
+  c->add_option("--window", a->m.window, "lying window")->capture_default_str();
+  c->add_option("--states", a->m.states, "per persistence point: exhaustive or about N states")
+      ->capture_default_str();
+  c->add_option("--mkfs-options", a->m.mkfs_options,
+                "added to every mkfs (e.g. \"-O fast_commit\" for ext4, \"-m single\" for btrfs); "
+                "refused before any guest boots when mkfs refuses them");
+  c->add_option("--mount-options", a->m.mount_options,
+                "every mount, recording and judging (e.g. data=journal, barrier=0, nobarrier)");
+  c->add_option("--sector", a->sector, "the recorded disk's sectors: 512n, 512e or 4kn")
+      ->capture_default_str();
+  c->add_option("--shard", a->shard, "K/N: run only this shard's cells")->capture_default_str();
+  c->add_flag("--expect-clean", a->expect_clean,
+              "a violation under cache off or on makes the run exit 1 (default: they are reported, "
+              "exit 0)");
+  c->add_flag("--exhaustive", a->m.exhaustive,
+              "check every crash state (default: a model stops at its first violating state)");
+  c->add_option("--budget", a->budget, "bound each workload's checking time (30s, 2m)");
+  c->add_option("--timeout", a->m.timeout_s, "seconds per recording")->capture_default_str();
+  c->add_option("--keep", a->m.keep_dir, "keep each workload's recording under this folder");
+  AddRecordingsOptions(c, &a->recordings, &a->recordings_cap);
+  AddGuestSizeOptions(c, &a->m.guest, &a->disk_size);
+  AddKernelOption(c, &a->m.kernel);
+  c->add_option("--json", a->json, "write the JSON report (powercut-matrix/1 + fstest_summary)");
+  c->add_option("--junit", a->junit, "write a JUnit XML report here");
+  c->add_option("--html", a->html, "write the self-contained HTML report here");
+  c->add_option("--jobs", a->jobs, "warm guests recording at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
+  c->add_option("--workers", a->m.workers, "check workers (guests) per workload")
+      ->capture_default_str();
+  c->add_flag("--list", a->list, "print the shard's cells and exit");
+  c->add_flag("--quiet", a->quiet, "no progress on stderr");
+}
+
+absl::StatusOr<product::FsTestOptions> ParseRunArgs(const RunArgs& a) {
+  ASSIGN_OR_RETURN(product::FsTestOptions o, WorkloadOptions(a.w));
+  o.expect_clean = a.expect_clean;
+  o.matrix = a.m;
+  product::MatrixOptions& m = o.matrix;
+  m.fs = SplitCommas(a.fs);
+  if (m.fs.empty()) return absl::InvalidArgumentError("--fs: name at least one file system");
+  for (const std::string& f : m.fs) {
+    ASSIGN_OR_RETURN(harness::FsKind kind, harness::ParseFsKind(f));
+    if (harness::FileSystemOf(kind).raw()) {
+      return absl::InvalidArgumentError("--fs raw: a file-system test needs a file system");
+    }
+  }
+  ASSIGN_OR_RETURN(m.sector, harness::ParseSectorFormat(a.sector));
+  if (!a.budget.empty()) {
+    ASSIGN_OR_RETURN(m.budget_seconds, harness::ParseBudget(a.budget));
+  }
+  RETURN_IF_ERROR(ParseGuestDisk(a.disk_size, &m.guest));
+  m.points = "acks";  // the persistence points
+  m.powercut = SelfPath("powercut");
+  m.progress = !a.quiet;
+  m.cells_in_flight = a.jobs + 1;
+  ASSIGN_OR_RETURN(m.recordings, product::RecordingStoreFor(a.recordings, a.recordings_cap,
+                                                            {a.html, a.json, a.junit}));
+  ASSIGN_OR_RETURN(m.shard, product::ParseShard(a.shard));
+  ASSIGN_OR_RETURN(o.exec_binary, FindExec(m.powercut));
+  return o;
+}
+
+int Run(const RunArgs& a) {
+  auto parsed = ParseRunArgs(a);
+  if (!parsed.ok()) return CouldNotRun(std::string(parsed.status().message()));
+  const product::FsTestOptions& o = *parsed;
+  auto workloads = product::PlanFsTest(o);
+  if (!workloads.ok()) return CouldNotRun(std::string(workloads.status().message()));
+  auto matrix = product::FsTestMatrix(o, *workloads);
+  if (!matrix.ok()) return CouldNotRun(std::string(matrix.status().message()));
+  auto plan = product::PlanMatrix(*matrix);
+  if (!plan.ok()) return CouldNotRun(std::string(plan.status().message()));
+  if (a.list) {
+    for (const product::MatrixCell& c : *plan) {
+      if (matrix->shard.Contains(c.Name())) std::printf("%s\n", c.Name().c_str());
+    }
+    return 0;
+  }
+  if (absl::Status s = CheckMkfsOptions(o.matrix.fs, o.matrix.mkfs_options, o.matrix.sector);
+      !s.ok()) {
+    return CouldNotRun(std::string(s.message()));
+  }
+  // The recording kernel judges, in guests: never a host loop mount (any kernel, no root).
+  auto report = product::RunFsTest(
+      o, product::VmCellRunner(product::AgentHint(o.matrix.powercut), o.matrix.fs, a.jobs,
+                               o.matrix.kernel, product::CheckIn::kGuest));
+  if (!report.ok()) return CouldNotRun(std::string(report.status().message()));
+  std::printf("%s", product::FsTestTable(*report).c_str());
+  if (std::string phases = product::RecordPhasesSummary(report->cells);
+      !phases.empty() && !a.quiet) {
+    std::fprintf(stderr, "%s\n", phases.c_str());
+  }
+  int exit_code = product::MatrixExitCode(*report);
+  auto write = [&](const std::string& path, const std::string& text) {
+    if (path.empty()) return;
+    if (auto s = harness::WriteTextFile(path, text); !s.ok()) {
+      exit_code = CouldNotRun(std::string(s.message()));
+    }
+  };
+  write(a.json, product::ReportJson(*report).dump(2) + "\n");
+  write(a.junit, product::MatrixJunit(*report));
+  write(a.html, product::ReportHtml(*report, "powercut fstest"));
+  return exit_code;
+}
+
+}  // namespace
+
+void AddFsTestCommand(CLI::App& app, int* exit_code) {
+  CLI::App* fstest = app.add_subcommand(
+      "fstest",
+      "test a file system: generated or written workloads, an oracle that knows what fsync, "
+      "fdatasync and sync promised, judged in the guest (docs/fstest.md)");
+  fstest->require_subcommand(1);
+  AddList(fstest, exit_code);
+  auto a = std::make_shared<RunArgs>();
+  a->m.cache = "off,on";
+  CLI::App* run = fstest->add_subcommand(
+      "run",
+      "record each workload once per file system, replay every crash state at its persistence "
+      "points under each cache model and judge it in the guest (exit 0 ran, 1 a violation under "
+      "off/on with --expect-clean, 2 could not run)");
+  AddRunOptions(run, a.get());
+  run->callback([=] { *exit_code = Run(*a); });
+}
+
+}  // namespace powercut::cli
