@@ -6,7 +6,9 @@
 //   powercut-fstest-exec run FILE [--dir DIR]     a workload file
 //
 // It works under $POWERCUT_DIR (or --dir), writes `ack <k>` to $POWERCUT_ACK_FD after the k-th
-// persistence point returned, then the expected state as one JSON line
+// persistence point returned (and, with $POWERCUT_ACK_SYNC_FD, waits for `ok <k>` there: the
+// tester recorded the ack, so no later operation's write can land before it), then the expected
+// state as one JSON line
 // {"point": k, "by": "<op>", "tree": {...}} to $POWERCUT_OUTPUT (a file; stdout when unset).
 // Exit 0 when every operation ran; 1 naming the operation the kernel refused; 2 on bad usage.
 #include <fcntl.h>
@@ -21,6 +23,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/escaping.h"
 #include "base/image_io.h"
+#include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/fstest/executor.h"
 #include "harness/fstest/workload.h"
@@ -36,6 +39,27 @@ absl::Status WriteFully(int fd, const std::string& text) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return absl::DataLossError(fmt::format("write: {}", std::strerror(errno)));
     done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+// Reads `ok <point>` from the synchronous-ack descriptor (docs/protocol.md).
+absl::Status AwaitOk(int fd, int point) {
+  std::string line;
+  char c = 0;
+  while (true) {
+    const ssize_t n = ::read(fd, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return absl::UnavailableError(fmt::format(
+          "POWERCUT_ACK_SYNC_FD closed before ack {} was confirmed: the tester is gone", point));
+    }
+    if (c == '\n') break;
+    line.push_back(c);
+  }
+  if (line != fmt::format("ok {}", point)) {
+    return absl::DataLossError(
+        fmt::format("POWERCUT_ACK_SYNC_FD said \"{}\", expected \"ok {}\"", line, point));
   }
   return absl::OkStatus();
 }
@@ -83,9 +107,15 @@ int Run(const std::string& file, const std::string& hex, std::string dir) {
       return Fail(fmt::format("POWERCUT_OUTPUT {}: {}", env, std::strerror(errno)), 2);
   }
   powercut::fstest::ExecuteHooks hooks;
-  hooks.ack = [ack_fd](int point) {
+  int sync_fd = -1;
+  if (const char* env = std::getenv("POWERCUT_ACK_SYNC_FD"); env != nullptr && *env != '\0') {
+    sync_fd = std::atoi(env);
+  }
+  hooks.ack = [ack_fd, sync_fd](int point) {
     if (ack_fd < 0) return absl::OkStatus();
-    return WriteFully(ack_fd, fmt::format("ack {}\n", point));
+    RETURN_IF_ERROR(WriteFully(ack_fd, fmt::format("ack {}\n", point)));
+    if (sync_fd < 0) return absl::OkStatus();
+    return AwaitOk(sync_fd, point);
   };
   hooks.snapshot = [out_fd](int point, const powercut::fstest::Op& op,
                             const powercut::fstest::Tree& tree) {

@@ -29,9 +29,9 @@ std::string PersistNames(const std::vector<fstest::OpKind>& kinds) {
   return fmt::format("{}", fmt::join(names, ","));
 }
 
-// The expected states powercut-fstest-exec wrote ($POWERCUT_OUTPUT: one JSON line per point),
-// turned into the promises the guest judge checks.
-absl::StatusOr<std::string> PromisesForRecording(const Workload& w, const std::string& output) {
+}  // namespace
+
+absl::StatusOr<std::string> FsTestPromises(const Workload& w, const std::string& output) {
   absl::StatusOr<std::string> text = ReadWholeFile(output);
   if (!text.ok()) {
     return absl::NotFoundError(fmt::format(
@@ -68,12 +68,17 @@ absl::StatusOr<std::string> PromisesForRecording(const Workload& w, const std::s
   return fstest::PromisesToJson(promises).dump();
 }
 
-// "2: missing A/foo: ..." -> "missing".
+std::string FailureClassOf(const std::string& why) {
+  const size_t colon = why.find(": ");
+  const std::string rest = colon == std::string::npos ? why : why.substr(colon + 2);
+  return rest.substr(0, rest.find(' '));
+}
+
+namespace {
+
 std::string ClassOf(const CellModel& m) {
   if (m.why.empty()) return m.violations > 0 ? "recoverability" : "";
-  const size_t colon = m.why.find(": ");
-  const std::string rest = colon == std::string::npos ? m.why : m.why.substr(colon + 2);
-  return rest.substr(0, rest.find(' '));
+  return FailureClassOf(m.why);
 }
 
 std::string ReproCommand(const nlohmann::json& params, const std::string& powercut,
@@ -172,9 +177,10 @@ CellRunner FsTestCellRunner(const std::vector<Workload>& workloads, CellRunner i
     RunOptions r = options;
     r.latest_ack_only = true;
     r.boot_checks = false;
+    r.sync_acks = true;  // a point's crash state must not hold a later operation's writes
     const Workload w = it->second;
     r.judge_promises = [w](const vm::RunResult& run) {
-      return PromisesForRecording(w, run.workload_output);
+      return FsTestPromises(w, run.workload_output);
     };
     return inner(cell, r);
   };

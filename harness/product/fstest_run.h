@@ -56,6 +56,15 @@ CellRunner FsTestCellRunner(const std::vector<fstest::Workload>& workloads, Cell
 // `workload.fst` into every kept recording, so the folder is a reproducer.
 absl::StatusOr<MatrixReport> RunFsTest(const FsTestOptions& options, const CellRunner& inner);
 
+// The promises (JSON, for vm::GuestJob::fstest_promises) from the expected states
+// powercut-fstest-exec wrote to `output` ($POWERCUT_OUTPUT: one JSON line per persistence point):
+// each must name its point and show what the workload did (fstest::PromisesAtPoints).
+absl::StatusOr<std::string> FsTestPromises(const fstest::Workload& workload,
+                                           const std::string& output);
+
+// The failure class of a `why` ("2: missing A/foo: ..." -> "missing").
+std::string FailureClassOf(const std::string& why);
+
 // Whether a matrix report is a file-system test's (its parameters say how it was generated).
 bool IsFsTestReport(const MatrixReport& report);
 

@@ -281,6 +281,7 @@ vm::RunSpec RecordingSpec(const RunOptions& o, const std::string& dir) {
   spec.command = o.workload;
   spec.mount_options = o.mount_options;
   spec.mkfs_options = o.mkfs_options;
+  spec.sync_acks = o.sync_acks;
   spec.recording = o.recording;
   spec.output_dir = dir;
   spec.timeout = o.timeout;

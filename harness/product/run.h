@@ -122,6 +122,8 @@ struct RunOptions {
   // false: the guests' boot path mounts first and runs the file system's recovery tools only where
   // the mount fails (no e2fsck -p before it): `powercut fstest` (docs/fstest.md, "The boot path").
   bool boot_checks = true;
+  // The workload waits for each ack to be recorded before it runs on (vm::RunSpec::sync_acks).
+  bool sync_acks = false;
   // Set (`powercut fstest`): called after the recording with it, returns the promises the guest
   // judges each crash state against (vm::GuestJob::fstest_promises; harness/fstest/judge.h). The
   // states are then judged in `check_pool`'s guests by the agent itself, and `checker` only names

@@ -253,6 +253,10 @@ void AckChannel::HandleJobLine(const std::string& line) {
     std::fwrite(text.data(), 1, text.size(), log_);
     std::fflush(log_);
   }
+  if (count > 0 && sink_.confirm_acks) {
+    // The mark is in the trace: the agent may let the workload run on.
+    (void)Send(fmt::format("job {} acked {}", job_, line.substr(4)));
+  }
   if (count > 0 && sink_.on_ack) sink_.on_ack(count);
   if (!event.empty() && sink_.on_event) sink_.on_event(event);
 }

@@ -16,7 +16,12 @@
 // Order: the guest agent relays an ack after the workload wrote it, so after the workload's
 // barrier returned; every request the guest saw complete was recorded before its reply (see
 // NbdServer), hence before the ack reaches this channel. The mark may land after requests that
-// completed later than the ack was sent; that only makes the oracle's claim weaker, never wrong.
+// completed later than the ack was sent; that only makes the oracle's claim weaker, never wrong
+// for a program's commits. A workload whose crash point must sit exactly at its ack (`powercut
+// fstest`: a later operation in the trace before the mark would change the tree the point
+// promised) asks for synchronous acks (RunSpec::sync_acks): the channel answers each recorded ack
+// with `job <N> acked <id>`, and the agent holds the workload until it arrives
+// (docs/protocol.md, POWERCUT_ACK_SYNC_FD).
 #pragma once
 
 #include <chrono>
@@ -45,6 +50,8 @@ class AckChannel {
     std::function<void(uint64_t acks)> on_ack;
     // Called on the channel's thread for each `event <text>` line.
     std::function<void(const std::string& text)> on_event;
+    // Answer each ack of the job, once recorded, with `job <N> acked <id>` (synchronous acks).
+    bool confirm_acks = false;
   };
 
   static absl::StatusOr<std::unique_ptr<AckChannel>> Start(const Options& options);

@@ -29,6 +29,7 @@ std::string GuestJobToJson(const GuestJob& job) {
             {"checker_timeout_s", job.checker_timeout_s},
             {"fstest_promises", job.fstest_promises},
             {"boot_checks", job.boot_checks},
+            {"sync_acks", job.sync_acks},
             {"checks", json::array()}};
   for (const GuestCheck& c : job.checks) {
     j["checks"].push_back({{"disk_serial", c.disk_serial},
@@ -66,6 +67,7 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
     job.checker_timeout_s = j.value("checker_timeout_s", 0.0);
     job.fstest_promises = j.value("fstest_promises", "");
     job.boot_checks = j.value("boot_checks", true);
+    job.sync_acks = j.value("sync_acks", false);
     for (const json& c : j.value("checks", json::array())) {
       absl::StatusOr<harness::FsKind> check_fs =
           harness::ParseFsKind(c.value("fs", std::string("ext4")), "job.json: checks[].fs");

@@ -63,6 +63,9 @@ struct GuestJob {
   // mounted state itself (no program starts) and its protocol text is checker_stdout; `command`
   // is unused.
   std::string fstest_promises;
+  // kWorkload: give the workload POWERCUT_ACK_SYNC_FD and answer each of its acks there once the
+  // host confirmed the ack's mark (`job <N> acked <id>` on the port): docs/protocol.md.
+  bool sync_acks = false;
   // false: the boot path mounts first and runs the file system's recovery tools only where the
   // mount fails, skipping the boot-time check (e2fsck -p): `powercut fstest` (docs/fstest.md).
   bool boot_checks = true;

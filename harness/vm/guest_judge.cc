@@ -92,15 +92,30 @@ class GuestStateJudge : public harness::StateJudge {
              .keep_paths = KeepPathsFor(pool_->env().agent, {}, {spec_.checker})});
       return c;
     }();
-    ASSIGN_OR_RETURN(guest_, pool_->Lease(need));
-    ASSIGN_OR_RETURN(dir_, ScratchDir::Create("powercut-judge"));
-    ASSIGN_OR_RETURN(server_, StateServer::Start({.socket_path = dir_.path() + "/state.sock",
-                                                  .image_fd = image_fd,
-                                                  .image_bytes = image_bytes}));
-    ASSIGN_OR_RETURN(serial_, guest_->AttachDisk({.nbd_socket = server_->socket_path(),
-                                                  .image_file = "",
-                                                  .geometry = harness::GeometryOf(spec_.sector)}));
-    geometry_checked_ = false;
+    ASSIGN_OR_RETURN(GuestCheckPool::Leased leased, pool_->Lease(need));
+    guest_ = std::move(leased.guest);
+    disk_ = std::move(leased.disk);
+    if (disk_ != nullptr && disk_->image_bytes == image_bytes && disk_->sector == spec_.sector &&
+        disk_->server->UseImage(image_fd, image_bytes).ok()) {
+      return absl::OkStatus();  // the guest's disk, now serving this worker's image
+    }
+    if (disk_ != nullptr) {
+      RETURN_IF_ERROR(guest_->DetachDisk(disk_->serial));  // another size: a disk of its own
+      disk_.reset();
+    }
+    auto disk = std::make_unique<StateDisk>();
+    ASSIGN_OR_RETURN(disk->dir, ScratchDir::Create("powercut-judge"));
+    ASSIGN_OR_RETURN(disk->server,
+                     StateServer::Start({.socket_path = disk->dir.path() + "/state.sock",
+                                         .image_fd = image_fd,
+                                         .image_bytes = image_bytes}));
+    ASSIGN_OR_RETURN(disk->serial,
+                     guest_->AttachDisk({.nbd_socket = disk->server->socket_path(),
+                                         .image_file = "",
+                                         .geometry = harness::GeometryOf(spec_.sector)}));
+    disk->image_bytes = image_bytes;
+    disk->sector = spec_.sector;
+    disk_ = std::move(disk);
     return absl::OkStatus();
   }
 
@@ -109,20 +124,21 @@ class GuestStateJudge : public harness::StateJudge {
       Release(true);
       RETURN_IF_ERROR(Connect(image_fd, image_bytes));
     }
-    if (const uint64_t late = server_->refused_writes(); late > 0) {
+    StateServer& server = *disk_->server;
+    if (const uint64_t late = server.refused_writes(); late > 0) {
       return absl::InternalError(fmt::format(
           "{} write(s) reached the state disk after the previous state was released: a file "
           "system outlived its unmount in the guest",
           late));
     }
-    server_->ServeState(++generation_);
+    server.ServeState(++disk_->generation);
     GuestJob job;
     job.mode = GuestJob::Mode::kCheck;
     job.fs = spec_.fs;
-    job.disk_serial = serial_;
+    job.disk_serial = disk_->serial;
     job.command = spec_.checker;
     job.mount_options = spec_.mount_options;
-    job.state_token = StateServer::TokenFor(generation_);
+    job.state_token = StateServer::TokenFor(disk_->generation);
     job.checker_timeout_s = spec_.checker_timeout_s;
     job.fstest_promises = spec_.fstest_promises;
     job.boot_checks = spec_.boot_checks;
@@ -132,7 +148,7 @@ class GuestStateJudge : public harness::StateJudge {
     absl::StatusOr<GuestResult> r = guest_->RunAgentJob(job, timeout);
     const double round_trip =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    server_->Seal();
+    server.Seal();
     if (!r.ok()) return r.status();
     // The host's share: the job file and `job <id>` line out, the agent reading the job over
     // 9p, the result file back and its parsing: what the guest's own steps do not cover.
@@ -144,39 +160,32 @@ class GuestStateJudge : public harness::StateJudge {
       return absl::InternalError(
           fmt::format("the agent's step {} failed in the guest: {}", r->failed_step, r->error));
     }
-    if (!geometry_checked_) {
+    if (!disk_->geometry_checked) {
       RETURN_IF_ERROR(CheckGuestGeometry(*r, harness::GeometryOf(spec_.sector)));
-      geometry_checked_ = true;
+      disk_->geometry_checked = true;
     }
-    RETURN_IF_ERROR(server_->status());
+    RETURN_IF_ERROR(server.status());
     kernel_ = r->kernel;
     return FromGuest(*r);
   }
 
-  // Unplugs the state disk and gives the guest back (`discard`: kills it).
+  // Gives the guest back with its state disk still attached (`discard`: kills it).
   void Release(bool discard) {
     if (guest_ != nullptr) {
       if (discard) {
         guest_->Shutdown();
-      } else if (guest_->usable()) {
-        (void)guest_->DetachDisk(serial_);  // a failure kills the guest: Return drops it
+        disk_.reset();
       }
-      pool_->Return(std::move(guest_));
+      pool_->Return(std::move(guest_), std::move(disk_));
     }
-    if (server_ != nullptr) server_->Stop();
-    server_.reset();
-    dir_ = ScratchDir();
+    disk_.reset();
   }
 
   GuestCheckPool* const pool_;
   const GuestCheckSpec spec_;
   const int worker_;
   std::unique_ptr<WarmGuest> guest_;
-  ScratchDir dir_;
-  std::unique_ptr<StateServer> server_;
-  std::string serial_;
-  uint64_t generation_ = 0;
-  bool geometry_checked_ = false;
+  std::unique_ptr<StateDisk> disk_;  // attached to guest_
   std::string kernel_;
   std::vector<std::pair<std::string, double>> phases_;  // the last attempt's (GuestResult::phases)
 };
@@ -194,30 +203,33 @@ harness::StateJudgeFactory GuestCheckPool::Factory(const GuestCheckSpec& spec) {
   };
 }
 
-absl::StatusOr<std::unique_ptr<WarmGuest>> GuestCheckPool::Lease(const GuestConfig& need) {
+StateDisk::~StateDisk() = default;
+
+absl::StatusOr<GuestCheckPool::Leased> GuestCheckPool::Lease(const GuestConfig& need) {
   GuestConfig config = need;
   {
     powercut::MutexLock lock(&mu_);
     for (auto it = idle_.begin(); it != idle_.end(); ++it) {
-      if ((*it)->usable() && (*it)->config().Covers(need)) {
-        std::unique_ptr<WarmGuest> g = std::move(*it);
+      if (it->guest->usable() && it->guest->config().Covers(need)) {
+        Leased leased = std::move(*it);
         idle_.erase(it);
-        return g;
+        return leased;
       }
     }
     // None covers it: the new guest also loads what the idle ones had, so it serves them too.
-    for (const auto& g : idle_) config.Add(g->config());
+    for (const Leased& l : idle_) config.Add(l.guest->config());
     ++boots_;
   }
   WarmGuest::Options o;
   o.config = config;
-  return WarmGuest::Boot(env_, o);
+  ASSIGN_OR_RETURN(std::unique_ptr<WarmGuest> guest, WarmGuest::Boot(env_, o));
+  return Leased{.guest = std::move(guest), .disk = nullptr};
 }
 
-void GuestCheckPool::Return(std::unique_ptr<WarmGuest> guest) {
+void GuestCheckPool::Return(std::unique_ptr<WarmGuest> guest, std::unique_ptr<StateDisk> disk) {
   if (guest == nullptr || !guest->usable()) return;
   powercut::MutexLock lock(&mu_);
-  idle_.push_back(std::move(guest));
+  idle_.push_back({.guest = std::move(guest), .disk = std::move(disk)});
 }
 
 uint64_t GuestCheckPool::boots() const {

@@ -2,8 +2,12 @@
 // docs/run.md, "Where crash states are judged"): no host loop device, no host mount, no root.
 //
 // One guest per check worker, kept warm across the checks of one command (every cell of a
-// matrix). A worker's guest gets ONE disk, hot-plugged when the worker starts: a StateServer
-// (state_server.h) over the worker's materialized crash image. Per state the host materializes
+// matrix). A worker's guest gets ONE disk, hot-plugged the first time: a StateServer
+// (state_server.h) over the worker's materialized crash image. The disk stays attached when the
+// guest goes back to the pool, and the next check of an image of the same size and sectors
+// points its server at its own image (StateServer::UseImage) instead of plugging a new disk: a
+// hot-plug and an unplug cost about a second under TCG, per worker and check (a `powercut fstest`
+// run has one check per workload). Per state the host materializes
 // the image as for host checks, serves it under a new generation, and sends the agent one job:
 // drop the disk's buffers and prove it (the state block), the boot path (the mount's journal
 // replay in the guest kernel), the checker with the workload's world (the host's userspace,
@@ -25,8 +29,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "base/scratch_dir.h"
 #include "harness/check/state_judge.h"
 #include "harness/trace/disk_geometry.h"
+#include "harness/vm/state_server.h"
 #include "harness/vm/vm_run.h"
 #include "harness/vm/warm_guest.h"
 
@@ -63,6 +69,19 @@ struct GuestCheckSpec {
   bool boot_checks = true;
 };
 
+// A state disk attached to a checking guest: its server, its serial in the guest, and the
+// generation of the last state it served (the next one must differ). Kept with its guest.
+struct StateDisk {
+  ScratchDir dir;  // the server's socket
+  std::unique_ptr<StateServer> server;
+  std::string serial;
+  uint64_t image_bytes = 0;
+  harness::SectorFormat sector = harness::kDefaultSectorFormat;
+  uint64_t generation = 0;
+  bool geometry_checked = false;  // the guest saw its sectors as the recording had them
+  ~StateDisk();
+};
+
 class GuestCheckPool {
  public:
   explicit GuestCheckPool(const VmEnvironment& env) : env_(env) {}
@@ -73,10 +92,16 @@ class GuestCheckPool {
   // harness::CheckOptions::judges for one check (file systems; raw states stay on the host).
   harness::StateJudgeFactory Factory(const GuestCheckSpec& spec);
 
-  // A warm guest booted with at least `need` (an idle one when it covers it, else a new boot).
-  absl::StatusOr<std::unique_ptr<WarmGuest>> Lease(const GuestConfig& need);
-  // Gives a guest back for the next check (a killed one is dropped).
-  void Return(std::unique_ptr<WarmGuest> guest);
+  struct Leased {
+    std::unique_ptr<WarmGuest> guest;
+    std::unique_ptr<StateDisk> disk;  // still attached to it; null for a new guest
+  };
+  // A warm guest booted with at least `need` (an idle one when it covers it, else a new boot),
+  // with the state disk it kept.
+  absl::StatusOr<Leased> Lease(const GuestConfig& need);
+  // Gives a guest back for the next check, with its state disk still attached (a killed guest is
+  // dropped, and its disk with it).
+  void Return(std::unique_ptr<WarmGuest> guest, std::unique_ptr<StateDisk> disk = nullptr);
 
   uint64_t boots() const;
   uint64_t states() const;
@@ -86,7 +111,8 @@ class GuestCheckPool {
  private:
   const VmEnvironment env_;
   mutable absl::Mutex mu_;
-  std::vector<std::unique_ptr<WarmGuest>> idle_ ABSL_GUARDED_BY(mu_);
+  // Declared disk last in Leased: an idle guest is shut down after its disk's server stopped.
+  std::vector<Leased> idle_ ABSL_GUARDED_BY(mu_);
   uint64_t boots_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t states_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -19,6 +19,10 @@ absl::StatusOr<std::unique_ptr<StateServer>> StateServer::Start(const Options& o
   }
   ASSIGN_OR_RETURN(int fd, NbdListen(options.socket_path));
   std::unique_ptr<StateServer> server(new StateServer(options, fd));
+  {
+    powercut::MutexLock lock(&server->mu_);
+    server->image_fd_ = options.image_fd;
+  }
   server->listener_.Start([s = server.get()](int client) { return s->Serve(client); });
   return server;
 }
@@ -37,6 +41,18 @@ void StateServer::ServeState(uint64_t generation) {
   generation_ = generation;
   refused_ = 0;
   sealed_ = false;
+}
+
+absl::Status StateServer::UseImage(int image_fd, uint64_t image_bytes) {
+  powercut::MutexLock lock(&mu_);
+  if (image_bytes != options_.image_bytes) {
+    return absl::FailedPreconditionError(fmt::format(
+        "state server: an image of {} bytes on a disk of {}", image_bytes, options_.image_bytes));
+  }
+  if (!sealed_) return absl::FailedPreconditionError("state server: a state is being served");
+  image_fd_ = image_fd;
+  overlay_.clear();
+  return absl::OkStatus();
 }
 
 void StateServer::Seal() {
@@ -79,7 +95,7 @@ absl::Status StateServer::ReadPage(uint64_t page, uint8_t* out) {
     std::memcpy(out, token.data(), token.size());
     return absl::OkStatus();
   }
-  return PReadAll(options_.image_fd, out, kPage, page * kPage);
+  return PReadAll(image_fd_, out, kPage, page * kPage);
 }
 
 absl::Status StateServer::Read(uint64_t offset, uint8_t* out, size_t length) {

@@ -51,6 +51,9 @@ class StateServer {
   // Serves state `generation` (the image's current content): drops the overlay, names the
   // generation in the state block and accepts writes.
   void ServeState(uint64_t generation);
+  // Serves another image of the same size from the next ServeState on (a disk kept attached to its
+  // guest across checks: guest_judge.h). Only while sealed.
+  absl::Status UseImage(int image_fd, uint64_t image_bytes);
   // Refuses writes from now on; returns how many were refused since the last ServeState (a write
   // between two states is a file system still alive in the guest).
   void Seal();
@@ -79,6 +82,7 @@ class StateServer {
 
   const Options options_;
   mutable absl::Mutex mu_;
+  int image_fd_ ABSL_GUARDED_BY(mu_) = -1;  // the image served (options_.image_fd, or UseImage's)
   bool sealed_ ABSL_GUARDED_BY(mu_) = true;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;

@@ -103,6 +103,9 @@ struct RunSpec {
   std::string command;  // the workload, run with /bin/sh -c
   std::string mount_options;
   std::string mkfs_options;  // added to the file system's mkfs (`--mkfs-options`), split at blanks
+  // The workload waits for each ack to be recorded before it runs on (POWERCUT_ACK_SYNC_FD;
+  // AckChannel::Options::confirm_acks): its crash points sit exactly at its acks.
+  bool sync_acks = false;
   Recording recording = Recording::kNbd;
   // With Recording::kNbd: also run dm-log-writes in the guest on top of the NBD disk, so one run
   // yields both traces of the same writes (out/log-writes.log besides out/trace.log).

@@ -308,6 +308,7 @@ GuestJob WarmGuest::JobFor(const RunSpec& spec, const Job& job) {
   j.flakey = spec.flakey;
   j.flakey_after_acks = spec.flakey_after_acks;
   j.flakey_heal_ms = spec.flakey_for.count();
+  j.sync_acks = spec.sync_acks;
   j.head_hash_bytes = std::min(kHeadHashBytes, job.bytes);
   return j;
 }
@@ -385,6 +386,7 @@ absl::Status WarmGuest::RunJob(const RunSpec& spec, const Job& job, Recorders& r
   AckChannel::Options sink;
   sink.ack_log_path = result->ack_log;
   sink.recorder = rec.recorder.get();
+  sink.confirm_acks = spec.sync_acks;
   sink.on_ack = [&, state](uint64_t acks) {
     if (spec.cut.when == CutSpec::When::kAfterAcks && acks == spec.cut.after_acks) cut_now();
     if (plan.trigger_ack != 0 && acks == plan.trigger_ack && state->trigger_ns < 0) {

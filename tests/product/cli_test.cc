@@ -1,6 +1,9 @@
 // The `powercut` binary on bad input: each mistake is a clear message naming what is wrong and
 // exit 2, never a crash.
 #include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -161,6 +164,52 @@ TEST(Cli, CheckExitsTwoWhenItCannotRun) {
                       " --checker true --fs raw");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr(dir.File("none.log")));
+}
+
+// `powercut fstest`: every bad input is refused before any guest boots (no kernel is prepared, so
+// these take seconds), exit 2, naming what is wrong.
+TEST(Cli, FsTestRefusesBadInputBeforeAnyGuestBoots) {
+  TempDir dir;
+  const std::string bin = POWERCUT_BIN;
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir.File(name)) << text;
+    return dir.File(name);
+  };
+  struct Case {
+    std::string args, says;
+  };
+  const std::vector<Case> cases = {
+      {"--workloads " + write("op.fst", "creat foo\nfrobnicate foo\nsync\n"),
+       "op.fst:2: unknown operation frobnicate"},
+      {"--workloads " + write("root.fst", "creat ../etc/x\nsync\n"),
+       "root.fst:1: path ../etc/x leaves the file system's root"},
+      {"--workloads " + write("abs.fst", "creat /etc/x\nsync\n"),
+       "abs.fst:1: path /etc/x is absolute"},
+      {"--workloads " + write("enoent.fst", "write foo 0 10\nsync\n"),
+       "enoent.fst:1: write foo 0 10: ENOENT: foo does not exist"},
+      {"--workloads " + dir.File("nothing.fst"), "no such file or folder"},
+      {"--seq 1 --mkfs-options '-O no_such_feature'", "mkfs of ext4 refuses them"},
+      {"--seq 1 --fs raw", "needs a file system"},
+      {"--seq 1 --fs zfs", "zfs"},
+      {"--seq 4", "--seq 4: the sequence length is 1 to 3"},
+      {"--seq 1 --persist fsync,msync", "\"msync\" is not fsync, fdatasync or sync"},
+      {"--seq 1 --cache bogus", "bogus"},
+  };
+  for (const Case& c : cases) {
+    const auto start = std::chrono::steady_clock::now();
+    auto r = RunCommand(bin + " fstest run --quiet " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.says)) << c.args;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60)) << c.args;
+  }
+  // The listing needs no VM at all: the seq-1 space, its count and stable ids.
+  auto list = RunCommand(bin + " fstest list --seq 1");
+  ASSERT_EQ(list.exit_code, 0) << list.output;
+  EXPECT_THAT(list.output, HasSubstr("seq-1: 328 workloads"));
+  EXPECT_THAT(list.output, HasSubstr("fst-4ad649c07ae21bd3  creat foo; fsync foo"));
+  auto repro = RunCommand(bin + " fstest repro fst-0000000000000000 --bundle " + dir.File("b"));
+  EXPECT_EQ(repro.exit_code, 2) << repro.output;
+  EXPECT_THAT(repro.output, HasSubstr("no workload of the seq-1 space has the id"));
 }
 
 }  // namespace

@@ -215,5 +215,32 @@ TEST(UnprivilegedVmTest, WalbenchCacheRunsAsOrdinaryUser) {
   }
 }
 
+// `powercut fstest run` (docs/fstest.md) as an ordinary user: no root anywhere, the states judged
+// in the guest by the recording kernel, a small sample of seq-1 clean under off and on.
+TEST(UnprivilegedVmTest, FsTestRunsAsOrdinaryUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "not root: no test user can be created";
+  const std::string guest_kernel = GuestKernel();
+  ASSERT_FALSE(guest_kernel.empty()) << "no guest kernel in the cache";
+  TempDir dir;
+  TestUser user(fmt::format("pcfs{}", ::getpid() % 100000));
+  ASSERT_TRUE(user.made()) << "useradd failed";
+  const std::string home = UserHome(dir.path(), user);
+  ASSERT_FALSE(home.empty());
+  const std::string json = home + "/fstest.json";
+  auto r = RunAsUser(user, home,
+                     fmt::format("{} fstest run --seq 1 --sample 3 --seed 5 --fs ext4 "
+                                 "--expect-clean --quiet --json {}",
+                                 POWERCUT_BIN, json));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("CapEff:\t0000000000000000"), std::string::npos) << r.output;
+  const auto j = nlohmann::json::parse(ReadFile(json));
+  ASSERT_EQ(j.at("cells").size(), 3u);
+  for (const auto& cell : j.at("cells")) {
+    EXPECT_EQ(cell.at("status"), "pass") << cell.dump(2);
+    EXPECT_EQ(cell.at("check_method"), "guest mount");
+    EXPECT_EQ(cell.at("check_kernel"), guest_kernel);
+  }
+}
+
 }  // namespace
 }  // namespace powercut::product

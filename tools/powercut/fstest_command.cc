@@ -12,6 +12,7 @@
 #include "harness/fstest/generator.h"
 #include "harness/fstest/workload.h"
 #include "harness/product/builtin.h"
+#include "harness/product/fstest_repro.h"
 #include "harness/product/fstest_run.h"
 #include "harness/vm/disk_image.h"
 #include "tools/powercut/commands.h"
@@ -303,6 +304,72 @@ int Run(const RunArgs& a) {
   return exit_code;
 }
 
+void AddRepro(CLI::App* fstest, int* exit_code) {
+  struct Args {
+    WorkloadArgs w;
+    product::FsTestReproOptions o;
+    bool no_shrink = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* c = fstest->add_subcommand(
+      "repro",
+      "shrink a violating workload to the fewest operations and its crash state to the fewest "
+      "dropped writes that still violate (exit 1 when it violates, 0 when it does not)");
+  c->add_option("workload", a->o.workload, "the workload's id (fst-...) or its file")->required();
+  AddWorkloadOptions(c, &a->w);
+  c->add_option("--fs", a->o.fs, "ext4, xfs or btrfs")->capture_default_str();
+  c->add_option("--cache", a->o.cache, "the one cache model: off, on or lying")
+      ->capture_default_str();
+  c->add_option("--window", a->o.window, "lying window")->capture_default_str();
+  c->add_option("--mkfs-options", a->o.mkfs_options, "as for fstest run");
+  c->add_option("--mount-options", a->o.mount_options, "as for fstest run");
+  AddKernelOption(c, &a->o.kernel);
+  c->add_option("--bundle", a->o.bundle, "write the reproducer into this folder")->required();
+  c->add_flag("--no-shrink", a->no_shrink, "record, judge and bundle it as it is");
+  c->callback([=] {
+    product::FsTestReproOptions o = a->o;
+    auto source = WorkloadOptions(a->w);
+    if (!source.ok()) {
+      *exit_code = CouldNotRun(std::string(source.status().message()));
+      return;
+    }
+    o.source = *source;
+    o.shrink = !a->no_shrink;
+    o.powercut = SelfPath("powercut");
+    o.agent_hint = product::AgentHint(o.powercut);
+    auto exec = FindExec(o.powercut);
+    if (!exec.ok()) {
+      *exit_code = CouldNotRun(std::string(exec.status().message()));
+      return;
+    }
+    o.exec_binary = *exec;
+    if (absl::Status s = CheckMkfsOptions({o.fs}, o.mkfs_options, harness::kDefaultSectorFormat);
+        !s.ok()) {
+      *exit_code = CouldNotRun(std::string(s.message()));
+      return;
+    }
+    auto r = product::ReproFsTest(o);
+    if (!r.ok()) {
+      *exit_code = CouldNotRun(std::string(r.status().message()));
+      return;
+    }
+    if (!r->violates) {
+      std::printf("%s: %s\n", fstest::WorkloadId(r->original).c_str(), r->note.c_str());
+      *exit_code = 0;
+      return;
+    }
+    std::printf("%s violates under cache %s: %s\n", fstest::WorkloadId(r->original).c_str(),
+                o.cache.c_str(), r->verdict.c_str());
+    std::printf("minimal workload (%zu of %zu operations, %zu candidates recorded), class %s:\n%s",
+                r->minimal.ops.size(), r->original.ops.size(), r->tries.size(),
+                r->failure_class.c_str(), fstest::WorkloadText(r->minimal, false).c_str());
+    std::printf("minimal state: %s (%zu dropped write(s))\n  %s\nbundle: %s (README.md)\n",
+                r->state.minimal_state_id.c_str(), r->state.minimal_dropped.size(),
+                r->state.minimal_verdict.c_str(), o.bundle.c_str());
+    *exit_code = 1;
+  });
+}
+
 }  // namespace
 
 void AddFsTestCommand(CLI::App& app, int* exit_code) {
@@ -321,6 +388,7 @@ void AddFsTestCommand(CLI::App& app, int* exit_code) {
       "off/on with --expect-clean, 2 could not run)");
   AddRunOptions(run, a.get());
   run->callback([=] { *exit_code = Run(*a); });
+  AddRepro(fstest, exit_code);
 }
 
 }  // namespace powercut::cli

@@ -5,6 +5,7 @@
 
 #include "fmt/format.h"
 #include "harness/check/report.h"
+#include "harness/product/fstest_run.h"
 #include "harness/product/html_report.h"
 #include "harness/product/merge.h"
 #include "tools/powercut/product_commands.h"
@@ -52,7 +53,8 @@ void AddMergeCommand(CLI::App& app, int* exit_code) {
       *exit_code = CouldNotRun(std::string(merged.status().message()));
       return;
     }
-    std::string text = product::MatrixToJson(*merged).dump(2) + "\n";
+    // A file-system test's shards merge into its report, summary and signatures included.
+    std::string text = product::ReportJson(*merged).dump(2) + "\n";
     if (a->out.empty()) {
       std::fputs(text.c_str(), stdout);
     }
@@ -65,8 +67,15 @@ void AddMergeCommand(CLI::App& app, int* exit_code) {
     };
     write(a->out, text);
     write(a->junit, product::MatrixJunit(*merged));
-    write(a->html, product::HtmlReport(*merged, "powercut matrix (merged)"));
-    if (a->table) std::fputs(product::HeadlineTable(*merged).c_str(), stderr);
+    write(a->html, product::ReportHtml(*merged, product::IsFsTestReport(*merged)
+                                                    ? "powercut fstest (merged)"
+                                                    : "powercut matrix (merged)"));
+    if (a->table) {
+      std::fputs((product::IsFsTestReport(*merged) ? product::FsTestTable(*merged)
+                                                   : product::HeadlineTable(*merged))
+                     .c_str(),
+                 stderr);
+    }
   });
 }
 

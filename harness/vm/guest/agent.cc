@@ -253,6 +253,11 @@ class Agent {
     int ack_pipe[2];
     int out_pipe[2];
     if (pipe2(ack_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) return -1;
+    // Synchronous acks (GuestJob::sync_acks): the workload reads `ok <id>` here once the host
+    // recorded the ack, so nothing it does afterwards lands before the ack's mark.
+    const bool sync_acks = relay_acks && job_.sync_acks;
+    int sync_pipe[2] = {-1, -1};
+    if (sync_acks && pipe2(sync_pipe, O_CLOEXEC) != 0) return -1;
     std::string log_path = fmt::format("{}/{}", kRunDir, log_name);
     const std::string output_path =
         fmt::format("{}/{}", kRunDir, JobFileName("output", job_.job_id, "txt"));
@@ -272,7 +277,14 @@ class Agent {
       int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       dup2(stdout_text != nullptr ? out_pipe[1] : log_fd, STDOUT_FILENO);
       dup2(log_fd, STDERR_FILENO);
-      dup2(ack_pipe[1], 3);  // dup2 clears FD_CLOEXEC on the new descriptor
+      // Above 4 first, so that placing one on 3 or 4 cannot close the other.
+      const int ack_fd = fcntl(ack_pipe[1], F_DUPFD_CLOEXEC, 10);
+      const int sync_fd = sync_acks ? fcntl(sync_pipe[0], F_DUPFD_CLOEXEC, 10) : -1;
+      dup2(ack_fd, 3);  // dup2 clears FD_CLOEXEC on the new descriptor
+      if (sync_acks) {
+        dup2(sync_fd, 4);
+        setenv("POWERCUT_ACK_SYNC_FD", "4", 1);
+      }
       int devnull = open("/dev/null", O_RDONLY);
       dup2(devnull, STDIN_FILENO);
       if (Raw()) {
@@ -294,9 +306,13 @@ class Agent {
     }
     close(ack_pipe[1]);
     close(out_pipe[1]);
+    if (sync_acks) close(sync_pipe[0]);
+    sync_fd_ = sync_acks ? sync_pipe[1] : -1;
     if (pid < 0) {
       close(ack_pipe[0]);
       close(out_pipe[0]);
+      if (sync_fd_ >= 0) close(sync_fd_);
+      sync_fd_ = -1;
       return -1;
     }
     setpgid(pid, pid);
@@ -306,6 +322,8 @@ class Agent {
     ReadUntilExit(pid, out_pipe[0], relay_acks, stdout_text);
     close(out_pipe[0]);
     close(ack_pipe[0]);
+    if (sync_fd_ >= 0) close(sync_fd_);
+    sync_fd_ = -1;
     ack_fd_ = -1;
     workload_pgid_ = -1;
     int status = 0;
@@ -341,10 +359,12 @@ class Agent {
     // takes what left it); the pidfd then reports the exit.
     const double deadline =
         job_.checker_timeout_s > 0 && !relay_acks ? Uptime() + job_.checker_timeout_s : -1;
+    const bool confirmations = sync_fd_ >= 0 && port_fd_ >= 0;
     while ((out_open || ack_open) && !exited) {
-      pollfd p[3] = {{out_open ? out_fd : -1, POLLIN, 0},
+      pollfd p[4] = {{out_open ? out_fd : -1, POLLIN, 0},
                      {ack_open ? ack_fd_ : -1, POLLIN, 0},
-                     {pidfd, POLLIN, 0}};
+                     {pidfd, POLLIN, 0},
+                     {confirmations ? port_fd_ : -1, POLLIN, 0}};
       int wait_ms = HealTimeoutMs();
       if (deadline > 0 && !timed_out_) {
         const double left = deadline - Uptime();
@@ -356,8 +376,9 @@ class Agent {
         const int deadline_ms = static_cast<int>(left * 1000) + 1;
         wait_ms = wait_ms < 0 ? deadline_ms : std::min(wait_ms, deadline_ms);
       }
-      if (poll(p, 3, wait_ms) < 0 && errno != EINTR) break;
+      if (poll(p, 4, wait_ms) < 0 && errno != EINTR) break;
       HealIfDue();
+      if (p[3].revents != 0) ReadConfirmations();
       if (p[0].revents != 0) read_into(out_fd, stdout_text, &out_open);
       if (p[1].revents != 0 && read_into(ack_fd_, &ack_pending_, &ack_open) && relay_acks) {
         HandleCompleteLines();
@@ -406,6 +427,11 @@ class Agent {
     std::string id = line.substr(4);
     if (log_writes_) DmMessage(kLogWritesName, "mark ack:" + id);
     Send("ack " + id);
+    if (sync_fd_ >= 0 && !ConfirmsOverPort()) {
+      // A port the agent cannot read (a one-job guest): the ack is in the host's hands, which is
+      // as close as it gets without an answer.
+      WriteLine(sync_fd_, "ok " + id);
+    }
     result_.acked.push_back(id);
     ++result_.acks;
     if (!job_.flakey.empty() && !flakey_switched_ &&
@@ -438,6 +464,40 @@ class Agent {
     while (std::getline(lines, line)) {
       if (line.rfind("have ", 0) == 0) result->have.push_back(line.substr(5));
       if (line.rfind("corrupt ", 0) == 0) result->corrupt.push_back(line.substr(8));
+    }
+  }
+
+  // Whether the host's `job <N> acked <id>` answers can be read (a warm guest's port is two-way).
+  bool ConfirmsOverPort() const {
+    return port_fd_ >= 0 && (fcntl(port_fd_, F_GETFL) & O_ACCMODE) == O_RDWR;
+  }
+
+  static void WriteLine(int fd, const std::string& line) {
+    const std::string text = line + "\n";
+    size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t w = write(fd, text.data() + done, text.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return;  // the workload is gone: nobody waits
+      done += static_cast<size_t>(w);
+    }
+  }
+
+  // The host's answers to synchronous acks: each `job <N> acked <id>` of this job lets the
+  // workload run on (`ok <id>` on its POWERCUT_ACK_SYNC_FD).
+  void ReadConfirmations() {
+    char buf[512];
+    const ssize_t n = read(port_fd_, buf, sizeof buf);
+    if (n <= 0) return;
+    port_pending_.append(buf, static_cast<size_t>(n));
+    size_t nl;
+    while ((nl = port_pending_.find('\n')) != std::string::npos) {
+      const std::string line = port_pending_.substr(0, nl);
+      port_pending_.erase(0, nl + 1);
+      const std::string prefix = prefix_ + "acked ";
+      if (line.rfind(prefix, 0) == 0 && sync_fd_ >= 0) {
+        WriteLine(sync_fd_, "ok " + line.substr(prefix.size()));
+      }
     }
   }
 
@@ -664,7 +724,9 @@ class Agent {
   std::optional<std::chrono::steady_clock::time_point> heal_at_;  // the flakey window's end
   pid_t workload_pgid_ = -1;                                      // while the workload runs
   int ack_fd_ = -1;                                               // its ack pipe (read end)
-  std::string ack_pending_;                                       // a partial ack line
+  int sync_fd_ = -1;          // its POWERCUT_ACK_SYNC_FD (write end), with GuestJob::sync_acks
+  std::string port_pending_;  // a partial line from the host
+  std::string ack_pending_;   // a partial ack line
 };
 
 }  // namespace

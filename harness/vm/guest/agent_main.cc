@@ -89,6 +89,8 @@ int Serve(int port_fd) {
   std::string pending, line;
   while (ReadLineFrom(port_fd, &pending, &line)) {
     if (line == "quit") return 0;
+    // An answer to a synchronous ack that came after its workload had ended: nobody waits.
+    if (line.rfind("job ", 0) == 0 && line.find(" acked ") != std::string::npos) continue;
     uint64_t id = 0;
     if (line.rfind("job ", 0) != 0 || (id = std::strtoull(line.c_str() + 4, nullptr, 10)) == 0) {
       SendLine(port_fd, fmt::format("event unknown-request {}", line.substr(0, 80)));
