@@ -172,10 +172,11 @@ class OracleOutcomes : public ::testing::Test {
     index_ = std::make_unique<TraceIndex>(file_->trace());
   }
 
-  Verdict Judge(const CompactOutput& out, bool fs_failures_are_violations = false) {
-    Oracle oracle(*index_, false, fs_failures_are_violations);
+  Verdict Judge(const CompactOutput& out, bool fs_failures_are_violations = false,
+                uint64_t point = 3, bool latest_ack_only = false) {
+    Oracle oracle(*index_, false, fs_failures_are_violations, latest_ack_only);
     Verdict v;
-    oracle.Judge(3, out, &v);  // after ack "0", before the second write
+    oracle.Judge(point, out, &v);  // 3: after ack "0", before the second write
     return v;
   }
 
@@ -231,6 +232,30 @@ TEST_F(OracleOutcomes, ARepairedFileSystemIsJudgedOnTheProgramsData) {
   EXPECT_TRUE(v.fs_repaired);
   out.present.clear();  // neither
   EXPECT_TRUE(Judge(out).violation());
+}
+
+// The latest-ack rule (`powercut fstest`): only the last id acked before the crash point must be
+// had, since its promises include every earlier one that still binds; the checker's `why` for it
+// is quoted.
+TEST_F(OracleOutcomes, TheLatestAckRuleJudgesOnlyTheLastIdAckedBeforeThePoint) {
+  CompactOutput only_1;
+  only_1.present = {{1, 2}};                                  // have "1", not "0"
+  const uint64_t after_both = 4;                              // after entry 3, the mark of "1"
+  EXPECT_TRUE(Judge(only_1, false, after_both).violation());  // the default rule: "0" is lost
+  Verdict latest = Judge(only_1, false, after_both, /*latest_ack_only=*/true);
+  EXPECT_FALSE(latest.violation()) << latest.Describe();
+  EXPECT_EQ(latest.acked_before, 2u);
+
+  CompactOutput only_0 = Have0();
+  only_0.why = {{"1", "missing foo: not there"}};
+  Verdict lost = Judge(only_0, false, after_both, true);
+  EXPECT_TRUE(lost.violation());
+  EXPECT_EQ(lost.lost, std::vector<std::string>{"1"});
+  EXPECT_EQ(lost.why, std::vector<std::string>{"1: missing foo: not there"});
+  EXPECT_THAT(lost.Describe(), HasSubstr("the checker says why: 1: missing foo: not there"));
+  // Before any ack nothing binds; after "0" only "0" does.
+  EXPECT_FALSE(Judge(CompactOutput{}, false, 1, true).violation());
+  EXPECT_FALSE(Judge(only_0, false, 3, true).violation());
 }
 
 }  // namespace

@@ -419,8 +419,9 @@ TEST(Checker, EveryLineThatIsNotTheProtocolIsAProtocolError) {
     EXPECT_EQ(out.protocol_error, "") << good;
     EXPECT_EQ(out.protocol_error_lines, 0u) << good;
   }
-  for (const char* bad : {"hello world", "have", "have 1 2", "HAVE 2", "have  1", " have 1",
-                          "corrupt", "have bad/id", "ack 1"}) {
+  for (const char* bad :
+       {"hello world", "have", "have 1 2", "HAVE 2", "have  1", " have 1", "corrupt", "have bad/id",
+        "ack 1", "why", "why 1", "why bad/id because", "WHY 1 x"}) {
     CheckerOutput out;
     ParseCheckerLine("have 1", 1, &out);
     ParseCheckerLine(bad, 2, &out);
@@ -429,7 +430,7 @@ TEST(Checker, EveryLineThatIsNotTheProtocolIsAProtocolError) {
     // The first offending line, quoted, with its number.
     EXPECT_THAT(out.protocol_error,
                 HasSubstr(fmt::format("line 2 is not the protocol: \"{}\"", bad)));
-    EXPECT_THAT(out.protocol_error, HasSubstr("`have <id>` or `corrupt <id>`"));
+    EXPECT_THAT(out.protocol_error, HasSubstr("`have <id>`, `corrupt <id>` or `why <id> <text>`"));
     EXPECT_EQ(out.have.size(), 1u) << bad;  // nothing taken from the bad line
   }
   CheckerOutput long_id;
@@ -438,6 +439,19 @@ TEST(Checker, EveryLineThatIsNotTheProtocolIsAProtocolError) {
   CheckerOutput binary;
   ParseCheckerLine(std::string("have \x01\xff", 7), 1, &binary);
   EXPECT_THAT(binary.protocol_error, HasSubstr("\"have \\x01\\xff\""));
+}
+
+// `why <id> <text>`: the checker's reason for not having an id, kept (the first per id), never a
+// `have`, and quoted in the verdict by the oracle (boot_recovery_test.cc).
+TEST(Checker, AWhyLineKeepsTheCheckersReasonForAnId) {
+  CheckerOutput out;
+  ParseCheckerLine("have 1", 1, &out);
+  ParseCheckerLine("why 2 missing A/foo: not there", 2, &out);
+  ParseCheckerLine("why 2 a second reason", 3, &out);
+  EXPECT_EQ(out.protocol_error, "");
+  EXPECT_EQ(out.have, (absl::flat_hash_set<std::string>{"1"}));
+  ASSERT_EQ(out.why.size(), 1u);
+  EXPECT_EQ(out.why.at("2"), "missing A/foo: not there");
 }
 
 TEST(Checker, AKilledCheckersCutLastLineIsNotJudged) {
