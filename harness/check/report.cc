@@ -141,6 +141,7 @@ nlohmann::json ReportToJson(const CheckReport& r) {
             {"max_exhaustive", r.states.max_exhaustive},
             {"samples", r.states.samples},
             {"torn", r.states.torn},
+            {"torn_inflight", r.states.torn_inflight},
             {"seed", r.seed},
             {"ordered", r.ordered},
             {"oracle", r.latest_ack_only ? "latest-ack" : "every-ack"},

@@ -53,6 +53,7 @@ class Runner {
     r.latest_ack_only = true;
     r.boot_checks = false;
     r.sync_acks = true;
+    r.states.torn_inflight = false;
     r.judge_promises = [w](const vm::RunResult& run) {
       return FsTestPromises(w, run.workload_output);
     };

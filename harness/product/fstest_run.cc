@@ -178,6 +178,7 @@ CellRunner FsTestCellRunner(const std::vector<Workload>& workloads, CellRunner i
     r.latest_ack_only = true;
     r.boot_checks = false;
     r.sync_acks = true;  // a point's crash state must not hold a later operation's writes
+    r.states.torn_inflight = false;
     const Workload w = it->second;
     r.judge_promises = [w](const vm::RunResult& run) {
       return FsTestPromises(w, run.workload_output);

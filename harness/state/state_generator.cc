@@ -207,7 +207,7 @@ void StatesAtPoint(const TraceIndex& index, const PointView& view, const CacheMo
       out->push_back(s);
     }
   };
-  if (view.inflight) add_torn({SubsetSpec::kAll, 0}, *view.inflight);
+  if (view.inflight && options.torn_inflight) add_torn({SubsetSpec::kAll, 0}, *view.inflight);
   uint64_t first = m > options.max_torn_writes ? m - options.max_torn_writes : 0;
   for (uint64_t j = first; j < m; ++j) {
     if (trace.entries[view.volatile_entries[j]].is_discard()) continue;

@@ -42,6 +42,11 @@ struct StateOptions {
   // (docs/cache-models.md has the measurement).
   uint32_t max_all_but_one = 0;
   bool torn = true;
+  // The write in flight at the cut (the first after it) torn on top of "all kept". false for
+  // `powercut fstest`, whose crash points sit right after a persistence point returned, before the
+  // next operation issued anything: a write after the point belongs to an operation whose effect
+  // the point's promises do not cover (docs/fstest.md, "Crash points").
+  bool torn_inflight = true;
   uint32_t torn_samples = 2;
   uint32_t max_torn_writes = 4;
 };

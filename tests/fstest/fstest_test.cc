@@ -1,13 +1,17 @@
 // The file-system test room without a VM: the language (parser, errors, ids), the generator's
 // space, the executor and tree reader on this host's own file system, the promises, and the
 // judge's failure classes on real folders changed the way a crash would leave them.
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -339,6 +343,94 @@ TEST_F(JudgeTest, AFolderThatCannotBeRemovedIsNotRemovable) {
   // A tmpfs on A hides its (empty) directory: the tree held its promises, but A cannot go.
   EXPECT_THAT(out,
               HasSubstr("why 1 not-removable A: rmdir after emptying it: Device or resource busy"));
+}
+
+// powercut-fstest-exec with synchronous acks (docs/protocol.md, POWERCUT_ACK_SYNC_FD): after each
+// ack it blocks until `ok <k>` arrives, so nothing of the next operation can happen before the
+// tester recorded the ack; a wrong answer or a closed descriptor stops it.
+class ExecProgram : public ::testing::Test {
+ protected:
+  struct Child {
+    pid_t pid = -1;
+    int acks = -1;  // what it acks (read end)
+    int oks = -1;   // what we answer (write end)
+  };
+  Child Start(const std::string& workload) {
+    std::ofstream(dir_.File("w.fst")) << workload;
+    int ack[2], ok[2];
+    // Close-on-exec, so the child holds only its fds 3 and 4 (dup2 clears the flag there): a
+    // child that kept our write end open would never see the tester go.
+    EXPECT_EQ(::pipe2(ack, O_CLOEXEC), 0);
+    EXPECT_EQ(::pipe2(ok, O_CLOEXEC), 0);
+    const std::string root = dir_.MakeSubdir("root");
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(ack[1], 3);
+      ::dup2(ok[0], 4);
+      ::setenv("POWERCUT_ACK_FD", "3", 1);
+      ::setenv("POWERCUT_ACK_SYNC_FD", "4", 1);
+      ::setenv("POWERCUT_DIR", root.c_str(), 1);
+      ::setenv("POWERCUT_OUTPUT", dir_.File("out.txt").c_str(), 1);
+      ::execl(FSTEST_EXEC, FSTEST_EXEC, "run", dir_.File("w.fst").c_str(), nullptr);
+      ::_exit(127);
+    }
+    ::close(ack[1]);
+    ::close(ok[0]);
+    return {pid, ack[0], ok[1]};
+  }
+  static std::string ReadLine(int fd) {
+    std::string line;
+    char c;
+    while (::read(fd, &c, 1) == 1 && c != '\n') line.push_back(c);
+    return line;
+  }
+  // Whether the child sits in read(2) on fd 4 (its /proc/<pid>/syscall: "0 0x4 ..."), polled
+  // with a deadline.
+  static bool BlockedReading4(pid_t pid) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::ifstream in("/proc/" + std::to_string(pid) + "/syscall");
+      std::string number, fd;
+      in >> number >> fd;
+      if (number == "0" && fd == "0x4") return true;
+      std::this_thread::yield();
+    }
+    return false;
+  }
+  static int Wait(pid_t pid) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  TempDir dir_;
+};
+
+TEST_F(ExecProgram, WaitsForEachAckToBeConfirmedBeforeTheNextOperation) {
+  Child c = Start("creat a\nfsync a\ncreat b\nfsync b\n");
+  EXPECT_EQ(ReadLine(c.acks), "ack 1");
+  ASSERT_TRUE(BlockedReading4(c.pid));
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("root/b")));  // the next operation waits
+  ASSERT_EQ(::write(c.oks, "ok 1\n", 5), 5);
+  EXPECT_EQ(ReadLine(c.acks), "ack 2");
+  ASSERT_EQ(::write(c.oks, "ok 2\n", 5), 5);
+  EXPECT_EQ(Wait(c.pid), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir_.File("root/b")));
+  ::close(c.acks);
+  ::close(c.oks);
+}
+
+TEST_F(ExecProgram, AWrongAnswerOrAClosedChannelStopsIt) {
+  Child c = Start("creat a\nfsync a\ncreat b\nfsync b\n");
+  EXPECT_EQ(ReadLine(c.acks), "ack 1");
+  ASSERT_EQ(::write(c.oks, "ok 7\n", 5), 5);
+  EXPECT_EQ(Wait(c.pid), 1);
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("root/b")));
+  ::close(c.acks);
+  ::close(c.oks);
+  Child d = Start("creat a\nfsync a\n");
+  ::close(d.oks);  // the tester is gone
+  EXPECT_EQ(Wait(d.pid), 1);
+  ::close(d.acks);
 }
 
 }  // namespace

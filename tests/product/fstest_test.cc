@@ -1,0 +1,168 @@
+// `powercut fstest run` without a VM (harness/product/fstest_run.h): the cells the workloads make,
+// what the runner hands each recording (the latest-ack oracle, synchronous acks, a boot path that
+// mounts first, no in-flight tear, the promises hook, the mount and mkfs options), the summary's
+// rows and signatures, and shards merging into the unsharded report. The cell runner is a fake
+// that checks what it was given and returns a made-up result.
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "fmt/format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "harness/fstest/workload.h"
+#include "harness/product/fstest_run.h"
+#include "harness/product/merge.h"
+#include "tests/product/test_util.h"
+
+namespace powercut::product {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+// Two workloads in a folder, one of which "violates" under cache on.
+class FsTestRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(dir_.ok());
+    std::ofstream(dir_.File("a.fst")) << "creat foo\nfsync foo\n";
+    std::ofstream(dir_.File("b.fst")) << "mkdir A\nsync\ncreat A/foo\nfsync A\n";
+    o_.workloads = dir_.path();
+    o_.exec_binary = "/usr/libexec/powercut/powercut-fstest-exec";
+    o_.matrix.fs = {"ext4", "xfs"};
+    o_.matrix.cache = "off,on";
+    o_.matrix.progress = false;
+    o_.matrix.mount_options = "data=journal";
+    o_.matrix.mkfs_options = "-O fast_commit";
+  }
+
+  // A fake recording + check: every model passes but cache on of workload `failing`, which loses
+  // point 1 with a `missing` why.
+  CellRunner Fake(const std::string& failing) {
+    return [this, failing](const MatrixCell& cell, const RunOptions& r) {
+      {
+        absl::MutexLock lock(&mu_);
+        seen_.push_back(r);
+      }
+      RunOutcome out;
+      out.ran = true;
+      out.kernel = "6.1.0-test";
+      out.acks = 1;
+      harness::CheckReport report;
+      for (const harness::CacheModel& m : r.models) {
+        harness::ModelResult result;
+        result.model = m;
+        result.states = result.states_planned = result.checked = 3;
+        if (cell.workload == failing && std::string(m.Name()) == "on") {
+          harness::Verdict v;
+          v.state_id = "pc1_fake";
+          v.lost = {"1"};
+          v.why = {"1: missing foo: not there"};
+          v.rebuild = "/opt/bin/powercut state materialize --trace t.log --state pc1_fake";
+          result.violations = 1;
+          result.lost_acks_max = 1;
+          result.first_violation = v;
+        }
+        report.results.push_back(result);
+      }
+      out.report = report;
+      return out;
+    };
+  }
+
+  TempDir dir_;
+  FsTestOptions o_;
+  absl::Mutex mu_;
+  std::vector<RunOptions> seen_;
+};
+
+TEST_F(FsTestRun, EachWorkloadAndFileSystemIsACellRecordedTheFsTestWay) {
+  auto plan = PlanFsTest(o_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->size(), 2u);
+  const std::string failing = fstest::WorkloadId((*plan)[0]);
+  auto report = RunFsTest(o_, Fake(failing));
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->cells.size(), 4u);
+  std::set<std::string> names;
+  for (const CellResult& c : report->cells) {
+    names.insert(c.name);
+    EXPECT_EQ(c.setting, "fstest");
+    EXPECT_EQ(c.checker_command, kFsTestJudge);
+    EXPECT_THAT(c.workload_command, HasSubstr(o_.exec_binary + " run --hex "));
+    EXPECT_NE(c.fstest.at("text").get<std::string>(), "");
+    EXPECT_NE(c.fstest.at("shape").get<std::string>(), "");
+  }
+  EXPECT_TRUE(names.count(failing + "/fstest/xfs") == 1);
+  ASSERT_EQ(seen_.size(), 4u);
+  for (const RunOptions& r : seen_) {
+    EXPECT_TRUE(r.latest_ack_only);
+    EXPECT_TRUE(r.sync_acks);
+    EXPECT_FALSE(r.boot_checks);
+    EXPECT_FALSE(r.states.torn_inflight);
+    EXPECT_TRUE(static_cast<bool>(r.judge_promises));
+    EXPECT_EQ(r.mount_options, "data=journal");
+    EXPECT_EQ(r.mkfs_options, "-O fast_commit");
+    EXPECT_EQ(r.points.acks, true);
+  }
+  // The promises hook refuses a recording that has no expected state.
+  vm::RunResult none;
+  none.workload_output = dir_.File("no-such-output.txt");
+  EXPECT_FALSE(seen_[0].judge_promises(none).ok());
+
+  // Without --expect-clean a violation is reported and the run exits 0; with it, 1.
+  EXPECT_EQ(MatrixExitCode(*report), 0);
+  const nlohmann::json s = FsTestSummary(*report);
+  std::map<std::pair<std::string, std::string>, uint64_t> violating;
+  for (const auto& row : s.at("by_fs_and_cache")) {
+    EXPECT_EQ(row.at("workloads"), 2) << row.dump();
+    violating[{row.at("fs"), row.at("cache")}] = row.at("violating_workloads");
+  }
+  EXPECT_EQ(violating[std::make_pair(std::string("ext4"), std::string("on"))], 1u);
+  EXPECT_EQ(violating[std::make_pair(std::string("xfs"), std::string("off"))], 0u);
+  ASSERT_EQ(s.at("signatures").size(), 2u);  // one per file system
+  const nlohmann::json& g = s.at("signatures")[0];
+  EXPECT_EQ(g.at("class"), "missing");
+  EXPECT_EQ(g.at("shape"), "creat F1; fsync F1");
+  const std::string repro = g.at("violations")[0].at("repro");
+  EXPECT_THAT(repro, HasSubstr("/opt/bin/powercut fstest repro " + failing));
+  EXPECT_THAT(repro, HasSubstr("--workloads " + dir_.path()));
+  EXPECT_THAT(repro, HasSubstr("--mount-options data=journal"));
+  EXPECT_THAT(repro, HasSubstr("--mkfs-options '-O fast_commit'"));
+  EXPECT_THAT(FsTestTable(*report), HasSubstr("missing | creat F1; fsync F1 | ext4"));
+  EXPECT_THAT(ReportHtml(*report, "t"), HasSubstr("violations by signature"));
+
+  FsTestOptions clean = o_;
+  clean.expect_clean = true;
+  auto strict = RunFsTest(clean, Fake(failing));
+  ASSERT_TRUE(strict.ok());
+  EXPECT_EQ(MatrixExitCode(*strict), 1);
+}
+
+TEST_F(FsTestRun, ShardsMergeIntoTheUnshardedReport) {
+  const std::string failing = "none";
+  auto whole = RunFsTest(o_, Fake(failing));
+  ASSERT_TRUE(whole.ok());
+  std::vector<MatrixReport> shards;
+  for (int k = 1; k <= 2; ++k) {
+    FsTestOptions o = o_;
+    o.matrix.shard = *ParseShard(fmt::format("{}/2", k));
+    auto r = RunFsTest(o, Fake(failing));
+    ASSERT_TRUE(r.ok());
+    // Through JSON, as `powercut merge` reads them.
+    auto back = MatrixFromJson(ReportJson(*r));
+    ASSERT_TRUE(back.ok()) << back.status();
+    shards.push_back(*back);
+  }
+  auto merged = MergeReports(shards);
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  ASSERT_TRUE(IsFsTestReport(*merged));
+  EXPECT_EQ(FsTestSummary(*merged), FsTestSummary(*whole));
+  EXPECT_EQ(merged->cells.size(), whole->cells.size());
+}
+
+}  // namespace
+}  // namespace powercut::product
