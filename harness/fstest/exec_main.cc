@@ -30,8 +30,6 @@
 
 namespace {
 
-using powercut::fstest::Workload;
-
 absl::Status WriteFully(int fd, const std::string& text) {
   size_t done = 0;
   while (done < text.size()) {
@@ -103,8 +101,9 @@ int Run(const std::string& file, const std::string& hex, std::string dir) {
   int out_fd = STDOUT_FILENO;
   if (const char* env = std::getenv("POWERCUT_OUTPUT"); env != nullptr && *env != '\0') {
     out_fd = ::open(env, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    if (out_fd < 0)
+    if (out_fd < 0) {
       return Fail(fmt::format("POWERCUT_OUTPUT {}: {}", env, std::strerror(errno)), 2);
+    }
   }
   powercut::fstest::ExecuteHooks hooks;
   int sync_fd = -1;
@@ -136,22 +135,22 @@ int Run(const std::string& file, const std::string& hex, std::string dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"powercut-fstest-exec: runs a file-system test workload (docs/fstest.md)"};
-  app.require_subcommand(1);
-  CLI::App* run = app.add_subcommand("run", "run a workload under $POWERCUT_DIR (or --dir)");
-  std::string file, hex, dir;
-  run->add_option("file", file, "a workload file");
-  run->add_option("--hex", hex, "the workload's text, hex-encoded");
-  run->add_option("--dir", dir, "the folder to work in (default $POWERCUT_DIR)");
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  if (file.empty() == hex.empty()) return Fail("run: give a workload FILE or --hex HEX (one)", 2);
-  try {
+    CLI::App app{"powercut-fstest-exec: runs a file-system test workload (docs/fstest.md)"};
+    app.require_subcommand(1);
+    CLI::App* run = app.add_subcommand("run", "run a workload under $POWERCUT_DIR (or --dir)");
+    std::string file, hex, dir;
+    run->add_option("file", file, "a workload file");
+    run->add_option("--hex", hex, "the workload's text, hex-encoded");
+    run->add_option("--dir", dir, "the folder to work in (default $POWERCUT_DIR)");
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      return app.exit(e) == 0 ? 0 : 2;
+    }
+    if (file.empty() == hex.empty()) return Fail("run: give a workload FILE or --hex HEX (one)", 2);
     return Run(file, hex, dir);
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc: report it instead of aborting
     return Fail(fmt::format("unexpected error: {}", e.what()), 2);
   }
 }

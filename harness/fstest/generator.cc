@@ -158,12 +158,12 @@ std::vector<std::optional<Op>> PersistenceChoices(const std::vector<std::string>
     return std::find(kinds.begin(), kinds.end(), k) != kinds.end();
   };
   for (const std::string& path : range) {
-    if (wanted(OpKind::kFsync)) out.push_back(Op{.kind = OpKind::kFsync, .path = path});
+    if (wanted(OpKind::kFsync)) out.emplace_back(Op{.kind = OpKind::kFsync, .path = path});
     if (wanted(OpKind::kFdatasync) && !IsFolderName(path)) {
-      out.push_back(Op{.kind = OpKind::kFdatasync, .path = path});
+      out.emplace_back(Op{.kind = OpKind::kFdatasync, .path = path});
     }
   }
-  if (wanted(OpKind::kSync)) out.push_back(Op{.kind = OpKind::kSync});
+  if (wanted(OpKind::kSync)) out.emplace_back(Op{.kind = OpKind::kSync});
   if (!last) out.emplace_back(std::nullopt);
   return out;
 }
@@ -243,8 +243,6 @@ class Builder {
     Op op{.kind = c.kind, .path = c.a, .path2 = c.b};
     switch (c.kind) {
       case OpKind::kCreat:
-        EnsureAbsent(c.a);
-        break;
       case OpKind::kMkdir:
         EnsureAbsent(c.a);
         break;

@@ -67,8 +67,9 @@ std::optional<Failure> CheckData(const Promise& p, const Node& got) {
 std::optional<Failure> CheckMeta(const Promise& p, const Node& got, const Tree& tree) {
   const Node& want = p.expected;
   std::vector<std::string> diffs;
-  if (got.mode != want.mode)
+  if (got.mode != want.mode) {
     diffs.push_back(fmt::format("mode {:o} (promised {:o})", got.mode, want.mode));
+  }
   if (got.nlink != want.nlink) {
     diffs.push_back(fmt::format("link count {} (promised {})", got.nlink, want.nlink));
   } else if (got.type == NodeType::kFile) {

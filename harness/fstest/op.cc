@@ -1,9 +1,9 @@
 #include "harness/fstest/op.h"
 
+#include <algorithm>
 #include <array>
+#include <string>
 #include <utility>
-
-#include "fmt/format.h"
 
 namespace powercut::fstest {
 namespace {
@@ -89,39 +89,74 @@ bool IsPromisingPoint(OpKind kind) {
   return IsPersistencePoint(kind) && kind != OpKind::kSyncFileRange;
 }
 
-std::string OpText(const Op& op) {
-  const std::string_view name = OpName(op.kind);
-  switch (op.kind) {
+std::string_view OpArguments(OpKind kind) {
+  switch (kind) {
     case OpKind::kCreat:
     case OpKind::kMkdir:
     case OpKind::kUnlink:
     case OpKind::kRemove:
     case OpKind::kFsync:
     case OpKind::kFdatasync:
-      return fmt::format("{} {}", name, op.path);
-    case OpKind::kSync:
-      return std::string(name);
+      return "P";
     case OpKind::kWrite:
     case OpKind::kDwrite:
     case OpKind::kMmapwrite:
     case OpKind::kSyncFileRange:
-      return fmt::format("{} {} {} {}", name, op.path, op.offset, op.length);
+      return "PNN";
     case OpKind::kFalloc:
-      return fmt::format("{} {} {} {} {}", name, op.path, FallocModeName(op.mode), op.offset,
-                         op.length);
+      return "PMNN";
     case OpKind::kTruncate:
-      return fmt::format("{} {} {}", name, op.path, op.length);
+      return "PN";
     case OpKind::kLink:
     case OpKind::kRename:
-      return fmt::format("{} {} {}", name, op.path, op.path2);
+      return "PQ";
     case OpKind::kSymlink:
-      return fmt::format("{} {} {}", name, op.path2, op.path);
+      return "TQ";
     case OpKind::kSetxattr:
-      return fmt::format("{} {} {} {}", name, op.path, op.name, op.value);
+      return "PXV";
     case OpKind::kRemovexattr:
-      return fmt::format("{} {} {}", name, op.path, op.name);
+      return "PX";
+    case OpKind::kSync:
+      return "";
   }
-  return std::string(name);
+  return "";
+}
+
+std::string OpText(const Op& op) {
+  std::string out(OpName(op.kind));
+  const std::string_view args = OpArguments(op.kind);
+  const bool two_numbers = std::count(args.begin(), args.end(), 'N') == 2;
+  bool offset_done = false;
+  for (const char arg : args) {
+    out += ' ';
+    switch (arg) {
+      case 'P':
+        out += op.path;
+        break;
+      case 'Q':
+        out += op.kind == OpKind::kSymlink ? op.path : op.path2;
+        break;
+      case 'T':
+        out += op.path2;
+        break;
+      case 'N':
+        out += std::to_string(two_numbers && !offset_done ? op.offset : op.length);
+        offset_done = true;
+        break;
+      case 'M':
+        out += FallocModeName(op.mode);
+        break;
+      case 'X':
+        out += op.name;
+        break;
+      case 'V':
+        out += op.value;
+        break;
+      default:
+        break;
+    }
+  }
+  return out;
 }
 
 }  // namespace powercut::fstest

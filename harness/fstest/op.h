@@ -73,6 +73,12 @@ bool IsPersistencePoint(OpKind kind);
 // which writes data out but neither commits metadata nor flushes the disk's cache).
 bool IsPromisingPoint(OpKind kind);
 
+// What each operation takes, in order, one letter an argument: P (a path), Q (a second path:
+// link's and rename's new name, symlink's link), T (a symlink target, any word), N (a byte count:
+// with two, the offset then the length; alone, the length), M (a fallocate mode), X (an xattr
+// name), V (an xattr value). The parser and OpText both walk it, so they cannot disagree.
+std::string_view OpArguments(OpKind kind);
+
 // The canonical one-line text ("falloc A/foo zero_range 30768 5000"): what the parser reads
 // back to an equal Op, and what a workload's id hashes.
 std::string OpText(const Op& op);

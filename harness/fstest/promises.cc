@@ -65,8 +65,9 @@ absl::Status CheckSnapshot(const Tree& snapshot, const ModelFs& model, int point
   };
   for (const auto& [path, want] : expected.nodes) {
     auto it = snapshot.nodes.find(path);
-    if (it == snapshot.nodes.end())
+    if (it == snapshot.nodes.end()) {
       return fail(fmt::format("no {} (a {})", path, NodeTypeName(want.type)));
+    }
     const Node& got = it->second;
     if (!got.error.empty()) return fail(fmt::format("{} unreadable ({})", path, got.error));
     if (got.type != want.type) {
@@ -84,8 +85,9 @@ absl::Status CheckSnapshot(const Tree& snapshot, const ModelFs& model, int point
     if (got.xattrs != want.xattrs) return fail(fmt::format("{} with other xattrs", path));
   }
   for (const auto& [path, got] : snapshot.nodes) {
-    if (expected.nodes.count(path) == 0)
+    if (expected.nodes.count(path) == 0) {
       return fail(fmt::format("{}, which the workload never made", path));
+    }
   }
   return absl::OkStatus();
 }
@@ -141,8 +143,9 @@ absl::StatusOr<std::vector<PointPromises>> PromisesAtPoints(const Workload& work
         for (const std::string& p : model.PathsOf(ino)) lapse_path(p, {Aspect::kMeta});
       }
       for (uint64_t ino : fx.entries) {
-        for (const std::string& p : model.PathsOf(ino))
+        for (const std::string& p : model.PathsOf(ino)) {
           lapse_path(p, {Aspect::kEntries, Aspect::kMeta});
+        }
       }
       history.Record(model);
       continue;

@@ -222,8 +222,9 @@ absl::StatusOr<Node> NodeFromJson(const nlohmann::json& j) {
     if (j.contains("xattrs")) n.xattrs = j.at("xattrs").get<std::map<std::string, std::string>>();
     n.target = j.value("target", std::string());
     n.data_hash = j.value("data", std::string());
-    if (j.contains("blocks_hash"))
+    if (j.contains("blocks_hash")) {
       n.block_hashes = j.at("blocks_hash").get<std::vector<std::string>>();
+    }
     if (j.contains("entries")) n.entries = j.at("entries").get<std::vector<std::string>>();
     n.error = j.value("error", std::string());
     return n;

@@ -35,44 +35,9 @@ std::vector<std::string_view> Words(std::string_view line) {
   return out;
 }
 
-// What each operation takes, in order: P (a path), Q (a second path), T (a symlink target, any
-// word), N (a byte count), M (a fallocate mode), X (an xattr name), V (an xattr value).
-std::string_view Arguments(OpKind kind) {
-  switch (kind) {
-    case OpKind::kCreat:
-    case OpKind::kMkdir:
-    case OpKind::kUnlink:
-    case OpKind::kRemove:
-    case OpKind::kFsync:
-    case OpKind::kFdatasync:
-      return "P";
-    case OpKind::kWrite:
-    case OpKind::kDwrite:
-    case OpKind::kMmapwrite:
-    case OpKind::kSyncFileRange:
-      return "PNN";
-    case OpKind::kFalloc:
-      return "PMNN";
-    case OpKind::kTruncate:
-      return "PN";
-    case OpKind::kLink:
-    case OpKind::kRename:
-      return "PQ";
-    case OpKind::kSymlink:
-      return "TQ";
-    case OpKind::kSetxattr:
-      return "PXV";
-    case OpKind::kRemovexattr:
-      return "PX";
-    case OpKind::kSync:
-      return "";
-  }
-  return "";
-}
-
 std::string Usage(OpKind kind) {
   std::string out(OpName(kind));
-  const std::string_view args = Arguments(kind);
+  const std::string_view args = OpArguments(kind);
   // The names the language's documentation uses for each argument.
   int numbers = 0;
   for (char a : args) {
@@ -169,7 +134,7 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string_view>& words) {
     return absl::InvalidArgumentError(fmt::format("unknown operation {} (the operations: {})",
                                                   words[0], fmt::join(OpNames(), ", ")));
   }
-  const std::string_view args = Arguments(*kind);
+  const std::string_view args = OpArguments(*kind);
   if (words.size() - 1 != args.size()) {
     return absl::InvalidArgumentError(fmt::format("{} takes {} argument{}: {}", words[0],
                                                   args.size(), args.size() == 1 ? "" : "s",
@@ -198,7 +163,7 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string_view>& words) {
         op.path2 = std::string(w);
         break;
       case 'N': {
-        const bool is_length = *kind == OpKind::kTruncate || numbers == 1;
+        const bool is_length = std::count(args.begin(), args.end(), 'N') == 1 || numbers == 1;
         ASSIGN_OR_RETURN(uint64_t v, Number(w, is_length ? "LEN" : "OFF"));
         if (is_length) {
           op.length = v;
@@ -313,7 +278,7 @@ std::string WorkloadShape(const Workload& workload) {
     if (path == ".") return std::string(".");
     auto it = names.find(path);
     if (it != names.end()) return it->second;
-    const std::string name = fmt::format("{}{}", kind, ++counts[kind]);
+    std::string name = fmt::format("{}{}", kind, ++counts[kind]);
     names[path] = name;
     return name;
   };

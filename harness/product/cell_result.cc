@@ -326,7 +326,13 @@ nlohmann::json CellToJson(const CellResult& c) {
   j["timeline"] = c.timeline ? TimelineToJson(*c.timeline) : nlohmann::json(nullptr);
   if (c.live_cuts) j["live_cuts"] = LiveCutsToJson(*c.live_cuts);
   if (c.flakey) j["flakey"] = FlakeyToJson(*c.flakey);
-  if (!c.fstest.is_null()) j["fstest"] = c.fstest;
+  if (c.fstest) {
+    j["fstest"] = {{"id", c.fstest->id},
+                   {"source", c.fstest->source},
+                   {"description", c.fstest->description},
+                   {"text", c.fstest->text},
+                   {"shape", c.fstest->shape}};
+  }
   return j;
 }
 
@@ -358,7 +364,14 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.recording = j.value("recording", "");
     if (j.contains("live_cuts")) c.live_cuts = LiveCutsFromJson(j.at("live_cuts"));
     if (j.contains("flakey")) c.flakey = FlakeyFromJson(j.at("flakey"));
-    if (j.contains("fstest")) c.fstest = j.at("fstest");
+    if (j.contains("fstest")) {
+      const nlohmann::json& f = j.at("fstest");
+      c.fstest = FsTestCell{.id = f.value("id", ""),
+                            .source = f.value("source", ""),
+                            .description = f.value("description", ""),
+                            .text = f.value("text", ""),
+                            .shape = f.value("shape", "")};
+    }
     if (j.contains("expect")) {
       c.judged = !j.at("expect").is_null();
       if (c.judged) c.expect = CellExpect::FromJson(j.at("expect"));

@@ -87,6 +87,17 @@ bool VerdictMatches(const std::string& expectation, uint64_t violations);
 // violation / when the budget ran out (harness::StatesText, the legend in harness::StatesLegend).
 std::string CellStatesText(const CellModel& model);
 
+// A `powercut fstest` cell's workload (harness/product/fstest_run.h): its stable id, where it came
+// from, its text without comments and its shape (paths abstracted to their roles, the signature's
+// middle part).
+struct FsTestCell {
+  std::string id;
+  std::string source;
+  std::string description;
+  std::string text;
+  std::string shape;
+};
+
 struct CellResult {
   size_t index = 0;  // position in the unsharded plan
   std::string name;  // "<workload>/<setting>/<fs>"
@@ -119,9 +130,8 @@ struct CellResult {
   // (AppendFaultModels), so every table, JUnit and HTML report shows them.
   std::optional<LiveCutsResult> live_cuts;
   std::optional<FlakeyResult> flakey;
-  // `powercut fstest` cells: the workload (id, text, shape, source; harness/product/fstest_run.h);
-  // null for every other cell.
-  nlohmann::json fstest;
+  // `powercut fstest` cells: the workload; empty for every other cell.
+  std::optional<FsTestCell> fstest;
 
   bool failed() const;  // ran and some model has violations
   // Did the model's verdict match the cell's expectation? An incomplete pass (the budget ran out

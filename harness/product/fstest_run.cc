@@ -197,11 +197,11 @@ absl::StatusOr<MatrixReport> RunFsTest(const FsTestOptions& o, const CellRunner&
     auto it = by_id.find(cell.workload);
     if (it == by_id.end()) continue;
     const Workload& w = *it->second;
-    cell.fstest = {{"id", cell.workload},
-                   {"source", w.source},
-                   {"description", w.description},
-                   {"text", fstest::WorkloadText(w, false)},
-                   {"shape", fstest::WorkloadShape(w)}};
+    cell.fstest = FsTestCell{.id = cell.workload,
+                             .source = w.source,
+                             .description = w.description,
+                             .text = fstest::WorkloadText(w, false),
+                             .shape = fstest::WorkloadShape(w)};
     if (!cell.recording.empty()) {
       // The kept recording becomes a reproducer: its workload beside its trace.
       (void)PublishFile(cell.recording + "/workload.fst", fstest::WorkloadText(w));
@@ -230,14 +230,14 @@ nlohmann::json FsTestSummary(const MatrixReport& r) {
   nlohmann::json not_run = nlohmann::json::array();
   std::set<std::string> kernels;
   for (const CellResult& c : r.cells) {
-    if (c.fstest.is_null()) continue;
+    if (!c.fstest) continue;
     if (!c.kernel.empty()) kernels.insert(c.kernel);
     if (!c.ran) {
       not_run.push_back({{"workload", c.workload},
                          {"fs", c.fs},
                          {"error_kind", c.error_kind},
                          {"error", c.error},
-                         {"text", c.fstest.value("text", "")}});
+                         {"text", c.fstest->text}});
       for (const CellModel& m : c.models) ++rows[{c.fs, m.cache}].could_not_run;
       continue;
     }
@@ -259,7 +259,7 @@ nlohmann::json FsTestSummary(const MatrixReport& r) {
       const size_t verb = m.rebuild.find(" state materialize");
       const std::string powercut =
           verb == std::string::npos ? "powercut" : m.rebuild.substr(0, verb);
-      const std::string shape = c.fstest.value("shape", "");
+      const std::string shape = c.fstest->shape;
       const std::string signature = fmt::format("{} | {} | {}", klass, shape, c.fs);
       Group& g = groups[signature];
       g.klass = klass;
@@ -271,7 +271,7 @@ nlohmann::json FsTestSummary(const MatrixReport& r) {
            {"cache", m.cache},
            {"state", m.violations > 0 ? m.first_violation : m.first_fs_unrecoverable},
            {"why", m.violations > 0 ? m.why : m.fs_summary},
-           {"text", c.fstest.value("text", "")},
+           {"text", c.fstest->text},
            {"rebuild", m.rebuild},
            {"recording", c.recording},
            {"repro", ReproCommand(r.parameters, powercut, c.workload, c.fs, m.cache)}});

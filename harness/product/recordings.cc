@@ -48,7 +48,8 @@ void RewriteRebuild(harness::CheckReport* report, const std::string& powercut,
         why_not.empty() ? harness::RebuildCommand(powercut, trace, base, v.state_id) : why_not;
   };
   for (harness::ModelResult& m : report->results) {
-    for (auto* v : {&m.first_violation, &m.worst_violation, &m.first_could_not_check}) {
+    for (auto* v : {&m.first_violation, &m.worst_violation, &m.first_could_not_check,
+                    &m.first_fs_unrecoverable, &m.first_fs_repaired}) {
       if (v->has_value()) fix(**v);
     }
     for (harness::Verdict& v : m.examples) fix(v);

@@ -93,8 +93,10 @@ TEST_F(FsTestRun, EachWorkloadAndFileSystemIsACellRecordedTheFsTestWay) {
     EXPECT_EQ(c.setting, "fstest");
     EXPECT_EQ(c.checker_command, kFsTestJudge);
     EXPECT_THAT(c.workload_command, HasSubstr(o_.exec_binary + " run --hex "));
-    EXPECT_NE(c.fstest.at("text").get<std::string>(), "");
-    EXPECT_NE(c.fstest.at("shape").get<std::string>(), "");
+    ASSERT_TRUE(c.fstest.has_value());
+    EXPECT_EQ(c.fstest->id, c.workload);
+    EXPECT_NE(c.fstest->text, "");
+    EXPECT_NE(c.fstest->shape, "");
   }
   EXPECT_TRUE(names.count(failing + "/fstest/xfs") == 1);
   ASSERT_EQ(seen_.size(), 4u);

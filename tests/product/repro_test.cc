@@ -327,6 +327,9 @@ TEST(Recordings, ARebuildCommandWorksAfterTheRunFolderIsGone) {
   RunOutcome out = CheckRecording(run_trace, RawOptions("on"));
   ASSERT_TRUE(out.ran) << out.error;
   ASSERT_FALSE(out.passed());
+  // A state the file system's tools could not bring back names the kept recording too (its
+  // description is the report's fs_summary).
+  out.report->results[0].first_fs_unrecoverable = out.report->results[0].first_violation;
   RecordingStore store;
   store.dir = dir.File("report/recordings");
   KeepRecording(run_trace, "rawlog/none/raw", POWERCUT_BIN, &store, &out);
@@ -340,6 +343,8 @@ TEST(Recordings, ARebuildCommandWorksAfterTheRunFolderIsGone) {
   const harness::Verdict& worst = *out.report->results[0].worst_violation;
   EXPECT_THAT(worst.rebuild, HasSubstr(out.recording_dir + "/trace.log"));
   EXPECT_THAT(worst.Describe(), HasSubstr(out.recording_dir));
+  EXPECT_THAT(out.report->results[0].first_fs_unrecoverable->rebuild,
+              HasSubstr(out.recording_dir + "/trace.log"));
   // The JSON and the cell (table/HTML) carry the same command.
   nlohmann::json j = harness::ReportToJson(*out.report);
   EXPECT_EQ(j["results"][0]["worst_violation"]["rebuild"], worst.rebuild);

@@ -286,22 +286,15 @@ int Run(const RunArgs& a) {
       o, product::VmCellRunner(product::AgentHint(o.matrix.powercut), o.matrix.fs, a.jobs,
                                o.matrix.kernel, product::CheckIn::kGuest));
   if (!report.ok()) return CouldNotRun(std::string(report.status().message()));
-  std::printf("%s", product::FsTestTable(*report).c_str());
-  if (std::string phases = product::RecordPhasesSummary(report->cells);
-      !phases.empty() && !a.quiet) {
-    std::fprintf(stderr, "%s\n", phases.c_str());
-  }
-  int exit_code = product::MatrixExitCode(*report);
-  auto write = [&](const std::string& path, const std::string& text) {
-    if (path.empty()) return;
-    if (auto s = harness::WriteTextFile(path, text); !s.ok()) {
-      exit_code = CouldNotRun(std::string(s.message()));
-    }
-  };
-  write(a.json, product::ReportJson(*report).dump(2) + "\n");
-  write(a.junit, product::MatrixJunit(*report));
-  write(a.html, product::ReportHtml(*report, "powercut fstest"));
-  return exit_code;
+  return PrintAndWriteReports(*report, product::FsTestTable(*report), product::ReportJson(*report),
+                              {.json = a.json,
+                               .junit = a.junit,
+                               .html = a.html,
+                               .html_report =
+                                   [](const product::MatrixReport& r) {
+                                     return product::ReportHtml(r, "powercut fstest");
+                                   }},
+                              a.quiet);
 }
 
 void AddRepro(CLI::App* fstest, int* exit_code) {

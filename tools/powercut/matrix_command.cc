@@ -206,22 +206,16 @@ int Matrix(const MatrixArgs& a) {
   auto report = product::RunMatrix(
       o, product::VmCellRunner(product::AgentHint(o.powercut), o.fs, a.jobs, o.kernel, *check_in));
   if (!report.ok()) return CouldNotRun(std::string(report.status().message()));
-  std::printf("%s", product::HeadlineTable(*report).c_str());
-  if (std::string phases = product::RecordPhasesSummary(report->cells);
-      !phases.empty() && !a.quiet) {
-    std::fprintf(stderr, "%s\n", phases.c_str());
-  }
-  int exit_code = product::MatrixExitCode(*report);
-  auto write = [&](const std::string& path, const std::string& text) {
-    if (path.empty()) return;
-    if (auto s = harness::WriteTextFile(path, text); !s.ok()) {
-      exit_code = CouldNotRun(std::string(s.message()));
-    }
-  };
-  write(a.json, product::MatrixToJson(*report).dump(2) + "\n");
-  write(a.junit, product::MatrixJunit(*report));
-  write(a.html, product::HtmlReport(*report, "powercut matrix"));
-  return exit_code;
+  return PrintAndWriteReports(*report, product::HeadlineTable(*report),
+                              product::MatrixToJson(*report),
+                              {.json = a.json,
+                               .junit = a.junit,
+                               .html = a.html,
+                               .html_report =
+                                   [](const product::MatrixReport& r) {
+                                     return product::HtmlReport(r, "powercut matrix");
+                                   }},
+                              a.quiet);
 }
 
 }  // namespace
@@ -235,6 +229,25 @@ void AddMatrixCommand(CLI::App& app, int* exit_code) {
       "could not run)");
   AddMatrixOptions(m, a.get());
   m->callback([=] { *exit_code = Matrix(*a); });
+}
+
+int PrintAndWriteReports(const product::MatrixReport& report, const std::string& table,
+                         const nlohmann::json& json, const ReportFiles& files, bool quiet) {
+  std::printf("%s", table.c_str());
+  if (std::string phases = product::RecordPhasesSummary(report.cells); !phases.empty() && !quiet) {
+    std::fprintf(stderr, "%s\n", phases.c_str());
+  }
+  int exit_code = product::MatrixExitCode(report);
+  auto write = [&](const std::string& path, const std::string& text) {
+    if (path.empty()) return;
+    if (auto s = harness::WriteTextFile(path, text); !s.ok()) {
+      exit_code = CouldNotRun(std::string(s.message()));
+    }
+  };
+  write(files.json, json.dump(2) + "\n");
+  write(files.junit, product::MatrixJunit(report));
+  if (!files.html.empty()) write(files.html, files.html_report(report));
+  return exit_code;
 }
 
 }  // namespace powercut::cli

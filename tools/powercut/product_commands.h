@@ -3,9 +3,14 @@
 // bad usage.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "harness/product/matrix.h"
 #include "harness/product/run.h"
+#include "nlohmann/json.hpp"
 
 namespace powercut::cli {
 
@@ -36,5 +41,16 @@ absl::Status ParseGuestDisk(const std::string& disk, product::GuestSize* guest);
 
 // Prints "powercut: <message>" to stderr and returns 2 (could not run).
 int CouldNotRun(const std::string& message);
+
+// A finished matrix-shaped run (matrix, fstest run): prints `table` on stdout and the recording
+// phases on stderr (unless `quiet`), writes the report files that have a path ("" = not asked
+// for; the HTML is drawn only then). Returns product::MatrixExitCode, or 2 when a file could not
+// be written.
+struct ReportFiles {
+  std::string json, junit, html;
+  std::function<std::string(const product::MatrixReport&)> html_report;
+};
+int PrintAndWriteReports(const product::MatrixReport& report, const std::string& table,
+                         const nlohmann::json& json, const ReportFiles& files, bool quiet);
 
 }  // namespace powercut::cli
