@@ -57,3 +57,12 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS
 xfsprogs, btrfs-progs, util-linux, procps, dmsetup, apt, dpkg, sqlite3, lmdb-utils, \
 postgresql-15, postgresql-client-15, redis-server, etcd-server, etcd-client")
 include(CPack)
+
+# Every installed program, so that `cmake --build --target powercut-installed-programs` builds
+# what `cmake --install` and cpack need and nothing else (tools/run.sh package).
+add_custom_target(powercut-installed-programs)
+add_dependencies(powercut-installed-programs powercut-workload powercut-vm
+                 powercut-workload-clients powercut-vm-agent powercut-fstest-exec)
+if(POWERCUT_TOOLS)
+  add_dependencies(powercut-installed-programs powercut walbench waldump powercut-demo)
+endif()
