@@ -55,7 +55,8 @@ TEST(InstallVmTest, InstalledTreeRunsACellAsOrdinaryUserFromAnyPrefix) {
   EXPECT_TRUE(fs::exists(prefix / "share" / "doc" / "powercut" / "README.md"));
   EXPECT_TRUE(fs::exists(prefix / "share" / "doc" / "powercut" / "docs" / "install.md"));
 
-  // A cell of `powercut run` (the programs by name, from PATH) and a rocksdb matrix cell (the
+  // A cell of `powercut run` (powercut from PATH; the workload by the path PATH gives it, since
+  // the guest runs commands with the system PATH, docs/install.md) and a rocksdb matrix cell (the
   // clients binary from libexec), 2 states per point: what matters here is where the programs
   // come from, not the verdicts' depth (the VM suites test those).
   const std::string path = (prefix / "bin").string() + ":" + kSystemPath;
@@ -63,8 +64,9 @@ TEST(InstallVmTest, InstalledTreeRunsACellAsOrdinaryUserFromAnyPrefix) {
   const std::string matrix_json = "matrix.json";
   const std::string commands = fmt::format(
       "export PATH={0}; cd \"$HOME\"; command -v powercut; "
-      "powercut run --quiet --workload 'powercut-workload xlog run --barrier fdatasync --count 8' "
-      "--checker 'powercut-workload xlog check' --cache off,on --states 2 --json {1} && "
+      "w=$(command -v powercut-workload); "
+      "powercut run --quiet --workload \"$w xlog run --barrier fdatasync --count 8\" "
+      "--checker \"$w xlog check\" --cache off,on --states 2 --json {1} && "
       "powercut matrix --quiet --workloads rocksdb --barriers sync --cache on --states 2 "
       "--count 8 --json {2}",
       path, run_json, matrix_json);
