@@ -42,6 +42,8 @@ case "${1:-}" in
     ;;
   ci)
     "$0" test
+    echo "== a real Slurm runs the nightly job (tests/deploy/slurm_test.sh)"
+    ctest --test-dir build/default -L scheduler --output-on-failure
     echo "== ASan+UBSan unit tests"
     # The library suites (the VM, product and tool suites drive whole programs and run above).
     build asan "wal_posix_env_test wal_fault_injection_env_test wal_test wal_concurrency_test \
