@@ -4,7 +4,9 @@
 # slurmdbd: accounting_storage/none and the plain-text job completion log jobcomp/filetxt), then as
 # a user created for the test:
 #   1. tools/nightly/slurm.sh --shards 2 --wait -- matrix --preset headline --states 2, and
-#      demands the merged report equal an unsharded run cell for cell (verdicts and states), and
+#      demands the merged report equal an unsharded run cell for cell (the verdict and the acks
+#      lost per cache model, every model with states checked; the state counts themselves differ
+#      between two recordings of a cell), and
 #      the completion log show both array tasks;
 #   2. submits again, SIGKILLs a running task with scancel once its scratch folders exist, and
 #      demands that the next start of powercut removes them (base/scratch_sweep.h).
@@ -98,17 +100,22 @@ start=$(date +%s)
 as_user "powercut matrix --preset headline --states 2 --quiet --json $home/full.json" || test $? -eq 1
 echo "unsharded: $(($(date +%s) - start)) s"
 python3 - "$home/out/matrix.json" "$home/full.json" <<'PY'
+# Each run records its own trace (a VM run's write order and count vary), so the number of
+# crash states differs between two recordings of one cell (measured: 22 against 28); the verdict
+# per cell and cache model, the acks lost, and that every model checked states, may not.
 import json, sys
 def cells(path):
     out = {}
     for c in json.load(open(path))["cells"]:
+        assert c.get("unexpected", "") == "", c["cell"]
         for m in c["results"]:
-            out[(c["cell"], m["cache"])] = (c["status"], m["states"], m["violations"])
+            assert m["states"] > 0 and m["could_not_check"] == 0, (c["cell"], m)
+            out[(c["cell"], m["cache"])] = (m["violations"] > 0, m.get("lost_acks_max"))
     return out
 merged, full = cells(sys.argv[1]), cells(sys.argv[2])
 assert merged == full, f"merged {merged}\n!= unsharded {full}"
 assert len({k[0] for k in merged}) == 10, merged
-print(f"merged == unsharded: {len(merged)} cell x cache results")
+print(f"merged == unsharded: {len(merged)} cell x cache verdicts")
 PY
 grep -E "JobName=powercut-shard" "$work/jobcomp.txt" | grep -c "JobState=COMPLETED" | grep -qx 2 ||
   { echo "FAIL: the completion log does not show both array tasks completed"; cat "$work/jobcomp.txt"; exit 1; }
