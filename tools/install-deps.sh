@@ -22,7 +22,9 @@ packages=(
   libabsl-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev googletest
   libbenchmark-dev librocksdb-dev liblzma-dev zlib1g-dev libzstd-dev libsqlite3-dev sqlite3 liburing-dev libisal-dev libxxhash-dev
   qemu-system-x86 qemu-utils busybox-static kmod cpio zstd xz-utils
-  e2fsprogs xfsprogs btrfs-progs util-linux procps python3 dmsetup chromium
+  e2fsprogs xfsprogs btrfs-progs util-linux procps python3 python3-yaml dmsetup chromium
+  # tests/deploy: the .deb on a fresh root (mmdebstrap), a real Slurm (slurm-wlm, munge)
+  mmdebstrap slurm-wlm munge dpkg-dev file
   # The database workloads (docs/your-database.md): the servers run in the guest from the host's
   # root, so they are installed here; liblmdb-dev is linked into powercut-workload,
   # libpq-dev into powercut-workload-clients.
