@@ -94,7 +94,9 @@ as_user() {
 
 echo "== 1. the headline in 2 shards on Slurm, and unsharded"
 start=$(date +%s)
-as_user "$src/tools/nightly/slurm.sh --shards 2 --out $home/out --wait -- matrix --preset headline --states 2"
+# Exit 1 (a cell not as the catalog expects) is a verdict, compared below with the unsharded one.
+as_user "$src/tools/nightly/slurm.sh --shards 2 --out $home/out --wait -- matrix --preset headline --states 2" ||
+  test $? -eq 1
 echo "sharded on Slurm: $(($(date +%s) - start)) s"
 start=$(date +%s)
 as_user "powercut matrix --preset headline --states 2 --quiet --json $home/full.json" || test $? -eq 1
@@ -107,13 +109,13 @@ import json, sys
 def cells(path):
     out = {}
     for c in json.load(open(path))["cells"]:
-        assert c.get("unexpected", "") == "", c["cell"]
         for m in c["results"]:
             assert m["states"] > 0 and m["could_not_check"] == 0, (c["cell"], m)
             out[(c["cell"], m["cache"])] = (m["violations"] > 0, m.get("lost_acks_max"))
     return out
 merged, full = cells(sys.argv[1]), cells(sys.argv[2])
-assert merged == full, f"merged {merged}\n!= unsharded {full}"
+diff = {k: (merged.get(k), full.get(k)) for k in set(merged) | set(full) if merged.get(k) != full.get(k)}
+assert not diff, f"(verdict, acks lost) merged vs unsharded differ: {diff}"
 assert len({k[0] for k in merged}) == 10, merged
 print(f"merged == unsharded: {len(merged)} cell x cache verdicts")
 PY
