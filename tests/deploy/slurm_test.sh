@@ -119,7 +119,7 @@ assert not diff, f"(verdict, acks lost) merged vs unsharded differ: {diff}"
 assert len({k[0] for k in merged}) == 10, merged
 print(f"merged == unsharded: {len(merged)} cell x cache verdicts")
 PY
-grep -E "JobName=powercut-shard" "$work/jobcomp.txt" | grep -c "JobState=COMPLETED" | grep -qx 2 ||
+grep -E " Name=powercut-shard " "$work/jobcomp.txt" | grep -c "JobState=COMPLETED" | grep -qx 2 ||
   { echo "FAIL: the completion log does not show both array tasks completed"; cat "$work/jobcomp.txt"; exit 1; }
 sacct -c -n -o jobid,jobname,state 2>/dev/null | tee "$work/sacct.txt" || true
 echo "accounting: both array tasks COMPLETED"
