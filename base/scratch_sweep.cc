@@ -78,8 +78,8 @@ SweepResult SweepDeadScratchFolders(const std::vector<std::string>& parents) {
 
 std::vector<std::string> ScratchParents() {
   std::vector<std::string> parents;
-  for (const std::string& p : {DefaultScratchParent(), std::string("/tmp"),
-                               std::string("/var/tmp")}) {
+  for (const std::string& p :
+       {DefaultScratchParent(), std::string("/tmp"), std::string("/var/tmp")}) {
     std::error_code ec;
     const std::string canonical = fs::weakly_canonical(p, ec).string();
     const std::string key = ec ? p : canonical;

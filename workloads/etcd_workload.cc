@@ -51,7 +51,9 @@ constexpr char kEtcdInstallHint[] =
 // minute says "hung".
 constexpr auto kTimeout = std::chrono::seconds(60);
 
-absl::StatusOr<std::string> EtcdBinary() { return FindProgram({"/usr/bin/etcd"}, kEtcdInstallHint); }
+absl::StatusOr<std::string> EtcdBinary() {
+  return FindProgram({"/usr/bin/etcd"}, kEtcdInstallHint);
+}
 
 // etcd in the foreground as `site.account`, in `site.folder` (its unix sockets), logging to
 // etcd.log there.
@@ -138,9 +140,9 @@ class EtcdSession final : public DatabaseWorkload::Session {
   }
 
   absl::Status Commit(const std::string& id, const std::string& value) override {
-    return Call(
-               site_.folder.path(), "/v3/kv/put",
-               {{"key", absl::Base64Escape(kEtcdKeyPrefix + id)}, {"value", absl::Base64Escape(value)}})
+    return Call(site_.folder.path(), "/v3/kv/put",
+                {{"key", absl::Base64Escape(kEtcdKeyPrefix + id)},
+                 {"value", absl::Base64Escape(value)}})
         .status();
   }
   // No Finish: the member is killed when the session dies.
@@ -198,9 +200,9 @@ class EtcdWorkload final : public DatabaseWorkload {
                      CheckSite(dir, kEtcdDataDir, "etcd", "etcd-server", "etcdcheck"));
     ASSIGN_OR_RETURN(std::unique_ptr<NotifiedServer> server,
                      StartEtcd(binary, site, absl::StatusCode::kDataLoss));
-    absl::StatusOr<nlohmann::json> range =
-        Call(site.folder.path(), "/v3/kv/range",
-             {{"key", absl::Base64Escape(kEtcdKeyPrefix)}, {"range_end", absl::Base64Escape(kKeyEnd)}});
+    absl::StatusOr<nlohmann::json> range = Call(
+        site.folder.path(), "/v3/kv/range",
+        {{"key", absl::Base64Escape(kEtcdKeyPrefix)}, {"range_end", absl::Base64Escape(kKeyEnd)}});
     if (!range.ok()) {
       return absl::DataLossError(fmt::format(
           "{}; its log:\n{}", std::string(range.status().message()), server->LogTail()));

@@ -36,9 +36,9 @@ absl::StatusOr<BuiltinCell> LookupBuiltin(const std::string& workload, const std
 
 // The program that runs `cell`: for the kinds whose client libraries live in
 // powercut-workload-clients (rocksdb, postgres; workloads/README.md, "Two binaries") that binary
-// when it is where the layout of `binary` puts it (base/install_layout.h), so that a check in a TCG guest does not first start
-// powercut-workload only to be handed over (~0.25 s a state); else `binary` itself (which hands
-// over, or is a user's own --workload-binary).
+// when it is where the layout of `binary` puts it (base/install_layout.h), so that a check in a TCG
+// guest does not first start powercut-workload only to be handed over (~0.25 s a state); else
+// `binary` itself (which hands over, or is a user's own --workload-binary).
 std::string BuiltinProgram(const std::string& binary, const BuiltinCell& cell);
 
 std::string BuiltinRunCommand(const std::string& binary, const BuiltinCell& cell, uint64_t count,

@@ -40,8 +40,8 @@ TEST(InstallVmTest, InstalledTreeRunsACellAsOrdinaryUserFromAnyPrefix) {
   ASSERT_TRUE(dir.ok());
   ASSERT_EQ(RunCommand(fmt::format("chmod 755 {}", dir.path())).exit_code, 0);
   const fs::path prefix = fs::path(dir.path()) / "some" / "prefix";
-  auto install =
-      RunCommand(fmt::format("cmake --install {} --prefix {}", POWERCUT_BUILD_DIR, prefix.string()));
+  auto install = RunCommand(
+      fmt::format("cmake --install {} --prefix {}", POWERCUT_BUILD_DIR, prefix.string()));
   ASSERT_EQ(install.exit_code, 0) << install.output;
   for (const char* program :
        {"powercut", "powercut-workload", "powercut-vm", "walbench", "waldump"}) {

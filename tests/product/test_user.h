@@ -53,7 +53,8 @@ inline std::string UserHome(const std::string& dir, const TestUser& user) {
 // `command` as `user` in `home` (runuser: a login-less switch, no sudo, no setuid bit used by
 // powercut itself); TMPDIR and HOME point at the user's folder, the caps it gets are none (the
 // output starts with its CapEff line).
-inline CommandResult RunAsUser(const TestUser& user, const std::string& home, const std::string& command) {
+inline CommandResult RunAsUser(const TestUser& user, const std::string& home,
+                               const std::string& command) {
   return RunCommand(
       fmt::format("cd {0} && runuser -u {1} -- env HOME={0} TMPDIR={0} POWERCUT_CACHE={0}/cache "
                   "sh -c 'grep CapEff /proc/self/status; {2}'",

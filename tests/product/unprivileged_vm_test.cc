@@ -33,8 +33,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::CommandResult;
 using testing::ReadFile;
-using testing::RunCommand;
 using testing::RunAsUser;
+using testing::RunCommand;
 using testing::TempDir;
 using testing::TestUser;
 using testing::UserHome;

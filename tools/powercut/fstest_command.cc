@@ -4,9 +4,9 @@
 #include <memory>
 
 #include "base/image_io.h"
+#include "base/install_layout.h"
 #include "base/process.h"
 #include "base/scratch_dir.h"
-#include "base/install_layout.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/check/report.h"
