@@ -7,6 +7,12 @@
 // base/signal_cleanup.h, so SIGINT/SIGTERM/SIGHUP remove it (best effort, limits there). The
 // destructor removes it; Release() keeps it (and unregisters it) and hands back its path. Moving
 // moves the ownership; a moved-from or default-constructed ScratchDir owns nothing.
+//
+// A killed owner leaves nothing for long: beside the folder lies `<folder>.lock`, which the owner
+// holds an exclusive flock(2) on for as long as it owns the folder (the descriptor is close-on-
+// exec, so children never hold it). SIGKILL releases the lock with the process; the next
+// SweepDeadScratchFolders (base/scratch_sweep.h, run at every start of powercut) then removes the
+// folder and its lock file. Release() removes the lock file, so a kept folder is never swept.
 #pragma once
 
 #include <string>
@@ -19,6 +25,9 @@ namespace powercut {
 // $TMPDIR if it is set and not empty, else /tmp.
 std::string DefaultScratchParent();
 
+// The lock file of a scratch folder: `<folder>.lock`.
+std::string ScratchLockPath(std::string_view folder);
+
 class ScratchDir {
  public:
   struct Options {
@@ -29,6 +38,8 @@ class ScratchDir {
     // Register it with base/signal_cleanup.h. Tests that run RunSignalCleanup() themselves turn
     // this off, so that cleanup does not remove the folder the test works in.
     bool remove_on_fatal_signal = true;
+    // Hold `<folder>.lock` (above) so that a sweep removes the folder once its owner is dead.
+    bool lock = true;
   };
 
   static absl::StatusOr<ScratchDir> Create(std::string_view prefix, const Options& options);
@@ -52,11 +63,14 @@ class ScratchDir {
   std::string Release();
 
  private:
-  ScratchDir(std::string path, bool registered) : path_(std::move(path)), registered_(registered) {}
+  ScratchDir(std::string path, bool registered, int lock_fd)
+      : path_(std::move(path)), registered_(registered), lock_fd_(lock_fd) {}
   void Remove();
+  void Unlock();
 
   std::string path_;
   bool registered_ = false;
+  int lock_fd_ = -1;  // the flock on `path_`.lock, -1 when there is none
 };
 
 }  // namespace powercut

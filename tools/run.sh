@@ -5,11 +5,14 @@
 #   tools/run.sh test   the test suite (installs what is missing, builds, runs ctest)
 #   tools/run.sh ci     test + ASan/UBSan unit tests + TSan concurrency tests + 60 s of fuzzing
 #   tools/run.sh lint   clang-format and clang-tidy over every project source (CONTRIBUTING.md)
+#   tools/run.sh package  the Debian package build/package/powercut_<version>_amd64.deb
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# build PRESET [TARGETS] [DEPS]: installs the packages (DEPS: tools/install-deps.sh's set), then
+# configures and builds the preset (its build preset's targets unless TARGETS are given).
 build() {
-  bash tools/install-deps.sh
+  bash tools/install-deps.sh "${3:-all}"
   cmake --preset "$1" >/dev/null
   cmake --build --preset "$1" ${2:+--target $2}
 }
@@ -19,10 +22,12 @@ case "${1:-}" in
     # The headline crash matrix (docs/results.md): every barrier, RocksDB and SQLite, recorded in a
     # qemu guest on ext4 and replayed under cache off / on / lying. Reports land in build/headline/.
     # Exit 0: every cell matched its expected verdict; 1: some cell did not; 2: could not run.
+    # The `main` preset builds only the four programs the matrix runs, optimized, without the
+    # tests and without debug information (docs/results.md, "Fresh machine").
     shift
-    build default
+    build main "" main
     mkdir -p build/headline
-    exec build/default/tools/powercut/powercut matrix --preset headline \
+    exec build/main/tools/powercut/powercut matrix --preset headline \
       --json build/headline/matrix.json --junit build/headline/matrix.xml \
       --html build/headline/matrix.html "$@"
     ;;
@@ -37,6 +42,8 @@ case "${1:-}" in
     ;;
   ci)
     "$0" test
+    echo "== a real Slurm runs the nightly job (tests/deploy/slurm_test.sh)"
+    ctest --test-dir build/default -L scheduler --output-on-failure
     echo "== ASan+UBSan unit tests"
     # The library suites (the VM, product and tool suites drive whole programs and run above).
     build asan "wal_posix_env_test wal_fault_injection_env_test wal_test wal_concurrency_test \
@@ -61,6 +68,13 @@ case "${1:-}" in
       rm -rf "$corpus"
     done
     ;;
+  package)
+    # The installed tree (cmake/Install.cmake) as a .deb whose Depends are the runtime packages
+    # only (docs/install.md). Built from the `main` configuration, every installed program.
+    build main powercut-installed-programs package
+    (cd build/main && cpack -G DEB -B "$PWD/../package" >/dev/null)
+    ls build/package/powercut_*.deb
+    ;;
   lint)
     # Not part of ci: clang-tidy parses every file as a compiler would (CONTRIBUTING.md: about
     # 70 min on 2 loaded cores).
@@ -74,7 +88,7 @@ case "${1:-}" in
       xargs -P "$(nproc)" -n 1 clang-tidy -p build/default --quiet --warnings-as-errors='*'
     ;;
   *)
-    echo "usage: tools/run.sh main|demo|test|ci|lint" >&2
+    echo "usage: tools/run.sh main|demo|test|ci|lint|package" >&2
     exit 2
     ;;
 esac

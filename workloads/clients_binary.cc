@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "base/process.h"
+#include "base/install_layout.h"
 
 namespace powercut::workloads {
 namespace {
@@ -23,28 +23,23 @@ CommandLine& Remembered() {
   return line;
 }
 
-// The folder of the running binary, so that the clients binary is found beside it from any
-// working directory and under any name it was started by.
-std::string OwnFolder() {
-  const std::string path = SelfPath("");
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
 }  // namespace
 
 void RememberCommandLine(int argc, char** argv) { Remembered() = {argc, argv}; }
 
 void ExecClientsBinary(std::string_view workload) {
-  const std::string path = fmt::format("{}/{}", OwnFolder(), kClientsBinaryName);
+  // Where the running binary's layout puts it (base/install_layout.h), from any working directory
+  // and under any name this one was started by.
+  const InstallLayout layout = InstallLayout::OfSelf();
+  const std::string path = layout.Find(kClientsBinaryName);
   const CommandLine& line = Remembered();
   std::fflush(nullptr);
   if (line.argv != nullptr) ::execv(path.c_str(), line.argv);
   const int error = line.argv == nullptr ? EINVAL : errno;
   fmt::print(stderr,
              "powercut-workload {}: cannot start {} ({}): the {} workload runs in it; it is built "
-             "with powercut-workload and must stay in the same folder\n",
-             workload, path, std::strerror(error), workload);
+             "with powercut-workload and installed with it ({})\n",
+             workload, path, std::strerror(error), workload, layout.Describe());
   ::_exit(error == ENOENT ? 127 : 126);
 }
 

@@ -40,18 +40,20 @@ namespace {
 
 constexpr char kEtcdDataDir[] = "etcd";
 constexpr char kEtcdReadyFile[] = "etcd.ready";
-constexpr char kKeyPrefix[] = "commit:";
+constexpr char kEtcdKeyPrefix[] = "commit:";
 constexpr char kKeyEnd[] = "commit;";  // ':' + 1: the range end of every key with the prefix
 constexpr char kClientUrl[] = "unix://localhost:2379";
 constexpr char kPeerUrl[] = "unix://localhost:2380";
 constexpr char kClientSocket[] = "localhost:2379";  // in the server's working folder
-constexpr char kInstallHint[] =
+constexpr char kEtcdInstallHint[] =
     "install Debian's etcd-server (apt-get install etcd-server etcd-client)";
 // Start-up (WAL replay, leader election of one member) and one request: seconds under TCG; a
 // minute says "hung".
 constexpr auto kTimeout = std::chrono::seconds(60);
 
-absl::StatusOr<std::string> EtcdBinary() { return FindProgram({"/usr/bin/etcd"}, kInstallHint); }
+absl::StatusOr<std::string> EtcdBinary() {
+  return FindProgram({"/usr/bin/etcd"}, kEtcdInstallHint);
+}
 
 // etcd in the foreground as `site.account`, in `site.folder` (its unix sockets), logging to
 // etcd.log there.
@@ -138,9 +140,9 @@ class EtcdSession final : public DatabaseWorkload::Session {
   }
 
   absl::Status Commit(const std::string& id, const std::string& value) override {
-    return Call(
-               site_.folder.path(), "/v3/kv/put",
-               {{"key", absl::Base64Escape(kKeyPrefix + id)}, {"value", absl::Base64Escape(value)}})
+    return Call(site_.folder.path(), "/v3/kv/put",
+                {{"key", absl::Base64Escape(kEtcdKeyPrefix + id)},
+                 {"value", absl::Base64Escape(value)}})
         .status();
   }
   // No Finish: the member is killed when the session dies.
@@ -198,9 +200,9 @@ class EtcdWorkload final : public DatabaseWorkload {
                      CheckSite(dir, kEtcdDataDir, "etcd", "etcd-server", "etcdcheck"));
     ASSIGN_OR_RETURN(std::unique_ptr<NotifiedServer> server,
                      StartEtcd(binary, site, absl::StatusCode::kDataLoss));
-    absl::StatusOr<nlohmann::json> range =
-        Call(site.folder.path(), "/v3/kv/range",
-             {{"key", absl::Base64Escape(kKeyPrefix)}, {"range_end", absl::Base64Escape(kKeyEnd)}});
+    absl::StatusOr<nlohmann::json> range = Call(
+        site.folder.path(), "/v3/kv/range",
+        {{"key", absl::Base64Escape(kEtcdKeyPrefix)}, {"range_end", absl::Base64Escape(kKeyEnd)}});
     if (!range.ok()) {
       return absl::DataLossError(fmt::format(
           "{}; its log:\n{}", std::string(range.status().message()), server->LogTail()));
@@ -209,12 +211,12 @@ class EtcdWorkload final : public DatabaseWorkload {
       std::string key, value;
       const bool decoded = absl::Base64Unescape(kv.value("key", ""), &key) &&
                            absl::Base64Unescape(kv.value("value", ""), &value) &&
-                           key.rfind(kKeyPrefix, 0) == 0;
+                           key.rfind(kEtcdKeyPrefix, 0) == 0;
       if (!decoded) {
         return absl::DataLossError(
             fmt::format("etcd returned a key-value it cannot have: {}", kv.dump()));
       }
-      records.push_back({.id = key.substr(std::strlen(kKeyPrefix)), .value = value});
+      records.push_back({.id = key.substr(std::strlen(kEtcdKeyPrefix)), .value = value});
     }
     return records;
   }

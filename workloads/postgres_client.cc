@@ -34,7 +34,7 @@ namespace {
 constexpr char kPostgresDataDir[] = "pgdata";
 constexpr char kPostgresReadyFile[] = "pgdata.ready";
 
-constexpr char kInstallHint[] =
+constexpr char kPostgresInstallHint[] =
     "install Debian's postgresql-15 (apt-get install postgresql-15), or set POWERCUT_PG_BIN to the "
     "folder holding initdb and postgres";
 // How long the server may take to accept connections (or to stop). Crash recovery of a few
@@ -58,7 +58,7 @@ absl::StatusOr<std::string> BinDir(const std::string& option) {
     }
   }
   return absl::NotFoundError(
-      fmt::format("no initdb and postgres in {}: {}", candidates.front(), kInstallHint));
+      fmt::format("no initdb and postgres in {}: {}", candidates.front(), kPostgresInstallHint));
 }
 
 struct FinishConn {

@@ -41,8 +41,8 @@ namespace {
 
 constexpr char kRedisDataDir[] = "redis";
 
-constexpr char kInstallHint[] = "install Debian's redis-server (apt-get install redis-server)";
-constexpr char kKeyPrefix[] = "commit:";
+constexpr char kRedisInstallHint[] = "install Debian's redis-server (apt-get install redis-server)";
+constexpr char kRedisKeyPrefix[] = "commit:";
 // How long the server may take to say READY=1 (loading an AOF of a few hundred commands takes
 // milliseconds natively, well under a second under TCG) and to answer one command.
 constexpr auto kStartTimeout = std::chrono::seconds(60);
@@ -183,7 +183,7 @@ absl::StatusOr<std::unique_ptr<NotifiedServer>> StartRedis(
 }
 
 absl::StatusOr<std::string> RedisBinary() {
-  return FindProgram({"/usr/bin/redis-server"}, kInstallHint);
+  return FindProgram({"/usr/bin/redis-server"}, kRedisInstallHint);
 }
 
 // A run: the server on a fresh data folder and one client connection.
@@ -203,7 +203,7 @@ class RedisSession final : public DatabaseWorkload::Session {
   }
 
   absl::Status Commit(const std::string& id, const std::string& value) override {
-    ASSIGN_OR_RETURN(Reply reply, client_.Call({"SET", kKeyPrefix + id, value}));
+    ASSIGN_OR_RETURN(Reply reply, client_.Call({"SET", kRedisKeyPrefix + id, value}));
     if (reply.type != '+' || reply.text != "OK") {
       return absl::InternalError(
           fmt::format("SET: unexpected reply '{}{}'", reply.type, reply.text.value_or("")));
@@ -280,11 +280,11 @@ class RedisWorkload final : public DatabaseWorkload {
                      StartRedis(binary, site.account, site.data, site.folder.path(), "no",
                                 absl::StatusCode::kDataLoss));
     ASSIGN_OR_RETURN(RedisClient client, RedisClient::Connect(site.folder.path() + "/redis.sock"));
-    ASSIGN_OR_RETURN(Reply keys, client.Call({"KEYS", std::string(kKeyPrefix) + "*"}));
+    ASSIGN_OR_RETURN(Reply keys, client.Call({"KEYS", std::string(kRedisKeyPrefix) + "*"}));
     for (const std::optional<std::string>& key : keys.items) {
       if (!key.has_value()) continue;
       ASSIGN_OR_RETURN(Reply value, client.Call({"GET", *key}));
-      records.push_back({.id = key->substr(std::strlen(kKeyPrefix)),
+      records.push_back({.id = key->substr(std::strlen(kRedisKeyPrefix)),
                          .value = value.text.value_or(""),
                          .intact = value.text.has_value()});
     }

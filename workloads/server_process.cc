@@ -64,7 +64,7 @@ std::vector<std::string> AsAccount(const ServiceAccount& account, std::vector<st
 
 absl::StatusOr<CommandResult> RunAs(const ServiceAccount& account, std::vector<std::string> argv,
                                     const std::string& working_dir) {
-  return RunCommand(AsAccount(account, std::move(argv)), working_dir);
+  return powercut::RunCommand(AsAccount(account, std::move(argv)), working_dir);
 }
 
 absl::StatusOr<std::unique_ptr<NotifiedServer>> NotifiedServer::Start(

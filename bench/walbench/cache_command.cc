@@ -45,7 +45,7 @@ int RunCacheVm(const CacheFlags& flags, const CacheWorkloadOptions& workload) {
   std::error_code ec;
   options.walbench = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (ec) return Fail(absl::InternalError("cache: cannot find this program (/proc/self/exe)"));
-  options.agent_hint = POWERCUT_VM_AGENT_PATH;
+  // No hint: PrepareVm finds the agent in this program's layout (built or installed).
   fmt::print("walbench cache: {} on/off pair(s) of VM boots, drive images under {}\n", flags.reps,
              flags.dir);
   std::fflush(stdout);

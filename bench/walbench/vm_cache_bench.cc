@@ -9,22 +9,13 @@
 #include "base/image_io.h"
 #include "base/status_macros.h"
 #include "bench/walbench/bench_dir.h"
+#include "bench/walbench/latency.h"
 #include "harness/vm/vm_run.h"
 
 namespace powercut::walbench {
 namespace {
 
 namespace fs = std::filesystem;
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-// The file's text; "" when it is not there (yet).
-std::string ReadAll(const std::string& path) { return ReadWholeFile(path).value_or(""); }
 
 // Single quotes for /bin/sh.
 std::string ShellQuote(const std::string& text) {
@@ -74,7 +65,7 @@ absl::StatusOr<VmCacheRun> RunOnce(const vm::VmEnvironment& env, const VmCacheOp
     spec.keep_paths.push_back(fs::path(options.walbench).parent_path().string());
   }
   absl::StatusOr<vm::RunResult> run = vm::RunInVm(env, spec);
-  const std::string log = run.ok() ? ReadAll(run->workload_log) : std::string();
+  const std::string log = run.ok() ? ReadWholeFile(run->workload_log).value_or("") : std::string();
   absl::Status removed = dir.RemoveRunDir(out);  // the images: up to a few hundred MiB each
   RETURN_IF_ERROR(run.status());
   RETURN_IF_ERROR(removed);

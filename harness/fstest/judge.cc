@@ -16,10 +16,6 @@
 namespace powercut::fstest {
 namespace {
 
-std::string Listing(const std::vector<std::string>& entries) {
-  return fmt::format("{}", fmt::join(entries, "/"));
-}
-
 // The first 4 KiB block where two files differ, for a data-mismatch's detail.
 std::string FirstDifference(const Node& want, const Node& got) {
   const size_t n = std::max(want.block_hashes.size(), got.block_hashes.size());

@@ -9,6 +9,10 @@
 #include "fmt/ranges.h"
 
 namespace powercut::fstest {
+
+std::string Listing(const std::vector<std::string>& entries) {
+  return fmt::format("{}", fmt::join(entries, "/"));
+}
 namespace {
 
 using Key = std::pair<std::string, Aspect>;
@@ -17,10 +21,6 @@ bool AtOrBelow(std::string_view path, std::string_view top) {
   if (path == top) return true;
   if (top == ".") return true;
   return path.size() > top.size() && path.substr(0, top.size()) == top && path[top.size()] == '/';
-}
-
-std::string Listing(const std::vector<std::string>& entries) {
-  return fmt::format("{}", fmt::join(entries, "/"));
 }
 
 // Every content and listing each path held after each operation so far.

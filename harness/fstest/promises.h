@@ -28,6 +28,9 @@
 
 namespace powercut::fstest {
 
+// A folder's entries as the promises record them (and the judge compares them): "a/b/c".
+std::string Listing(const std::vector<std::string>& entries);
+
 enum class Aspect { kName, kData, kMeta, kEntries };
 std::string_view AspectName(Aspect aspect);  // "name", "data", "meta", "entries"
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "base/install_layout.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
@@ -112,9 +113,8 @@ absl::StatusOr<BuiltinCell> LookupBuiltin(const std::string& workload, const std
 
 std::string BuiltinProgram(const std::string& binary, const BuiltinCell& cell) {
   if (cell.kind != "rocksdb" && cell.kind != "postgres") return binary;
-  const size_t slash = binary.rfind('/');
-  if (slash == std::string::npos) return binary;
-  std::string clients = binary.substr(0, slash + 1) + "powercut-workload-clients";
+  if (binary.find('/') == std::string::npos) return binary;
+  const std::string clients = InstallLayout::Of(binary).Find("powercut-workload-clients");
   return ::access(clients.c_str(), X_OK) == 0 ? clients : binary;
 }
 
@@ -197,9 +197,8 @@ absl::StatusOr<std::map<std::string, CellExpect>> LoadBuiltinExpectations(
 }
 
 std::string AgentHint(const std::string& self) {
-  std::filesystem::path p = std::filesystem::path(self).parent_path() / ".." / ".." / "harness" /
-                            "vm" / "powercut-vm-agent";
-  return Executable(p.string()) ? std::filesystem::weakly_canonical(p).string() : "";
+  const std::string agent = InstallLayout::Of(self).Find("powercut-vm-agent");
+  return Executable(agent) ? agent : "";
 }
 
 absl::StatusOr<std::string> FindWorkloadBinary(const std::string& hint, const std::string& self) {
@@ -211,14 +210,12 @@ absl::StatusOr<std::string> FindWorkloadBinary(const std::string& hint, const st
     if (Executable(env)) return std::filesystem::absolute(env).string();
     return absl::NotFoundError(fmt::format("$POWERCUT_WORKLOAD={}: not an executable file", env));
   }
-  std::filesystem::path dir = std::filesystem::path(self).parent_path();
-  for (const auto& candidate :
-       {dir / "powercut-workload", dir / ".." / ".." / "workloads" / "powercut-workload"}) {
-    if (Executable(candidate.string())) {
-      return std::filesystem::weakly_canonical(candidate).string();
-    }
-  }
-  if (const char* path = std::getenv("PATH"); path != nullptr) {
+  const InstallLayout layout = InstallLayout::Of(self);
+  if (std::string found = layout.Find("powercut-workload"); Executable(found)) return found;
+  // Only programs copied into a folder of their own look on PATH: an installed or built powercut
+  // runs the powercut-workload it was installed or built with.
+  const char* path = std::getenv("PATH");
+  if (layout.kind() == InstallLayout::Kind::kLoose && path != nullptr) {
     std::string p = path;
     size_t start = 0;
     while (start <= p.size()) {
@@ -231,10 +228,10 @@ absl::StatusOr<std::string> FindWorkloadBinary(const std::string& hint, const st
     }
   }
   return absl::NotFoundError(fmt::format(
-      "cannot find powercut-workload (looked next to {}, in the build tree's workloads/ and on "
-      "PATH): build "
-      "the target powercut-workload, or pass --workload-binary PATH or set POWERCUT_WORKLOAD",
-      self));
+      "cannot find powercut-workload for {} (looked at {}, in {}): build the target "
+      "powercut-workload or install it with powercut, or pass --workload-binary PATH or set "
+      "POWERCUT_WORKLOAD",
+      self, layout.Find("powercut-workload"), layout.Describe()));
 }
 
 }  // namespace powercut::product

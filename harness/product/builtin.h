@@ -36,9 +36,9 @@ absl::StatusOr<BuiltinCell> LookupBuiltin(const std::string& workload, const std
 
 // The program that runs `cell`: for the kinds whose client libraries live in
 // powercut-workload-clients (rocksdb, postgres; workloads/README.md, "Two binaries") that binary
-// when it is beside `binary`, so that a check in a TCG guest does not first start
-// powercut-workload only to be handed over (~0.25 s a state); else `binary` itself (which hands
-// over, or is a user's own --workload-binary).
+// when it is where the layout of `binary` puts it (base/install_layout.h), so that a check in a TCG
+// guest does not first start powercut-workload only to be handed over (~0.25 s a state); else
+// `binary` itself (which hands over, or is a user's own --workload-binary).
 std::string BuiltinProgram(const std::string& binary, const BuiltinCell& cell);
 
 std::string BuiltinRunCommand(const std::string& binary, const BuiltinCell& cell, uint64_t count,
@@ -62,12 +62,14 @@ absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
     const std::string& json_text, const std::string& source);
 
 // Finds powercut-workload: `hint` if non-empty (must be executable), else $POWERCUT_WORKLOAD,
-// else next to `self` (the running powercut), else ../../workloads/powercut-workload relative to
-// it (the build tree), else on PATH. The error says how to point at it.
+// else where the layout of `self` (the running powercut: installed, build tree or a loose folder,
+// base/install_layout.h) puts it, else, for a loose folder only, on PATH. The error says how to
+// point at it.
 absl::StatusOr<std::string> FindWorkloadBinary(const std::string& hint, const std::string& self);
 
-// The guest agent in a build tree (<self>/../../harness/vm/powercut-vm-agent) when it exists,
-// else "": the hint for vm::PrepareVm, which also looks next to `self` and in $POWERCUT_VM_AGENT.
+// The guest agent where the layout of `self` puts it (<prefix>/libexec/powercut/ installed,
+// <build>/harness/vm/ in a build tree) when it exists, else "": the hint for vm::PrepareVm, which
+// also looks in $POWERCUT_VM_AGENT and in the running program's own layout.
 std::string AgentHint(const std::string& self);
 
 }  // namespace powercut::product

@@ -47,7 +47,6 @@ bool KvmCreatesVm() {
 }
 
 // The file's text; "" when it is not there (yet).
-std::string ReadAll(const std::string& path) { return ReadWholeFile(path).value_or(""); }
 
 }  // namespace
 
@@ -190,8 +189,8 @@ absl::StatusOr<int> Qemu::WaitForExit(std::chrono::milliseconds timeout) {
 }
 
 std::string Qemu::ConsoleTail(int lines) const {
-  std::string text = ReadAll(console_log_);
-  std::string qemu_err = ReadAll(console_log_ + ".qemu");
+  std::string text = ReadWholeFile(console_log_).value_or("");
+  std::string qemu_err = ReadWholeFile(console_log_ + ".qemu").value_or("");
   if (!qemu_err.empty()) text += "[qemu] " + qemu_err;
   return LastLines(text, lines);
 }

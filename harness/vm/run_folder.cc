@@ -14,7 +14,6 @@ namespace fs = std::filesystem;
 absl::StatusOr<RunFolder> CreateRunFolder() { return ScratchDir::Create("powercut-vm", "/tmp"); }
 
 // The file's text; "" when it is not there (yet).
-std::string ReadAll(const std::string& path) { return ReadWholeFile(path).value_or(""); }
 
 absl::Status WriteAll(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -26,7 +25,7 @@ absl::Status WriteAll(const std::string& path, const std::string& text) {
 
 absl::StatusOr<GuestResult> ReadGuestResult(const RunFolder& run, const std::string& name,
                                             const Qemu& qemu) {
-  std::string text = ReadAll(run / name);
+  std::string text = ReadWholeFile(run / name).value_or("");
   if (text.empty()) {
     return absl::InternalError(fmt::format(
         "guest: the agent wrote no result (the guest failed before or during the job); last "

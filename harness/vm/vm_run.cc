@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "base/install_layout.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
@@ -108,10 +109,9 @@ absl::StatusOr<VmEnvironment> PrepareVm(const std::string& agent_hint, const std
   if (const char* e = std::getenv("POWERCUT_VM_AGENT"); e != nullptr && *e != '\0') {
     candidates.emplace_back(e);
   }
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) candidates.push_back((self.parent_path() / kAgentName).string());
   if (!agent_hint.empty()) candidates.push_back(agent_hint);
+  const InstallLayout layout = InstallLayout::OfSelf();
+  candidates.push_back(layout.Find(kAgentName));
   for (const auto& c : candidates) {
     if (access(c.c_str(), X_OK) == 0) {
       env.agent = fs::absolute(c).lexically_normal().string();
@@ -120,9 +120,9 @@ absl::StatusOr<VmEnvironment> PrepareVm(const std::string& agent_hint, const std
   }
   if (env.agent.empty()) {
     return absl::NotFoundError(fmt::format(
-        "guest agent: {} not found (looked next to this program and in POWERCUT_VM_AGENT); build "
-        "the target powercut-vm-agent",
-        kAgentName));
+        "guest agent: {} not found (looked in $POWERCUT_VM_AGENT and at {}, in {}): build the "
+        "target powercut-vm-agent, or install it with this program (cmake --install)",
+        kAgentName, layout.Find(kAgentName), layout.Describe()));
   }
   env.accel = ChooseAccel();
   return env;

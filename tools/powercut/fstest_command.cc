@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "base/image_io.h"
+#include "base/install_layout.h"
 #include "base/process.h"
 #include "base/scratch_dir.h"
 #include "base/status_macros.h"
@@ -73,24 +74,21 @@ std::vector<std::string> SplitCommas(const std::string& text) {
   return out;
 }
 
-// powercut-fstest-exec: $POWERCUT_FSTEST_EXEC, beside powercut, in libexec/powercut/ of its
-// prefix, or in the build tree.
+// powercut-fstest-exec: $POWERCUT_FSTEST_EXEC, else where the layout of powercut puts it
+// (base/install_layout.h: libexec/powercut/ installed, harness/fstest/ in the build tree).
 absl::StatusOr<std::string> FindExec(const std::string& self) {
   if (const char* env = std::getenv("POWERCUT_FSTEST_EXEC"); env != nullptr && *env != '\0') {
     if (::access(env, X_OK) == 0) return std::filesystem::absolute(env).string();
     return absl::NotFoundError(fmt::format("$POWERCUT_FSTEST_EXEC={}: not an executable", env));
   }
-  const std::filesystem::path dir = std::filesystem::path(self).parent_path();
-  for (const std::filesystem::path& p :
-       {dir / "powercut-fstest-exec", dir / ".." / "libexec" / "powercut" / "powercut-fstest-exec",
-        dir / ".." / ".." / "harness" / "fstest" / "powercut-fstest-exec"}) {
-    if (::access(p.c_str(), X_OK) == 0) return std::filesystem::weakly_canonical(p).string();
-  }
+  const InstallLayout layout = InstallLayout::Of(self);
+  const std::string exec = layout.Find("powercut-fstest-exec");
+  if (::access(exec.c_str(), X_OK) == 0) return exec;
   return absl::NotFoundError(fmt::format(
-      "cannot find powercut-fstest-exec (looked beside {}, in ../libexec/powercut/ and in the "
-      "build tree): build it (cmake --build --preset default --target powercut-fstest-exec) or "
-      "set POWERCUT_FSTEST_EXEC",
-      self));
+      "cannot find powercut-fstest-exec (looked at {}, in {}): build it (cmake --build --preset "
+      "default --target powercut-fstest-exec), install it with powercut, or set "
+      "POWERCUT_FSTEST_EXEC",
+      exec, layout.Describe()));
 }
 
 // An option mkfs refuses is refused here, before any guest boots: mkfs runs once on a scratch

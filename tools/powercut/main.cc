@@ -6,6 +6,7 @@
 
 #include "base/mount_namespace.h"
 #include "base/process.h"
+#include "base/scratch_sweep.h"
 #include "harness/product/builtin.h"
 #include "tools/powercut/commands.h"
 #include "tools/powercut/product_commands.h"
@@ -52,6 +53,14 @@ int Main(int argc, char** argv) {
   // Ctrl-C (SIGINT), SIGTERM and SIGHUP kill qemu's process group, detach host loop mounts and
   // remove the run/work folders before powercut dies of the signal (harness/signal_cleanup.h).
   powercut::InstallInterruptHandlers();
+  // What runs killed with SIGKILL left (a scheduler's time limit): scratch folders nobody holds
+  // the lock of any more (base/scratch_sweep.h).
+  if (const powercut::SweepResult swept =
+          powercut::SweepDeadScratchFolders(powercut::ScratchParents());
+      swept.folders > 0) {
+    std::fprintf(stderr, "powercut: removed %d scratch folder(s) of dead runs (%.1f MiB)\n",
+                 swept.folders, static_cast<double>(swept.bytes) / (1 << 20));
+  }
   // The built-in cells' expected verdicts come from the linked workload catalog.
   powercut::product::SetBuiltinCatalog(powercut::cli::LinkedWorkloadCatalog);
   CLI::App app{"powercut: which acknowledged commits survive a power cut?"};
