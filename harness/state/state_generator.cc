@@ -208,6 +208,7 @@ void StatesAtPoint(const TraceIndex& index, const PointView& view, const CacheMo
     }
   };
   if (view.inflight) add_torn({SubsetSpec::kAll, 0}, *view.inflight);
+  for (uint64_t other : view.inflight_other_disks) add_torn({SubsetSpec::kAll, 0}, other);
   uint64_t first = m > options.max_torn_writes ? m - options.max_torn_writes : 0;
   for (uint64_t j = first; j < m; ++j) {
     if (trace.entries[view.volatile_entries[j]].is_discard()) continue;
