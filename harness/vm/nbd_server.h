@@ -65,6 +65,9 @@ class NbdServer {
     std::string socket_path;
     std::string image_path;                 // the backing image; its size is the export size
     harness::Recorder* recorder = nullptr;  // may be null (then nothing is recorded)
+    // Which disk of a set this server is (0-based): several servers share one recorder, so the
+    // disks' requests land on one clock (harness/trace/disk_layout.h).
+    uint32_t disk = 0;
     // Tearing granularity for ApplyPowerCut when the model's atomic_unit is 0.
     uint32_t atomic_unit = 4096;
     // Flushed writes kept undoable for the lying model: the largest window it can apply.
