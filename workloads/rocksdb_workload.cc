@@ -20,6 +20,9 @@ class RocksDbWorkload final : public StoreWorkload<RocksDbOptions, RunRocksDb, C
     run.add_option("--sync", options_.sync, "WriteOptions.sync (true|false)")
         ->capture_default_str();
     run.add_flag("--disable-wal", options_.disable_wal, "WriteOptions.disableWAL");
+    run.add_flag("--wal-disk", options_.wal_disk,
+                 "Options::wal_dir on the second disk ($POWERCUT_DIR_2/rocksdb-wal; powercut run "
+                 "--disks 2)");
     AddCountOption(run, options_.count, "keys to put");
     AddThreadsOption(run, options_.threads, "writers");
     AddPayloadOptions(run, options_.value_size, options_.seed, "value");

@@ -127,6 +127,18 @@ absl::Status WriteLogWritesTrace(const RunSpec& spec, const RecordingDisks& disk
   return absl::OkStatus();
 }
 
+// A disk of `bytes` (0: the file system's default) must hold the file system.
+absl::Status ValidateDiskSize(harness::FsKind fs, uint64_t bytes) {
+  const harness::FileSystem& file_system = harness::FileSystemOf(fs);
+  const uint64_t b = bytes != 0 ? bytes : file_system.default_image_bytes;
+  if (b < file_system.min_image_bytes || b % 4096 != 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("disk size {} bytes: {} needs at least {} bytes, in whole 4 KiB blocks", b,
+                    file_system.name, file_system.min_image_bytes));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateRunSpec(const RunSpec& spec) {
@@ -153,22 +165,9 @@ absl::Status ValidateRunSpec(const RunSpec& spec) {
         "or a live power cut");
   }
   for (const RunSpec::ExtraDisk& d : spec.extra_disks) {
-    const harness::FileSystem& extra = harness::FileSystemOf(d.fs);
-    const uint64_t b = d.bytes != 0 ? d.bytes : extra.default_image_bytes;
-    if (b < extra.min_image_bytes || b % 4096 != 0) {
-      return absl::InvalidArgumentError(
-          fmt::format("disk size {} bytes: {} needs at least {} bytes, in whole 4 KiB blocks", b,
-                      extra.name, extra.min_image_bytes));
-    }
+    RETURN_IF_ERROR(ValidateDiskSize(d.fs, d.bytes));
   }
-  const harness::FileSystem& file_system = harness::FileSystemOf(spec.fs);
-  const uint64_t bytes = spec.disk_bytes != 0 ? spec.disk_bytes : file_system.default_image_bytes;
-  if (bytes < file_system.min_image_bytes || bytes % 4096 != 0) {
-    return absl::InvalidArgumentError(
-        fmt::format("disk size {} bytes: {} needs at least {} bytes, in whole 4 KiB blocks", bytes,
-                    file_system.name, file_system.min_image_bytes));
-  }
-  return absl::OkStatus();
+  return ValidateDiskSize(spec.fs, spec.disk_bytes);
 }
 
 absl::Status BaseImageCache::MakeDisk(harness::FsKind fs, const harness::DiskGeometry& geometry,

@@ -170,8 +170,8 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
   for (const absl::Status& s :
        {models.status(), points.status(), states.status(), recorder.status(), sector.status(),
         store.status(), budget.status(), ParseGuestDisk(a.disk_size, &o.guest),
-        product::ValidateRunOptions(o),
-        ApplyFaultArgs(a.faults, product::kFaultsFlakeyAfterAcks, &o.live_cuts, &o.flakey)}) {
+        ApplyFaultArgs(a.faults, product::kFaultsFlakeyAfterAcks, &o.live_cuts, &o.flakey),
+        product::ValidateRunOptions(o)}) {  // last: it reads what the fault flags set
     if (!s.ok()) return s;
   }
   o.budget_seconds = *budget;
