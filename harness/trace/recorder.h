@@ -32,12 +32,12 @@ class Recorder {
     std::string log_path;        // the dm-log-writes v1 log to write
     uint32_t sector_size = 512;  // the log's sectorsize (512 or 4096)
     uint64_t device_bytes = 0;   // size of the recorded device; writes beyond it are an error
-    // Several disks: where each lies in the trace's address space (device_bytes is then unused:
-    // each disk's own size bounds its writes). Default: one disk.
-    DiskLayout disks;
     // Optional: a copy of the device's content before recording. When set, Finish() also writes
     // the manifest (harness/manifest.h) beside the log, with order semantics "completion".
     std::string base_image;
+    // Several disks: where each lies in the trace's address space (device_bytes is then unused:
+    // each disk's own size bounds its writes). Default: one disk.
+    DiskLayout disks;
   };
 
   static absl::StatusOr<std::unique_ptr<Recorder>> Create(const Options& options);

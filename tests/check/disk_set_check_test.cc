@@ -47,7 +47,7 @@ class DiskSetCheck : public ::testing::Test {
     DiskLayout layout = DiskLayout::Packed({kDiskBytes, kDiskBytes});
     testing::MakeImage(base, layout.total_bytes());
     auto rec = Recorder::Create(
-        {.log_path = log, .sector_size = kSs, .disks = layout, .base_image = base});
+        {.log_path = log, .sector_size = kSs, .base_image = base, .disks = layout});
     EXPECT_TRUE(rec.ok()) << rec.status();
     Recorder& r = **rec;
     for (int k = 1; k <= kCommits; ++k) {

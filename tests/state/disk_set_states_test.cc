@@ -57,7 +57,7 @@ class TwoDisks : public ::testing::Test {
     base_ = dir_.File("base.img");
     testing::MakeImage(base_, layout_.total_bytes());
     auto rec = Recorder::Create(
-        {.log_path = log_, .sector_size = kSs, .disks = layout_, .base_image = base_});
+        {.log_path = log_, .sector_size = kSs, .base_image = base_, .disks = layout_});
     ASSERT_TRUE(rec.ok()) << rec.status();
     Recorder& r = **rec;
     ASSERT_TRUE(r.RecordDiskWrite(1, 0, Sector('D'), false).ok());
