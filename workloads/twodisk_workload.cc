@@ -7,8 +7,8 @@
 //   direct      O_DIRECT pwrite, no flush on disk 2: the data sits in disk 2's volatile cache
 //   buffered    pwrite into the page cache, never synced: nothing of it is on disk 2 at the ack
 //
-// Both files are preallocated (zeros written and synced, folders synced) before the first
-// commit, so every commit overwrites data in place: no metadata is needed to read it back (the
+// Both files are preallocated (zeros written and synced, 64 commits ahead; folders synced at
+// creation), so every commit overwrites data in place: no metadata is needed to read it back (the
 // design brief's barrier table). Check: commit <id> is had when its log record and its data block
 // both read back whole.
 #include <fcntl.h>
@@ -16,6 +16,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -72,28 +73,30 @@ bool BlockVerifies(const std::string& kind, uint64_t id, const uint8_t* block) {
   return VerifyPayload(fmt::format("{}-{}", kind, id), text);
 }
 
-// Zeros for commits 0..count, synced with the folder that holds the file.
-absl::Status Preallocate(const std::string& dir, const std::string& path, uint64_t count) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("create", path);
+// Files grow by this many zeroed, synced blocks at a time, so a commit always overwrites.
+constexpr uint64_t kChunkBlocks = 64;
+
+// Creates `path` (synced with its folder): the first chunk of zeros.
+absl::Status Create(const std::string& dir, const std::string& path, int* fd) {
+  *fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (*fd < 0) return Errno("create", path);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const bool synced = dfd >= 0 && ::fsync(dfd) == 0;
+  if (dfd >= 0) ::close(dfd);
+  return synced ? absl::OkStatus() : Errno("fsync the folder", dir);
+}
+
+// Makes blocks [0, blocks) of `fd` hold data (zeros where never written), synced: a commit's
+// write then changes no metadata (the design brief: preallocate by writing zeros).
+absl::Status Grow(int fd, const std::string& path, uint64_t from, uint64_t blocks) {
   std::vector<uint8_t> zeros(kBlock, 0);
-  for (uint64_t i = 0; i <= count; ++i) {
+  for (uint64_t i = from; i < blocks; ++i) {
     if (::pwrite(fd, zeros.data(), kBlock, static_cast<off_t>(i * kBlock)) !=
         static_cast<ssize_t>(kBlock)) {
-      ::close(fd);
       return Errno("preallocate", path);
     }
   }
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced) return Errno("fsync", path);
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0 || ::fsync(dfd) != 0) {
-    if (dfd >= 0) ::close(dfd);
-    return Errno("fsync the folder", dir);
-  }
-  ::close(dfd);
-  return absl::OkStatus();
+  return ::fsync(fd) == 0 ? absl::OkStatus() : Errno("fsync", path);
 }
 
 absl::Status RunTwoDisk(const std::string& dir, const TwoDiskOptions& o, AckChannel& acks) {
@@ -105,21 +108,28 @@ absl::Status RunTwoDisk(const std::string& dir, const TwoDiskOptions& o, AckChan
   ASSIGN_OR_RETURN(const std::string dir2, SecondDisk());
   const std::string log_path = fmt::format("{}/{}", dir, kLogName);
   const std::string data_path = fmt::format("{}/{}", dir2, kDataName);
-  RETURN_IF_ERROR(Preallocate(dir, log_path, o.count));
-  RETURN_IF_ERROR(Preallocate(dir2, data_path, o.count));
-  int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CLOEXEC);
-  int data_fd = ::open(data_path.c_str(), O_WRONLY | O_CLOEXEC | (o.data == "direct" ? O_DIRECT : 0));
-  if (log_fd < 0 || data_fd < 0) {
-    if (log_fd >= 0) ::close(log_fd);
-    if (data_fd >= 0) ::close(data_fd);
-    return Errno("open", log_fd < 0 ? log_path : data_path);
-  }
+  int log_fd = -1;
+  int data_fd = -1;
+  absl::Status status = Create(dir, log_path, &log_fd);
+  if (status.ok()) status = Create(dir2, data_path, &data_fd);
+  // The data file's own descriptor for the commits: O_DIRECT with --data direct.
+  int data_io = status.ok() ? ::open(data_path.c_str(), O_WRONLY | O_CLOEXEC |
+                                                            (o.data == "direct" ? O_DIRECT : 0))
+                            : -1;
+  if (status.ok() && data_io < 0) status = Errno("open", data_path);
   // O_DIRECT needs an aligned buffer.
   std::unique_ptr<uint8_t, decltype(&std::free)> aligned(
       static_cast<uint8_t*>(std::aligned_alloc(kBlock, kBlock)), &std::free);
-  absl::Status status = absl::OkStatus();
+  uint64_t allocated = 0;  // blocks that hold synced zeros or data
   for (uint64_t id = 1; id <= o.count && status.ok(); ++id) {
     const off_t at = static_cast<off_t>(id * kBlock);
+    if (id >= allocated) {
+      const uint64_t blocks = std::min(o.count + 1, allocated + kChunkBlocks);
+      status = Grow(log_fd, log_path, allocated, blocks);
+      if (status.ok()) status = Grow(data_fd, data_path, allocated, blocks);
+      if (!status.ok()) break;
+      allocated = blocks;
+    }
     std::vector<uint8_t> log = Block("log", id, o.seed);
     if (::pwrite(log_fd, log.data(), kBlock, at) != static_cast<ssize_t>(kBlock) ||
         ::fdatasync(log_fd) != 0) {
@@ -128,15 +138,16 @@ absl::Status RunTwoDisk(const std::string& dir, const TwoDiskOptions& o, AckChan
     }
     std::vector<uint8_t> data = Block("dat", id, o.seed);
     std::memcpy(aligned.get(), data.data(), kBlock);
-    if (::pwrite(data_fd, aligned.get(), kBlock, at) != static_cast<ssize_t>(kBlock) ||
-        (o.data == "fdatasync" && ::fdatasync(data_fd) != 0)) {
+    if (::pwrite(data_io, aligned.get(), kBlock, at) != static_cast<ssize_t>(kBlock) ||
+        (o.data == "fdatasync" && ::fdatasync(data_io) != 0)) {
       status = Errno("data write", data_path);
       break;
     }
     status = acks.Ack(std::to_string(id));
   }
-  ::close(log_fd);
-  ::close(data_fd);
+  for (int fd : {log_fd, data_fd, data_io}) {
+    if (fd >= 0) ::close(fd);
+  }
   return status;
 }
 
