@@ -27,7 +27,7 @@ std::string DbPath(const std::string& dir) { return fmt::format("{}/{}", dir, kR
 std::string WalDiskPath() {
   const char* second = std::getenv("POWERCUT_DIR_2");
   return second == nullptr || *second == '\0' ? std::string()
-                                               : fmt::format("{}/{}", second, kRocksDbWalDirName);
+                                              : fmt::format("{}/{}", second, kRocksDbWalDirName);
 }
 
 // Keeps the first error any writer reports.

@@ -14,9 +14,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -66,10 +66,8 @@ std::vector<uint8_t> Block(const std::string& kind, uint64_t id, uint64_t seed) 
 }
 
 bool BlockVerifies(const std::string& kind, uint64_t id, const uint8_t* block) {
-  const std::string text(reinterpret_cast<const char*>(block), strnlen(
-                                                                   reinterpret_cast<const char*>(
-                                                                       block),
-                                                                   kBlock));
+  const std::string text(reinterpret_cast<const char*>(block),
+                         strnlen(reinterpret_cast<const char*>(block), kBlock));
   return VerifyPayload(fmt::format("{}-{}", kind, id), text);
 }
 
@@ -113,8 +111,8 @@ absl::Status RunTwoDisk(const std::string& dir, const TwoDiskOptions& o, AckChan
   absl::Status status = Create(dir, log_path, &log_fd);
   if (status.ok()) status = Create(dir2, data_path, &data_fd);
   // The data file's own descriptor for the commits: O_DIRECT with --data direct.
-  int data_io = status.ok() ? ::open(data_path.c_str(), O_WRONLY | O_CLOEXEC |
-                                                            (o.data == "direct" ? O_DIRECT : 0))
+  int data_io = status.ok() ? ::open(data_path.c_str(),
+                                     O_WRONLY | O_CLOEXEC | (o.data == "direct" ? O_DIRECT : 0))
                             : -1;
   if (status.ok() && data_io < 0) status = Errno("open", data_path);
   // O_DIRECT needs an aligned buffer.

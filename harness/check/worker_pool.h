@@ -35,12 +35,9 @@ struct CheckWorker {
 class WorkerPool {
  public:
   // `work_dir` empty: a fresh folder under $TMPDIR, removed afterwards (also on a fatal signal).
-  static absl::StatusOr<std::unique_ptr<WorkerPool>> Create(const std::string& work_dir,
-                                                            int workers, FsKind fs,
-                                                            const std::string& base,
-                                                            const TraceFile* trace,
-                                                            uint32_t granule,
-                                                            bool disk_set = false);
+  static absl::StatusOr<std::unique_ptr<WorkerPool>> Create(
+      const std::string& work_dir, int workers, FsKind fs, const std::string& base,
+      const TraceFile* trace, uint32_t granule, bool disk_set = false);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;

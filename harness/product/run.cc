@@ -186,8 +186,8 @@ absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& 
   size_t start = 0;
   while (true) {
     size_t comma = fs.find(',', start);
-    auto kind = harness::ParseFsKind(fs.substr(start, comma == std::string::npos ? comma
-                                                                                 : comma - start));
+    auto kind =
+        harness::ParseFsKind(fs.substr(start, comma == std::string::npos ? comma : comma - start));
     if (!kind.ok()) return kind.status();
     out.push_back(*kind);
     if (comma == std::string::npos) break;

@@ -47,8 +47,7 @@ absl::StatusOr<CheckIn> ParseCheckIn(const std::string& text);
 // Each disk's file system from RunOptions::fs and ::disks: one name for every disk, or one per
 // disk. Errors (usage): --disks 0, more names than disks, a count that is neither 1 nor --disks,
 // an unknown name.
-absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& fs,
-                                                             uint32_t disks);
+absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& fs, uint32_t disks);
 const char* CheckInName(CheckIn where);
 // The guests that judge states for `where`: nullptr for host. `agent_hint` and `kernel` as for
 // vm::PrepareVm.

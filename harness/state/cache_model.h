@@ -89,8 +89,8 @@ class TraceIndex {
                     std::vector<uint64_t>* out) const;
 
   const Trace& trace_;
-  std::vector<uint64_t> content_;  // entries that change content
-  std::vector<uint64_t> flushes_;  // entries with FLUSH
+  std::vector<uint64_t> content_;                    // entries that change content
+  std::vector<uint64_t> flushes_;                    // entries with FLUSH
   std::vector<std::vector<uint64_t>> disk_content_;  // per disk
   std::vector<std::vector<uint64_t>> disk_flushes_;  // per disk
   std::vector<std::pair<uint64_t, std::string>> acks_;

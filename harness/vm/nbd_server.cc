@@ -132,8 +132,8 @@ absl::Status NbdServer::Transmission(int fd) {
       absl::Status s = PReadAll(image_fd_, undo.old_data.data(), length, offset);
       if (s.ok()) s = PWriteAll(image_fd_, buf.data(), length, offset);
       if (s.ok() && options_.recorder != nullptr) {
-        s = options_.recorder->RecordDiskWrite(
-            options_.disk, offset, absl::MakeConstSpan(buf.data(), length), fua);
+        s = options_.recorder->RecordDiskWrite(options_.disk, offset,
+                                               absl::MakeConstSpan(buf.data(), length), fua);
       }
       if (!s.ok()) {
         NoteError(absl::InternalError(fmt::format("nbd server: write at {} on {}: {}", offset,
@@ -158,8 +158,9 @@ absl::Status NbdServer::Transmission(int fd) {
         }
       }
     } else if (error == 0 && type == kNbdCmdFlush) {
-      absl::Status s =
-          options_.recorder != nullptr ? options_.recorder->RecordDiskFlush(options_.disk) : absl::OkStatus();
+      absl::Status s = options_.recorder != nullptr
+                           ? options_.recorder->RecordDiskFlush(options_.disk)
+                           : absl::OkStatus();
       if (!s.ok()) {
         NoteError(s);
         error = kNbdEio;

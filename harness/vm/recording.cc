@@ -89,8 +89,7 @@ absl::Status ConcatenateSet(const RecordingDisks& disks, const std::vector<std::
   fs::resize_file(set, disks.layout.total_bytes(), ec);
   if (ec) return absl::InternalError(fmt::format("cannot resize {}: {}", set, ec.message()));
   for (size_t i = 0; i < extras.size(); ++i) {
-    RETURN_IF_ERROR(CopyIntoSet(extras[i], set,
-                                disks.layout.OffsetOf(static_cast<uint32_t>(i + 1)),
+    RETURN_IF_ERROR(CopyIntoSet(extras[i], set, disks.layout.OffsetOf(static_cast<uint32_t>(i + 1)),
                                 disks.extras[i].bytes));
   }
   return absl::OkStatus();

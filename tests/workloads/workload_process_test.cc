@@ -163,7 +163,7 @@ class WorkloadProcessTest : public ::testing::Test {
 
   TempDir tmp_;
   std::string data_;
-  std::string data2_;  // the second disk's folder
+  std::string data2_;   // the second disk's folder
   std::string tmpdir_;  // the children's $TMPDIR
 };
 

@@ -234,8 +234,8 @@ class Agent {
       if (!job_.mount_options.empty()) {
         argv.emplace_back("-o");
         argv.push_back(job_.mount_options);
-      } else if (::mount(extra_devices_[i].c_str(), dir.c_str(), harness::FsName(fs), 0,
-                         nullptr) == 0) {
+      } else if (::mount(extra_devices_[i].c_str(), dir.c_str(), harness::FsName(fs), 0, nullptr) ==
+                 0) {
         continue;
       } else {
         return Fail("mount", fmt::format("mount -t {} {} {}: {}", harness::FsName(fs),
@@ -764,11 +764,11 @@ class Agent {
 
   GuestJob job_;
   GuestResult result_;
-  std::string mount_dir_ = kMountDir;  // POWERCUT_DIR
+  std::string mount_dir_ = kMountDir;       // POWERCUT_DIR
   std::vector<std::string> extra_devices_;  // disks 2..N of a set (GuestJob::extra_disks)
-  const int port_fd_;                  // the virtio-serial port (-1: none)
-  const std::string prefix_;           // "job <id> " in a warm guest, else ""
-  int commands_ = 0;                   // commands run so far (each gets its own cgroup)
+  const int port_fd_;                       // the virtio-serial port (-1: none)
+  const std::string prefix_;                // "job <id> " in a warm guest, else ""
+  int commands_ = 0;                        // commands run so far (each gets its own cgroup)
   bool leftovers_survived_ = false;
   bool timed_out_ = false;  // the last command passed checker_timeout_s and was killed
   std::string disk_;
