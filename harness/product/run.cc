@@ -213,11 +213,11 @@ absl::Status ValidateRunOptions(const RunOptions& o) {
   auto disk_fs = DiskFileSystems(o.fs, o.disks);
   if (!disk_fs.ok()) return disk_fs.status();
   auto fs = absl::StatusOr<harness::FsKind>(disk_fs->front());
-  if (o.disks > 1 && (o.live_cuts > 0 || !o.flakey.mode.empty() ||
-                      o.recording != vm::Recording::kNbd || o.judge_promises)) {
+  if (o.disks > 1 &&
+      (!o.flakey.mode.empty() || o.recording != vm::Recording::kNbd || o.judge_promises)) {
     return absl::InvalidArgumentError(
-        "--disks N > 1 records with powercut's NBD recorder and replays crash states; live cuts "
-        "(--live-cuts), dm-flakey (--flakey), --recorder log-writes and fstest take one disk");
+        "--disks N > 1 records with powercut's NBD recorder; dm-flakey (--flakey), --recorder "
+        "log-writes and fstest take one disk");
   }
   if (o.disks > 1 && o.fsck) {
     return absl::InvalidArgumentError("--fsck takes one disk; drop it with --disks N > 1");

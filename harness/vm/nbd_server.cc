@@ -186,7 +186,7 @@ absl::Status NbdServer::Transmission(int fd) {
 }
 
 absl::StatusOr<PowerCutReport> NbdServer::ApplyPowerCut(const harness::CacheModel& model,
-                                                        uint64_t seed) {
+                                                        uint64_t seed, bool may_tear) {
   Stop();
   PowerCutReport report;
   report.model = model;
@@ -218,7 +218,7 @@ absl::StatusOr<PowerCutReport> NbdServer::ApplyPowerCut(const harness::CacheMode
                         : options_.atomic_unit != 0 ? options_.atomic_unit
                                                     : 4096;
   report.atomic_unit = unit;
-  bool torn_one = false;
+  bool torn_one = !may_tear;
   for (size_t i = first; i < undo_.size(); ++i) {
     const UndoRecord& u = undo_[i];
     ++report.candidates;

@@ -98,7 +98,10 @@ class NbdServer {
   // Kept writes are applied in completion order. At most one write is torn (the one the drive
   // was writing when the power went; the replay model's crash states tear at most one write,
   // docs/live-cuts.md), and only a write of at most 64 atomic units.
-  absl::StatusOr<PowerCutReport> ApplyPowerCut(const harness::CacheModel& model, uint64_t seed);
+  // `may_tear` false: no write is torn (the other disks of a set, when this one's write was cut:
+  // the replay model tears one write per state).
+  absl::StatusOr<PowerCutReport> ApplyPowerCut(const harness::CacheModel& model, uint64_t seed,
+                                               bool may_tear = true);
 
   // The first error met while serving (I/O or recorder), or OK.
   absl::Status status() const;

@@ -157,11 +157,10 @@ absl::Status ValidateRunSpec(const RunSpec& spec) {
     return absl::InvalidArgumentError("dm-flakey and dm-log-writes cannot be combined in one run");
   }
   if (!spec.extra_disks.empty() &&
-      (spec.recording != Recording::kNbd || spec.also_log_writes || !spec.flakey.empty() ||
-       spec.cut.when != CutSpec::When::kNever)) {
+      (spec.recording != Recording::kNbd || spec.also_log_writes || !spec.flakey.empty())) {
     return absl::InvalidArgumentError(
-        "several disks are recorded by the NBD recorder only, without dm-log-writes, dm-flakey "
-        "or a live power cut");
+        "several disks are recorded by the NBD recorder only, without dm-log-writes or "
+        "dm-flakey");
   }
   for (const RunSpec::ExtraDisk& d : spec.extra_disks) {
     RETURN_IF_ERROR(ValidateDiskSize(d.fs, d.bytes));

@@ -151,6 +151,9 @@ struct RunResult {
   GuestResult guest;       // the agent's report (empty when the power was cut)
   bool power_cut = false;  // qemu was SIGKILLed by the cut
   PowerCutReport cut_report;
+  // Several disks: what the cut did to disks 2..N (each under its own model; only disk 1, whose
+  // write completion the cut lands on, may tear a write).
+  std::vector<PowerCutReport> extra_cut_reports;
   std::vector<std::string> host_acks;  // acks as the host received them, in order
   std::string trace;                   // dm-log-writes v1 log ("" for Recording::kNone)
   std::string manifest;

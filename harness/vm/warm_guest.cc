@@ -369,7 +369,18 @@ absl::StatusOr<RunResult> WarmGuest::Record(const RunSpec& spec, BaseImageCache*
   if (rec.nbd != nullptr) RETURN_IF_ERROR(rec.nbd->status());
   for (auto& extra : rec.extra_nbd) RETURN_IF_ERROR(extra->status());
   if (result.power_cut && rec.nbd != nullptr) {
-    ASSIGN_OR_RETURN(result.cut_report, rec.nbd->ApplyPowerCut(spec.cut.model, spec.cut.seed));
+    harness::CacheModel model = spec.cut.model;
+    model.disk_modes.clear();
+    model.mode = spec.cut.model.ModeOf(0);
+    ASSIGN_OR_RETURN(result.cut_report, rec.nbd->ApplyPowerCut(model, spec.cut.seed));
+    // Every disk loses power at once, each under its own model.
+    for (size_t i = 0; i < rec.extra_nbd.size(); ++i) {
+      model.mode = spec.cut.model.ModeOf(static_cast<uint32_t>(i + 1));
+      ASSIGN_OR_RETURN(PowerCutReport extra,
+                       rec.extra_nbd[i]->ApplyPowerCut(model, spec.cut.seed + i + 1,
+                                                       /*may_tear=*/false));
+      result.extra_cut_reports.push_back(std::move(extra));
+    }
   }
   RETURN_IF_ERROR(WriteRecordingOutputs(spec, disks, rec.recorder.get(), &result));
   clock.Mark("outputs");

@@ -21,5 +21,5 @@ expect_usage "--disks 0" --disks 0
 expect_usage "--cache-per-disk naming disk 3 of 2" --disks 2 --cache-per-disk 3=on
 expect_usage "more --fs values than disks" --disks 2 --fs ext4,xfs,ext4
 expect_usage "--fs values for 3 disks on 2... of 3" --disks 3 --fs ext4,xfs
-expect_usage "--disks 2 with --live-cuts" --disks 2 --live-cuts 2
+expect_usage "--disks 2 with --flakey" --disks 2 --flakey error_writes
 exit $failed
