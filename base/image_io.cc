@@ -80,24 +80,25 @@ absl::Status ZeroRange(int fd, uint64_t offset, uint64_t length, const std::stri
   return absl::OkStatus();
 }
 
-absl::Status CopyOnto(int src_fd, int dst_fd, uint64_t size, const std::string& src,
-                      const std::string& dst) {
-  uint64_t pos = 0;
-  while (pos < size) {
+absl::Status CopyRangeOnto(int src_fd, uint64_t src_offset, int dst_fd, uint64_t dst_offset,
+                           uint64_t length, const std::string& src, const std::string& dst) {
+  const uint64_t end = src_offset + length;
+  uint64_t pos = src_offset;
+  auto to_dst = [&](uint64_t at) { return at - src_offset + dst_offset; };
+  while (pos < end) {
     off_t data = ::lseek(src_fd, static_cast<off_t>(pos), SEEK_DATA);
-    if (data < 0) {
-      if (errno == ENXIO) {  // only a hole remains
-        RETURN_IF_ERROR(ZeroRange(dst_fd, pos, size - pos, dst));
-        break;
-      }
-      return Errno("lseek SEEK_DATA", src);
+    if (data < 0 && errno != ENXIO) return Errno("lseek SEEK_DATA", src);
+    if (data < 0 || static_cast<uint64_t>(data) >= end) {  // only a hole remains
+      RETURN_IF_ERROR(ZeroRange(dst_fd, to_dst(pos), end - pos, dst));
+      break;
     }
-    RETURN_IF_ERROR(ZeroRange(dst_fd, pos, static_cast<uint64_t>(data) - pos, dst));
+    RETURN_IF_ERROR(ZeroRange(dst_fd, to_dst(pos), static_cast<uint64_t>(data) - pos, dst));
     off_t hole = ::lseek(src_fd, data, SEEK_HOLE);
     if (hole < 0) return Errno("lseek SEEK_HOLE", src);
+    const uint64_t stop = std::min<uint64_t>(static_cast<uint64_t>(hole), end);
     loff_t in = data;
-    loff_t out = data;
-    uint64_t remaining = static_cast<uint64_t>(hole - data);
+    loff_t out = static_cast<loff_t>(to_dst(static_cast<uint64_t>(data)));
+    uint64_t remaining = stop - static_cast<uint64_t>(data);
     while (remaining > 0) {
       ssize_t n = ::copy_file_range(src_fd, &in, dst_fd, &out, remaining, 0);
       if (n < 0 && errno == EINTR) continue;
@@ -119,9 +120,14 @@ absl::Status CopyOnto(int src_fd, int dst_fd, uint64_t size, const std::string& 
       if (n == 0) break;
       remaining -= static_cast<uint64_t>(n);
     }
-    pos = static_cast<uint64_t>(hole);
+    pos = stop;
   }
   return absl::OkStatus();
+}
+
+absl::Status CopyOnto(int src_fd, int dst_fd, uint64_t size, const std::string& src,
+                      const std::string& dst) {
+  return CopyRangeOnto(src_fd, 0, dst_fd, 0, size, src, dst);
 }
 
 absl::Status CopySparse(const std::string& src, const std::string& dst) {

@@ -30,6 +30,10 @@ absl::Status CopySparse(const std::string& src, const std::string& dst);
 // holes of `src` in `dst`: afterwards dst reads exactly like src.
 absl::Status CopyOnto(int src_fd, int dst_fd, uint64_t size, const std::string& src,
                       const std::string& dst);
+// The same for `length` bytes of `src` from `src_offset` onto `dst` from `dst_offset` (one disk of
+// a multi-disk image: harness/trace/disk_layout.h).
+absl::Status CopyRangeOnto(int src_fd, uint64_t src_offset, int dst_fd, uint64_t dst_offset,
+                           uint64_t length, const std::string& src, const std::string& dst);
 
 absl::StatusOr<uint64_t> FileSize(const std::string& path);
 

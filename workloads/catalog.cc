@@ -41,11 +41,11 @@ void ExpectBarrierVerdicts(wal::Barrier barrier, bool extends_file, WorkloadConf
 
 std::vector<WorkloadConfig> Catalog() {
   // Catalog order, as `list` prints it: xlog (overwrite, then append), wal, rocksdb, sqlite, then
-  // the database servers and libraries.
+  // the database servers and libraries, then the two-disk controls.
   std::vector<WorkloadConfig> catalog;
-  for (const auto& make :
-       {MakeXlogWorkload, MakeWalWorkload, MakeRocksDbWorkload, MakeSqliteWorkload,
-        MakePostgresWorkload, MakeRedisWorkload, MakeLmdbWorkload, MakeEtcdWorkload}) {
+  for (const auto& make : {MakeXlogWorkload, MakeWalWorkload, MakeRocksDbWorkload,
+                           MakeSqliteWorkload, MakePostgresWorkload, MakeRedisWorkload,
+                           MakeLmdbWorkload, MakeEtcdWorkload, MakeTwoDiskWorkload}) {
     for (WorkloadConfig& c : make()->CatalogEntries()) catalog.push_back(std::move(c));
   }
   return catalog;

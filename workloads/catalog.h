@@ -43,6 +43,9 @@ struct WorkloadConfig {
   // what it promises, for the database workloads; "" for the barrier workloads, whose
   // expectations follow docs/barriers.md.
   std::string documented;
+  // Recorded disks (`powercut run --disks N`): 2 for the workloads whose log and data live on
+  // different disks (twodisk, rocksdb --wal-disk); they run only in `--preset multidisk`.
+  uint32_t disks = 1;
 };
 
 // Every configuration of the four workloads (io_uring only when compiled in): each workload's

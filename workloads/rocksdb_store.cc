@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,13 @@ namespace powercut::workloads {
 namespace {
 
 std::string DbPath(const std::string& dir) { return fmt::format("{}/{}", dir, kRocksDbDirName); }
+
+// The WAL directory on the second disk of a set, "" when there is none (POWERCUT_DIR_2 unset).
+std::string WalDiskPath() {
+  const char* second = std::getenv("POWERCUT_DIR_2");
+  return second == nullptr || *second == '\0' ? std::string()
+                                              : fmt::format("{}/{}", second, kRocksDbWalDirName);
+}
 
 // Keeps the first error any writer reports.
 class FirstError {
@@ -56,6 +64,14 @@ absl::Status RunRocksDb(const std::string& dir, const RocksDbOptions& options, A
   rocksdb::Options db_options;
   db_options.create_if_missing = true;
   db_options.error_if_exists = true;
+  if (options.wal_disk) {
+    db_options.wal_dir = WalDiskPath();
+    if (db_options.wal_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "--wal-disk puts the WAL on the second disk, but POWERCUT_DIR_2 is not set: record "
+          "with `powercut run --disks 2`");
+    }
+  }
   rocksdb::DB* raw_db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, path, &raw_db);
   if (!s.ok()) {
@@ -112,6 +128,10 @@ absl::StatusOr<CheckResult> CheckRocksDb(const std::string& dir) {
   rocksdb::Options db_options;
   db_options.create_if_missing = false;
   db_options.paranoid_checks = true;
+  if (const std::string wal = WalDiskPath(); !wal.empty() && ::access(wal.c_str(), F_OK) == 0) {
+    db_options.wal_dir = wal;  // the run put its WAL on the second disk (--wal-disk)
+    result.notes.push_back("WAL directory " + wal);
+  }
   rocksdb::DB* raw_db = nullptr;
   // Normal open runs RocksDB's WAL recovery and writes; on a read-only mount, the read-only open
   // replays the WAL into memory instead.

@@ -20,6 +20,9 @@ class RocksDbWorkload final : public StoreWorkload<RocksDbOptions, RunRocksDb, C
     run.add_option("--sync", options_.sync, "WriteOptions.sync (true|false)")
         ->capture_default_str();
     run.add_flag("--disable-wal", options_.disable_wal, "WriteOptions.disableWAL");
+    run.add_flag("--wal-disk", options_.wal_disk,
+                 "Options::wal_dir on the second disk ($POWERCUT_DIR_2/rocksdb-wal; powercut run "
+                 "--disks 2)");
     AddCountOption(run, options_.count, "keys to put");
     AddThreadsOption(run, options_.threads, "writers");
     AddPayloadOptions(run, options_.value_size, options_.seed, "value");
@@ -39,7 +42,21 @@ class RocksDbWorkload final : public StoreWorkload<RocksDbOptions, RunRocksDb, C
              .workload = "rocksdb",
              .setting = "disableWAL",
              .run_args = {"--sync", "false", "--disable-wal"},
-             .process_crash = Expectation::kLoses}};
+             .process_crash = Expectation::kLoses},
+            // wal_dir on its own disk (`--preset multidisk`): RocksDB syncs the WAL file it
+            // writes (on disk 2) at each sync Put and the SSTs and MANIFEST (on disk 1) when it
+            // creates them, so every acked key is durable on honest disks.
+            {.name = "rocksdb-waldisk-sync",
+             .workload = "rocksdb",
+             .setting = "sync=true, wal_dir on disk 2",
+             .run_args = {"--sync", "true", "--threads", "4", "--wal-disk"},
+             .cache_off = Expectation::kSurvives,
+             .cache_on = Expectation::kSurvives,
+             .documented =
+                 "RocksDB wiki, Basic Operations / Options::wal_dir: the WAL may live in a "
+                 "separate directory (e.g. another disk); WriteOptions.sync syncs it before Put "
+                 "returns",
+             .disks = 2}};
   }
 };
 

@@ -21,9 +21,14 @@ namespace powercut::workloads {
 // The database directory the workload creates inside POWERCUT_DIR.
 inline constexpr char kRocksDbDirName[] = "rocksdb";
 
+// With --wal-disk, the WAL directory (Options::wal_dir) on the second disk of a set
+// (POWERCUT_DIR_2, docs/protocol.md): RocksDB's log on its own device.
+inline constexpr char kRocksDbWalDirName[] = "rocksdb-wal";
+
 struct RocksDbOptions {
   bool sync = true;
   bool disable_wal = false;
+  bool wal_disk = false;  // wal_dir = POWERCUT_DIR_2/rocksdb-wal
   uint64_t count = 1000;
   int threads = 1;
   size_t value_size = 100;
@@ -35,7 +40,8 @@ struct RocksDbOptions {
 // stops every writer: that id and all later ones are never acked; the error is returned.
 absl::Status RunRocksDb(const std::string& dir, const RocksDbOptions& options, AckChannel& acks);
 
-// Opens the DB normally (so RocksDB's WAL recovery runs) and scans it with checksum
+// Opens the DB normally (so RocksDB's WAL recovery runs; with the WAL directory on the second disk
+// when POWERCUT_DIR_2/rocksdb-wal exists) and scans it with checksum
 // verification: have <id> for each key whose value verifies, corrupt <id> for one that does not.
 // No CURRENT file: nothing was created (no have lines, OK). DataLoss when Open or the scan fails.
 absl::StatusOr<CheckResult> CheckRocksDb(const std::string& dir);

@@ -51,6 +51,7 @@ std::vector<std::unique_ptr<Workload>> AllWorkloads() {
   all.push_back(MakeLmdbWorkload());
   all.push_back(MakeRetryWorkload());
   all.push_back(MakeEtcdWorkload());
+  all.push_back(MakeTwoDiskWorkload());
   return all;
 }
 

@@ -100,5 +100,6 @@ std::unique_ptr<Workload> MakeLmdbWorkload();
 // The failing-disk control: retries fdatasync after EIO, then acks (retry_workload.cc).
 std::unique_ptr<Workload> MakeRetryWorkload();
 std::unique_ptr<Workload> MakeEtcdWorkload();
+std::unique_ptr<Workload> MakeTwoDiskWorkload();
 
 }  // namespace powercut::workloads

@@ -47,6 +47,7 @@ std::string FsRecovery::Describe() const {
   std::string out;
   for (const FsStepResult& s : steps) {
     if (!out.empty()) out += "; ";
+    if (!s.disk.empty()) out += s.disk + ": ";
     if (s.name == "mount") {
       out += s.exit_code == 0 ? "mount ok" : "mount failed: " + s.detail;
     } else {

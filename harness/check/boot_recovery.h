@@ -27,6 +27,7 @@ struct FsStepResult {
   int exit_code = 0;
   bool changed = false;  // the step repaired the file system
   std::string detail;    // the tool's last output lines, or the mount error
+  std::string disk;      // "disk 2" in a set of several disks (harness/check/disk_set_check.h)
 };
 
 struct FsRecovery {

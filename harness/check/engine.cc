@@ -11,6 +11,7 @@
 #include "base/image_io.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "harness/check/model_run.h"
 #include "harness/check/worker_pool.h"
 #include "harness/state/state_plan.h"
@@ -74,6 +75,39 @@ absl::StatusOr<uint32_t> AtomicUnit(const CheckOptions& o, uint32_t physical,
   return unit;
 }
 
+// A set of several disks: each disk's file system (given, else the manifest's), one per disk.
+absl::Status DiskSetFileSystems(const TraceManifest& manifest, CheckOptions* o,
+                                std::vector<std::string>* notes) {
+  const uint32_t disks = o->disks.count();
+  if (o->disk_fs.empty()) {
+    for (const DiskManifest& d : manifest.disks) {
+      if (d.fs.empty()) {
+        o->disk_fs.push_back(FsKind::kRaw);
+        continue;
+      }
+      ASSIGN_OR_RETURN(FsKind fs, ParseFsKind(d.fs, "the manifest's disks[].fs"));
+      o->disk_fs.push_back(fs);
+    }
+  }
+  if (o->disk_fs.size() != disks) {
+    return absl::InvalidArgumentError(
+        fmt::format("check: {} file systems for a trace of {} disks: give one per disk",
+                    o->disk_fs.size(), disks));
+  }
+  if (o->without_mount) {
+    return absl::InvalidArgumentError(
+        "check: --without-mount reads one ext4 disk; a set of several disks is loop-mounted");
+  }
+  if (o->judges) {
+    o->judges = nullptr;
+    notes->emplace_back(
+        "several disks: checked on this host's loop mounts, every disk mounted at once (the "
+        "guest judge takes one disk)");
+  }
+  o->fs = o->disk_fs[0];
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CheckSetup> Setup(const CheckOptions& options) {
   RETURN_IF_ERROR(ValidateOptions(options));
   CheckSetup s;
@@ -83,6 +117,11 @@ absl::StatusOr<CheckSetup> Setup(const CheckOptions& options) {
   ASSIGN_OR_RETURN(s.base_bytes, FileSize(s.base));
   TraceReadOptions read_options;
   read_options.device_bytes = s.base_bytes;
+  if (s.manifest) {
+    ASSIGN_OR_RETURN(o.disks, LayoutOf(*s.manifest));
+  }
+  read_options.disks = o.disks;
+  if (o.disks.several()) RETURN_IF_ERROR(DiskSetFileSystems(*s.manifest, &o, &s.notes));
   ASSIGN_OR_RETURN(s.trace_file, TraceFile::Open(o.trace_path, read_options));
   const Trace& trace = s.trace_file->trace();
   if (s.manifest) {
@@ -150,6 +189,22 @@ CheckReport ReportHeader(const CheckSetup& s, const TraceIndex& index) {
   report.states = o.states;
   report.trace_notes = trace.notes;
   report.points = PointsName(o.points);
+  if (o.disks.several()) {
+    std::vector<std::string> names;
+    for (uint32_t d = 0; d < o.disks.count(); ++d) {
+      DiskSummary disk{.fs = FsName(o.disk_fs[d]), .bytes = o.disks.extents()[d].bytes};
+      names.push_back(disk.fs);
+      report.disks.push_back(disk);
+    }
+    for (const TraceEntry& e : trace.entries) {
+      if (e.is_mark()) continue;
+      DiskSummary& disk = report.disks[e.disk];
+      disk.writes += e.changes_content();
+      disk.flushes += e.is_flush();
+      disk.fua += e.is_fua();
+    }
+    report.fs = fmt::format("{}", fmt::join(names, ","));
+  }
   return report;
 }
 
@@ -246,7 +301,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
   ASSIGN_OR_RETURN(
       auto pool,
       WorkerPool::Create(o.work_dir, setup.workers, o.fs, setup.base, setup.trace_file.get(),
-                         std::min<uint32_t>(trace.sector_size, setup.unit)));
+                         std::min<uint32_t>(trace.sector_size, setup.unit), o.disks.several()));
   if (o.judges && o.fs != FsKind::kRaw) {
     for (size_t i = 0; i < pool->workers().size(); ++i) {
       ASSIGN_OR_RETURN(pool->workers()[i].judge, o.judges(static_cast<int>(i)));

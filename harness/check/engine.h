@@ -37,6 +37,13 @@ struct CheckOptions {
   std::string base_image;  // empty: the manifest's (<trace>.manifest.json)
   std::string checker;     // shell command (run with /bin/sh -c)
   FsKind fs = FsKind::kRaw;
+  // Several disks on one clock (the manifest's `disks`, docs/trace.md): each disk's file system,
+  // one per disk; empty: the manifest's (each disk's `fs`, raw where it names none). Each state
+  // is then checked with every disk through its own boot path and mounted at once
+  // (harness/check/disk_set_check.h); `fs`, `without_mount` and `judges` apply to one disk only.
+  std::vector<FsKind> disk_fs;
+  // Resolved by RunCheck from the manifest (callers leave it): where the disks lie.
+  DiskLayout disks;
   bool without_mount = false;      // ext4: e2fsck + debugfs instead of a loop mount
   std::vector<CacheModel> models;  // empty: off, on, lying
   uint32_t atomic_unit = 0;  // 0: the disk's physical sector (manifest), else the log's sectorsize
@@ -120,6 +127,15 @@ struct ModelResult {
   bool complete() const { return violations > 0 || states >= states_planned; }
 };
 
+// One disk of a set as the report shows it: its file system and what the trace did to it.
+struct DiskSummary {
+  std::string fs;
+  uint64_t bytes = 0;
+  uint64_t writes = 0;  // content-changing entries (writes and discards)
+  uint64_t flushes = 0;
+  uint64_t fua = 0;
+};
+
 struct CheckReport {
   std::string trace_path;
   std::string trace_hash;
@@ -147,6 +163,7 @@ struct CheckReport {
   std::string points;
   StateOptions states;
   std::vector<std::string> trace_notes;
+  std::vector<DiskSummary> disks;  // several disks only; empty for one
   std::vector<ModelResult> results;
   double seconds = 0;
 

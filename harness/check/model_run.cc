@@ -166,6 +166,12 @@ absl::StatusOr<Verdict> ModelRun::Judge(const CrashState& state, CheckWorker& w,
     v.dropped.erase(std::remove(v.dropped.begin(), v.dropped.end(), *state.torn_entry),
                     v.dropped.end());
   }
+  const Trace& trace = context_.index.trace();
+  if (trace.disks > 1) {
+    v.dropped_per_disk.assign(trace.disks, 0);
+    for (uint64_t e : v.dropped) ++v.dropped_per_disk[trace.entries[e].disk];
+    if (state.torn_entry) v.torn_disk = trace.entries[*state.torn_entry].disk + 1;
+  }
   v.rebuild = RebuildCommand(o.powercut, o.trace_path, context_.base, v.state_id);
   return v;
 }

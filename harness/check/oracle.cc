@@ -166,7 +166,17 @@ std::string Verdict::Describe() const {
     what.push_back(fmt::format("torn tail (never acked) [{}]", fmt::join(torn_unacked, " ")));
   }
   std::string torn =
-      torn_entry ? fmt::format("; torn entry {} units {}", *torn_entry, torn_units) : std::string();
+      torn_entry
+          ? fmt::format("; torn entry {}{} units {}", *torn_entry,
+                        torn_disk != 0 ? fmt::format(" (disk {})", torn_disk) : "", torn_units)
+          : std::string();
+  if (!dropped_per_disk.empty()) {
+    std::vector<std::string> per_disk;
+    for (size_t d = 0; d < dropped_per_disk.size(); ++d) {
+      per_disk.push_back(fmt::format("disk {}: {}", d + 1, dropped_per_disk[d]));
+    }
+    torn = fmt::format(" (dropped per disk: {}){}", fmt::join(per_disk, ", "), torn);
+  }
   return fmt::format(
       "state {}: {} (crash after entry {}, cache {}; dropped entries [{}]{}); "
       "rebuild: {}",

@@ -48,6 +48,10 @@ struct Verdict {
   std::string mount_error;  // non-empty when the image could not be mounted/checked
   std::string stderr_tail;
   std::vector<uint64_t> dropped;  // volatile entries not on the media
+  // Several disks: dropped writes per disk, and the torn write's disk (1-based; 0: none or one
+  // disk).
+  std::vector<uint64_t> dropped_per_disk;
+  uint32_t torn_disk = 0;
   std::optional<uint64_t> torn_entry;
   std::string torn_units;
   std::string rebuild;  // the command that rebuilds this image

@@ -32,8 +32,26 @@ nlohmann::json VerdictJson(const Verdict& v) {
   if (!v.why.empty()) j["why"] = v.why;
   if (!v.could_not_check.empty()) j["could_not_check"] = v.could_not_check;
   if (v.torn_entry) j["torn"] = {{"entry", *v.torn_entry}, {"units", v.torn_units}};
+  if (!v.dropped_per_disk.empty()) j["dropped_per_disk"] = v.dropped_per_disk;
+  if (v.torn_disk != 0) j["torn"]["disk"] = v.torn_disk;
   if (!v.stderr_tail.empty()) j["checker_stderr_tail"] = v.stderr_tail;
   return j;
+}
+
+// Several disks: each disk's file system and what the trace did to it; null for one disk.
+nlohmann::json DisksJson(const CheckReport& r) {
+  if (r.disks.empty()) return nullptr;
+  nlohmann::json disks = nlohmann::json::array();
+  for (size_t d = 0; d < r.disks.size(); ++d) {
+    const DiskSummary& s = r.disks[d];
+    disks.push_back({{"disk", d + 1},
+                     {"fs", s.fs},
+                     {"bytes", s.bytes},
+                     {"writes", s.writes},
+                     {"flushes", s.flushes},
+                     {"fua", s.fua}});
+  }
+  return disks;
 }
 
 }  // namespace
@@ -148,6 +166,7 @@ nlohmann::json ReportToJson(const CheckReport& r) {
             {"workers", r.workers},
             {"exhaustive", r.exhaustive},
             {"budget_seconds", r.budget_seconds}}},
+          {"disks", DisksJson(r)},
           {"results", results},
           {"passed", r.passed()},
           {"complete", r.complete()},

@@ -13,6 +13,7 @@
 #include "base/scratch_dir.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
+#include "harness/check/disk_set_check.h"
 
 namespace powercut::harness {
 
@@ -20,7 +21,7 @@ absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::Create(const std::string
                                                                int workers, FsKind fs,
                                                                const std::string& base,
                                                                const TraceFile* trace,
-                                                               uint32_t granule) {
+                                                               uint32_t granule, bool disk_set) {
   std::string dir = work_dir;
   ScratchDir own;  // empty when the caller named the folder
   if (dir.empty()) {
@@ -35,7 +36,7 @@ absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::Create(const std::string
     CheckWorker& w = pool->workers_[static_cast<size_t>(i)];
     ASSIGN_OR_RETURN(w.image, WorkingImage::Create(fmt::format("{}/worker{}.img", dir, i), base,
                                                    trace, granule));
-    if (fs == FsKind::kRaw) continue;
+    if (fs == FsKind::kRaw && !disk_set) continue;
     w.scratch = fmt::format("{}/worker{}.scratch.img", dir, i);
     w.mountpoint = fmt::format("{}/worker{}.mnt", dir, i);
     std::filesystem::create_directories(w.mountpoint);
@@ -54,6 +55,10 @@ WorkerPool::~WorkerPool() {
   for (CheckWorker& w : workers_) {
     if (!w.scratch.empty()) std::filesystem::remove(w.scratch, ec);
     if (!w.mountpoint.empty()) std::filesystem::remove(w.mountpoint, ec);
+    for (uint32_t d = 1; !w.scratch.empty() && d <= 64; ++d) {  // a disk set's files, if any
+      std::filesystem::remove(fmt::format("{}.disk{}.img", w.scratch, d), ec);
+      std::filesystem::remove(fmt::format("{}.disk{}.mnt", w.scratch, d), ec);
+    }
   }
 }
 
@@ -82,6 +87,15 @@ absl::Status FreshScratch(CheckWorker& w) {
 }
 
 absl::StatusOr<ImageCheckResult> CheckWorkerImage(const CheckOptions& o, CheckWorker& w) {
+  if (o.disks.several()) {
+    return CheckDiskSetImage(w.image->fd(), w.image->path(),
+                             {.layout = o.disks,
+                              .fs = o.disk_fs,
+                              .checker = o.checker,
+                              .timeout_seconds = o.checker_timeout_s,
+                              .work_prefix = w.scratch,
+                              .before_mount = o.before_mount});
+  }
   ImageCheckOptions ic{.fs = o.fs,
                        .checker = o.checker,
                        .timeout_seconds = o.checker_timeout_s,

@@ -20,7 +20,7 @@ namespace powercut::harness {
 
 struct CheckWorker {
   std::unique_ptr<WorkingImage> image;
-  std::string scratch;  // fs only
+  std::string scratch;  // fs only (a set of several disks: the prefix of each disk's scratch)
   int scratch_fd = -1;
   std::string mountpoint;
   // The work folder's file system shares extents (FICLONE: btrfs, xfs with reflink): a state's
@@ -35,11 +35,9 @@ struct CheckWorker {
 class WorkerPool {
  public:
   // `work_dir` empty: a fresh folder under $TMPDIR, removed afterwards (also on a fatal signal).
-  static absl::StatusOr<std::unique_ptr<WorkerPool>> Create(const std::string& work_dir,
-                                                            int workers, FsKind fs,
-                                                            const std::string& base,
-                                                            const TraceFile* trace,
-                                                            uint32_t granule);
+  static absl::StatusOr<std::unique_ptr<WorkerPool>> Create(
+      const std::string& work_dir, int workers, FsKind fs, const std::string& base,
+      const TraceFile* trace, uint32_t granule, bool disk_set = false);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;

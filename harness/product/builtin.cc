@@ -35,8 +35,8 @@ BuiltinCatalog& LinkedCatalog() {
 }  // namespace
 
 std::vector<std::string> BuiltinWorkloads() {
-  return {"xlog",          "xlog-append", "wal",   "rocksdb", "sqlite-wal",
-          "sqlite-delete", "postgres",    "redis", "lmdb",    "etcd"};
+  return {"xlog",     "xlog-append", "wal",  "rocksdb", "sqlite-wal",      "sqlite-delete",
+          "postgres", "redis",       "lmdb", "etcd",    "rocksdb-waldisk", "twodisk"};
 }
 
 absl::StatusOr<std::vector<std::string>> BuiltinSettings(const std::string& workload) {
@@ -59,6 +59,9 @@ absl::StatusOr<std::vector<std::string>> BuiltinSettings(const std::string& work
   if (workload == "redis") return std::vector<std::string>{"always", "everysec", "no"};
   if (workload == "lmdb") return std::vector<std::string>{"default", "nosync", "nometasync"};
   if (workload == "etcd") return std::vector<std::string>{"default"};
+  // Two recorded disks (`--preset multidisk`, docs/run.md "Several disks").
+  if (workload == "rocksdb-waldisk") return std::vector<std::string>{"sync"};
+  if (workload == "twodisk") return std::vector<std::string>{"fdatasync", "direct", "buffered"};
   return absl::InvalidArgumentError(
       fmt::format("unknown workload '{}': built-in workloads are {} (or test your own program "
                   "with `powercut run --workload CMD --checker CMD`)",
@@ -82,6 +85,14 @@ absl::StatusOr<BuiltinCell> LookupBuiltin(const std::string& workload, const std
     if (workload == "xlog-append") cell.run_args += " --append";
     if (setting == "ackfirst") cell.run_args += " --ack-first";
     if (workload == "wal") cell.run_args += " --threads 4";
+  } else if (workload == "rocksdb-waldisk") {
+    cell.kind = "rocksdb";
+    cell.run_args = "--sync true --threads 4 --wal-disk";
+    cell.disks = 2;
+  } else if (workload == "twodisk") {
+    cell.kind = "twodisk";
+    cell.run_args = "--data " + setting;
+    cell.disks = 2;
   } else if (workload == "rocksdb") {
     cell.kind = "rocksdb";
     cell.run_args = setting == "sync"     ? "--sync true"

@@ -31,48 +31,64 @@ std::string TimelineSvg(const Timeline& t, const std::string& id) {
   const size_t n = std::max<size_t>(t.kinds.size(), 1);
   const double dx = (width - left - right) / static_cast<double>(n);
   const size_t rows = std::max<size_t>(t.crashes.size(), 1);
-  const double height = 120 + 26.0 * static_cast<double>(rows);
+  // One write lane and one flush lane per disk (Timeline::disks), then the acks.
+  size_t disks = 1;
+  for (char d : t.disks) disks = std::max<size_t>(disks, static_cast<size_t>(d - '0') + 1);
+  const double extra = 60.0 * static_cast<double>(disks - 1);
+  auto disk_of = [&](size_t entry) {
+    return entry < t.disks.size() ? static_cast<size_t>(t.disks[entry] - '0') : 0;
+  };
+  auto write_y = [&](size_t disk) { return 20 + 60.0 * static_cast<double>(disk); };
+  const double ack_y = 80 + extra;
+  const double height = 120 + extra + 26.0 * static_cast<double>(rows);
   auto x = [&](double entry) { return left + entry * dx; };
   std::string s = fmt::format(
       "<svg id=\"{}\" class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
       "height=\"{:.0f}\" viewBox=\"0 0 {} {:.0f}\" role=\"img\">\n"
       "<title>timeline of {} trace entries</title>\n",
       XmlEscape(id), width, height, width, height, t.kinds.size());
-  // Lanes: writes (y 20-40), flushes/FUA (50-70), acks (80-100).
-  s += fmt::format(
-      "<text x=\"2\" y=\"34\" font-size=\"10\">write</text>"
-      "<text x=\"2\" y=\"64\" font-size=\"10\">flush</text>"
-      "<text x=\"2\" y=\"94\" font-size=\"10\">ack</text>\n");
-  s += fmt::format("<line x1=\"{}\" y1=\"105\" x2=\"{}\" y2=\"105\" stroke=\"#999\"/>\n", left,
-                   width - right);
+  // Lanes: writes (y 20-40), flushes/FUA (50-70), acks (80-100); with several disks a write and
+  // a flush lane per disk, 60 apart, above the acks.
+  for (size_t d = 0; d < disks; ++d) {
+    const std::string name = disks > 1 ? fmt::format("{}", d + 1) : "";
+    s += fmt::format(
+        "<text x=\"2\" y=\"{:.0f}\" font-size=\"10\">{}write</text>"
+        "<text x=\"2\" y=\"{:.0f}\" font-size=\"10\">{}flush</text>",
+        write_y(d) + 14, disks > 1 ? "d" + name + " " : "", write_y(d) + 44,
+        disks > 1 ? "d" + name + " " : "");
+  }
+  s += fmt::format("<text x=\"2\" y=\"{:.0f}\" font-size=\"10\">ack</text>\n", ack_y + 14);
+  s += fmt::format("<line x1=\"{}\" y1=\"{:.0f}\" x2=\"{}\" y2=\"{:.0f}\" stroke=\"#999\"/>\n",
+                   left, ack_y + 25, width - right, ack_y + 25);
   const double w = std::max(dx, 0.6);
   for (size_t i = 0; i < t.kinds.size(); ++i) {
     char k = t.kinds[i];
+    const double y = write_y(disk_of(i));
     if (k == 'w' || k == 'u' || k == 'F' || k == 'd') {
       s += fmt::format(
-          "<rect class=\"write\" x=\"{:.2f}\" y=\"20\" width=\"{:.2f}\" "
+          "<rect class=\"write\" x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" "
           "height=\"20\" fill=\"{}\"/>",
-          x(static_cast<double>(i)), w, k == 'd' ? "#aaa" : "#4a7bd0");
+          x(static_cast<double>(i)), y, w, k == 'd' ? "#aaa" : "#4a7bd0");
     }
     if (k == 'f' || k == 'F' || k == 'u') {
       s += fmt::format(
-          "<rect class=\"{}\" x=\"{:.2f}\" y=\"50\" width=\"{:.2f}\" height=\"20\" "
+          "<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" height=\"20\" "
           "fill=\"{}\"/>",
-          k == 'u' ? "fua" : "flush", x(static_cast<double>(i)), w,
+          k == 'u' ? "fua" : "flush", x(static_cast<double>(i)), y + 30, w,
           k == 'u' ? "#8e44ad" : "#2e8b57");
     }
   }
   s += "\n";
   for (const auto& [entry, ack] : t.acks) {
     s += fmt::format(
-        "<rect class=\"ack\" x=\"{:.2f}\" y=\"80\" width=\"{:.2f}\" height=\"20\" "
+        "<rect class=\"ack\" x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" height=\"20\" "
         "fill=\"#e0a020\"><title>ack {} (entry {})</title></rect>",
-        x(static_cast<double>(entry)), w, XmlEscape(ack), entry);
+        x(static_cast<double>(entry)), ack_y, w, XmlEscape(ack), entry);
   }
   s += "\n";
   for (size_t r = 0; r < t.crashes.size(); ++r) {
     const TimelineCrash& c = t.crashes[r];
-    double y = 115 + 26.0 * static_cast<double>(r);
+    double y = 115 + extra + 26.0 * static_cast<double>(r);
     double cx = x(static_cast<double>(c.point));
     s += fmt::format(
         "<line class=\"crash\" x1=\"{:.2f}\" y1=\"15\" x2=\"{:.2f}\" y2=\"{:.0f}\" "
@@ -82,16 +98,17 @@ std::string TimelineSvg(const Timeline& t, const std::string& id) {
         cx, cx, y + 4, std::min(cx + 4, width - 160), y + 12, XmlEscape(c.cache), c.lost.size());
     for (uint64_t e : c.lost_entries) {
       s += fmt::format(
-          "<circle class=\"lost\" cx=\"{:.2f}\" cy=\"90\" r=\"{:.1f}\" "
+          "<circle class=\"lost\" cx=\"{:.2f}\" cy=\"{:.0f}\" r=\"{:.1f}\" "
           "fill=\"none\" stroke=\"#d00\" stroke-width=\"1.5\"><title>lost under {}"
           "</title></circle>",
-          x(static_cast<double>(e)) + w / 2, std::max(3.0, std::min(dx, 6.0)), XmlEscape(c.cache));
+          x(static_cast<double>(e)) + w / 2, ack_y + 10, std::max(3.0, std::min(dx, 6.0)),
+          XmlEscape(c.cache));
     }
     for (uint64_t e : c.dropped) {
       s += fmt::format(
-          "<rect class=\"dropped\" x=\"{:.2f}\" y=\"18\" width=\"{:.2f}\" "
+          "<rect class=\"dropped\" x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" "
           "height=\"24\" fill=\"none\" stroke=\"#d00\"/>",
-          x(static_cast<double>(e)), w);
+          x(static_cast<double>(e)), write_y(disk_of(static_cast<size_t>(e))) - 2, w);
     }
     s += "\n";
   }

@@ -14,15 +14,18 @@
 #include "base/scratch_dir.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
+#include "harness/check/disk_set_check.h"
 #include "harness/check/engine.h"
 #include "harness/check/file_system.h"
 #include "harness/check/fsck.h"
 #include "harness/check/image_check.h"
 #include "harness/check/oracle.h"
 #include "harness/check/state_judge.h"
+#include "harness/product/run.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/crash_state.h"
 #include "harness/state/working_image.h"
+#include "harness/trace/manifest.h"
 #include "harness/trace/trace_reader.h"
 #include "harness/vm/cut.h"
 
@@ -94,12 +97,18 @@ const char* FateName(vm::CutDecision::Fate f) {
 
 absl::StatusOr<ModelMatch> MatchCutToModel(const std::string& trace_path, const std::string& image,
                                            const vm::PowerCutReport& report,
-                                           const harness::StateOptions& states, uint64_t seed) {
+                                           const harness::StateOptions& states, uint64_t seed,
+                                           const std::vector<vm::PowerCutReport>& extra) {
   std::optional<harness::TraceManifest> manifest;
   ASSIGN_OR_RETURN(std::string base, harness::ResolveBase(trace_path, "", &manifest));
   ASSIGN_OR_RETURN(uint64_t base_bytes, FileSize(base));
-  ASSIGN_OR_RETURN(auto file, harness::TraceFile::Open(
-                                  trace_path, {.device_bytes = base_bytes, .name = trace_path}));
+  harness::DiskLayout layout;
+  if (manifest) {
+    ASSIGN_OR_RETURN(layout, harness::LayoutOf(*manifest));
+  }
+  ASSIGN_OR_RETURN(auto file, harness::TraceFile::Open(trace_path, {.device_bytes = base_bytes,
+                                                                    .name = trace_path,
+                                                                    .disks = layout}));
   const harness::Trace& trace = file->trace();
   harness::TraceIndex index(trace);
   ModelMatch m;
@@ -114,9 +123,26 @@ absl::StatusOr<ModelMatch> MatchCutToModel(const std::string& trace_path, const 
 
   // The drive's draws, on the writes the model calls volatile: the unflushed non-FUA writes the
   // server held, in completion order, must be exactly those entries.
+  // Each disk's draws, in the set's address space; then in the trace's order across the disks
+  // (each disk's own draws keep their completion order).
+  std::vector<std::vector<vm::CutDecision>> per_disk(layout.count());
+  for (uint32_t d = 0; d < layout.count(); ++d) {
+    const vm::PowerCutReport* r = d == 0 ? &report : d - 1 < extra.size() ? &extra[d - 1] : nullptr;
+    if (r == nullptr) continue;
+    for (vm::CutDecision decision : r->decisions) {
+      if (decision.flushed || decision.fua) continue;
+      decision.offset += layout.OffsetOf(d);
+      per_disk[d].push_back(decision);
+    }
+  }
   std::vector<const vm::CutDecision*> drawn;
-  for (const vm::CutDecision& d : report.decisions) {
-    if (!d.flushed && !d.fua) drawn.push_back(&d);
+  std::vector<size_t> next(layout.count(), 0);
+  for (uint64_t entry : view.volatile_entries) {
+    const uint32_t d = trace.entries[entry].disk;
+    if (next[d] < per_disk[d].size()) drawn.push_back(&per_disk[d][next[d]++]);
+  }
+  for (uint32_t d = 0; d < layout.count(); ++d) {
+    for (; next[d] < per_disk[d].size(); ++next[d]) drawn.push_back(&per_disk[d][next[d]]);
   }
   auto describe_entries = [&] {
     std::string s;
@@ -217,6 +243,23 @@ absl::StatusOr<harness::ImageCheckResult> CheckCutImage(const RunOptions& o,
                                                         const std::string& image,
                                                         const std::string& work) {
   const harness::FsKind fs_kind = harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw);
+  if (o.disks > 1) {  // a set: every disk through its own boot path, mounted at once
+    ASSIGN_OR_RETURN(std::vector<harness::FsKind> disk_fs, DiskFileSystems(o.fs, o.disks));
+    ASSIGN_OR_RETURN(harness::DiskLayout layout, harness::LayoutBeside(trace));
+    const int fd = open(image.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return absl::InternalError(
+          fmt::format("cannot open the cut image {}: {}", image, std::strerror(errno)));
+    }
+    auto r = harness::CheckDiskSetImage(fd, image,
+                                        {.layout = layout,
+                                         .fs = disk_fs,
+                                         .checker = o.checker,
+                                         .timeout_seconds = o.checker_timeout_s,
+                                         .work_prefix = work + "/set"});
+    close(fd);
+    return r;
+  }
   if (o.check_pool != nullptr && !harness::FileSystemOf(fs_kind).raw()) {
     ASSIGN_OR_RETURN(uint64_t bytes, FileSize(image));
     ASSIGN_OR_RETURN(
@@ -290,7 +333,13 @@ LiveCut OneCut(const vm::VmEnvironment& env, const RunOptions& o, uint64_t seed,
   cut.kept = report.kept;
   cut.dropped = report.dropped;
   cut.torn = report.torn;
-  auto match = MatchCutToModel(run->trace, run->final_image, report, o.states, o.seed);
+  for (const vm::PowerCutReport& r : run->extra_cut_reports) {  // disks 2..N of a set
+    cut.kept += r.kept;
+    cut.dropped += r.dropped;
+    cut.torn += r.torn;
+  }
+  auto match = MatchCutToModel(run->trace, run->final_image, report, o.states, o.seed,
+                               run->extra_cut_reports);
   if (!match.ok()) {
     cut.error =
         fmt::format("the reality check could not run: {}", std::string(match.status().message()));

@@ -39,9 +39,12 @@ struct ModelMatch {
 // says the cut did, and compares it with `image` (the disk after the cut, before any recovery).
 // `states`/`seed` are the replay's: `sampled` says whether its state set at that point holds an
 // image with the same content hash. Errors: the trace or images cannot be read.
+// Several disks (the trace's manifest lists them): `report` is disk 1's, `extra` disks 2..N's,
+// each disk's drawn writes in its own completion order; `image` is the set's concatenated image.
 absl::StatusOr<ModelMatch> MatchCutToModel(const std::string& trace, const std::string& image,
                                            const vm::PowerCutReport& report,
-                                           const harness::StateOptions& states, uint64_t seed);
+                                           const harness::StateOptions& states, uint64_t seed,
+                                           const std::vector<vm::PowerCutReport>& extra = {});
 
 // `count` cuts with seeds options.seed + 1 .. options.seed + count; `recorded_acks` (the replay
 // recording's acks) bounds the ack each seed cuts after. Every cut boots a guest of its own (the

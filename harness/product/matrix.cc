@@ -91,7 +91,9 @@ std::vector<std::pair<std::string, std::string>> FaultsCells() {
 
 }  // namespace
 
-std::vector<std::string> PresetNames() { return {"headline", "controls", "databases", "faults"}; }
+std::vector<std::string> PresetNames() {
+  return {"headline", "controls", "databases", "faults", "multidisk"};
+}
 
 std::vector<std::string> PresetDefaultFs(const std::string& preset) {
   if (preset == "controls" || preset == "databases") return {"ext4", "xfs"};
@@ -118,6 +120,13 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
       pairs = DatabasesCells();
     } else if (o.preset == "faults") {
       pairs = FaultsCells();
+    } else if (o.preset == "multidisk") {
+      // Log and data on different disks (issue 24): the three two-disk controls and RocksDB's
+      // wal_dir on disk 2, each recorded on two disks.
+      pairs = {{"twodisk", "fdatasync"},
+               {"twodisk", "direct"},
+               {"twodisk", "buffered"},
+               {"rocksdb-waldisk", "sync"}};
     } else {
       return absl::InvalidArgumentError(
           fmt::format("--preset {}: expected one of {}", o.preset, fmt::join(PresetNames(), ", ")));
@@ -316,6 +325,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
       expect = c.custom->expect;
     } else {
       BuiltinCell b = *LookupBuiltin(c.workload, c.setting);
+      r.disks = b.disks;
       r.workload = BuiltinRunCommand(o.workload_binary, b, c.count, o.seed);
       r.checker = BuiltinCheckCommand(o.workload_binary, b);
       std::string key = c.workload + "-" + c.setting;

@@ -26,8 +26,9 @@ namespace powercut::product {
 
 // The presets (`--preset`): "headline" (the 10 cells on ext4), "controls" (the
 // known-good and known-bad programs the suite's controls test runs: harness/product/matrix.cc,
-// docs/results.md) and "databases" (PostgreSQL, Redis, LMDB and SQLite WAL, every setting, judged
-// against each database's documentation: docs/your-database.md).
+// docs/results.md), "databases" (PostgreSQL, Redis, LMDB and SQLite WAL, every setting, judged
+// against each database's documentation: docs/your-database.md) and "multidisk" (log and data on
+// two recorded disks: the twodisk controls and RocksDB's wal_dir on disk 2; docs/run.md).
 std::vector<std::string> PresetNames();
 // The file systems a preset runs on when --fs is not given: controls and databases ext4 and xfs,
 // else ext4.

@@ -14,6 +14,7 @@
 #include "base/scratch_dir.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
+#include "harness/check/disk_set_check.h"
 #include "harness/check/engine.h"
 #include "harness/check/fsck.h"
 #include "harness/check/image_check.h"
@@ -108,6 +109,13 @@ class StateJudge {
     if (o.fsck && o.fs != harness::FsKind::kRaw) check_.before_mount = harness::FsckHook(o.fs);
   }
 
+  // Several disks (the manifest's `disks`): each state is checked with every disk mounted
+  // (harness/check/disk_set_check.h); the shrink runs over the volatile writes of all disks.
+  void UseDiskSet(harness::DiskLayout layout, std::vector<harness::FsKind> fs) {
+    disks_ = std::move(layout);
+    disk_fs_ = std::move(fs);
+  }
+
   const harness::CrashState& original() const { return original_; }
   // The volatile writes of the point (what a state keeps or drops).
   size_t volatile_count() const { return view_.volatile_entries.size(); }
@@ -152,6 +160,18 @@ class StateJudge {
 
   // The host's check of `image`, or the guest judge's (ReproOptions::judges).
   absl::StatusOr<harness::ImageCheckResult> CheckImage(const std::string& image) {
+    if (disks_.several()) {
+      const int fd = ::open(image.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return absl::InternalError(fmt::format("cannot open {}", image));
+      auto out = harness::CheckDiskSetImage(fd, image,
+                                            {.layout = disks_,
+                                             .fs = disk_fs_,
+                                             .checker = o_.checker,
+                                             .timeout_seconds = o_.checker_timeout_s,
+                                             .work_prefix = work_ + "/set"});
+      ::close(fd);
+      return out;
+    }
     if (!o_.judges || o_.fs == harness::FsKind::kRaw) return harness::CheckImageFile(image, check_);
     if (guest_ == nullptr) {
       ASSIGN_OR_RETURN(guest_, o_.judges(0));
@@ -205,6 +225,8 @@ class StateJudge {
   const harness::PointView view_;
   const std::string work_;
   harness::ImageCheckOptions check_;
+  harness::DiskLayout disks_;
+  std::vector<harness::FsKind> disk_fs_;
   std::map<std::string, Judgement> cache_;  // state id -> judgement
   std::unique_ptr<harness::StateJudge> guest_;
 };
@@ -343,7 +365,20 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
   std::optional<harness::TraceManifest> manifest;
   auto base = harness::ResolveBase(o.trace, o.base, &manifest);
   if (!base.ok()) return base.status();
-  auto file = harness::TraceFile::Open(o.trace);
+  harness::DiskLayout layout;
+  std::vector<harness::FsKind> disk_fs;
+  if (manifest) {
+    ASSIGN_OR_RETURN(layout, harness::LayoutOf(*manifest));
+    for (const harness::DiskManifest& d : manifest->disks) {
+      if (d.fs.empty()) {
+        disk_fs.push_back(harness::FsKind::kRaw);
+        continue;
+      }
+      ASSIGN_OR_RETURN(harness::FsKind fs, harness::ParseFsKind(d.fs, "the manifest's disks[].fs"));
+      disk_fs.push_back(fs);
+    }
+  }
+  auto file = harness::TraceFile::Open(o.trace, {.disks = layout});
   if (!file.ok()) return file.status();
   const harness::Trace& trace = (*file)->trace();
   if (trace.ShortHash() != parsed->trace_hash8) {
@@ -356,6 +391,7 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
     return absl::InternalError("repro: cannot create a folder in /var/tmp");
   }
   StateJudge judge(o, trace, *std::move(parsed), scratch->path());
+  if (layout.several()) judge.UseDiskSet(layout, disk_fs);
 
   ReproResult r;
   r.state_id = o.state_id;

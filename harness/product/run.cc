@@ -39,12 +39,18 @@ std::string Tail(const std::string& path, size_t bytes) {
   return out;
 }
 
+// Disk 1's file system (RunOptions::fs validated by the callers).
+harness::FsKind FirstFs(const RunOptions& o) {
+  auto fs = DiskFileSystems(o.fs, o.disks);
+  return fs.ok() ? fs->front() : harness::FsKind::kRaw;
+}
+
 harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& o,
                                     vm::GuestCheckPhases* phases) {
   harness::CheckOptions c;
   c.trace_path = trace;
   c.checker = o.checker;
-  c.fs = harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw);  // validated by the callers
+  c.fs = FirstFs(o);
   c.models = o.models;
   c.atomic_unit = o.atomic_unit;
   c.points = o.points;
@@ -170,10 +176,52 @@ absl::Status ValidateAtomicUnit(uint32_t unit) {
       fmt::format("--atomic {}: expected 512 or 4096 (bytes; default: the disk's sector)", unit));
 }
 
+absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& fs,
+                                                             uint32_t disks) {
+  if (disks == 0) {
+    return absl::InvalidArgumentError(
+        "--disks 0: a run records at least one disk (--disks 1 is the default)");
+  }
+  std::vector<harness::FsKind> out;
+  size_t start = 0;
+  while (true) {
+    size_t comma = fs.find(',', start);
+    auto kind =
+        harness::ParseFsKind(fs.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (!kind.ok()) return kind.status();
+    out.push_back(*kind);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.size() > disks) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--fs {}: {} file systems for {} disk{}: give one for every disk or one per disk "
+        "(--disks N)",
+        fs, out.size(), disks, disks == 1 ? "" : "s"));
+  }
+  if (out.size() != 1 && out.size() != disks) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--fs {}: {} file systems for {} disks: give one for every disk or one per disk", fs,
+        out.size(), disks));
+  }
+  out.resize(disks, out.front());
+  return out;
+}
+
 absl::Status ValidateRunOptions(const RunOptions& o) {
   if (o.checker.empty()) return absl::InvalidArgumentError("--checker CMD is required");
-  auto fs = harness::ParseFsKind(o.fs);
-  if (!fs.ok()) return fs.status();
+  auto disk_fs = DiskFileSystems(o.fs, o.disks);
+  if (!disk_fs.ok()) return disk_fs.status();
+  auto fs = absl::StatusOr<harness::FsKind>(disk_fs->front());
+  if (o.disks > 1 &&
+      (!o.flakey.mode.empty() || o.recording != vm::Recording::kNbd || o.judge_promises)) {
+    return absl::InvalidArgumentError(
+        "--disks N > 1 records with powercut's NBD recorder; dm-flakey (--flakey), --recorder "
+        "log-writes and fstest take one disk");
+  }
+  if (o.disks > 1 && o.fsck) {
+    return absl::InvalidArgumentError("--fsck takes one disk; drop it with --disks N > 1");
+  }
   if (auto s = ValidateAtomicUnit(o.atomic_unit); !s.ok()) return s;
   if (o.fsck && harness::FileSystemOf(*fs).raw()) {
     return absl::InvalidArgumentError(
@@ -276,7 +324,12 @@ RunOutcome CheckRecording(const std::string& trace, const RunOptions& o) {
 
 vm::RunSpec RecordingSpec(const RunOptions& o, const std::string& dir) {
   vm::RunSpec spec;
-  spec.fs = harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw);  // validated by the callers
+  spec.fs = FirstFs(o);
+  if (auto disks = DiskFileSystems(o.fs, o.disks); disks.ok()) {
+    for (size_t d = 1; d < disks->size(); ++d) {
+      spec.extra_disks.push_back({.fs = (*disks)[d], .bytes = o.guest.disk_bytes});
+    }
+  }
   spec.sector = o.sector;
   spec.command = o.workload;
   spec.mount_options = o.mount_options;

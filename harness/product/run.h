@@ -43,6 +43,11 @@ enum class CheckIn { kHost, kGuest };
 // "host", "guest", or "" for the default: host when this process may loop-mount (CAP_SYS_ADMIN
 // and /dev/loop-control), else guest (never the silent debugfs fallback).
 absl::StatusOr<CheckIn> ParseCheckIn(const std::string& text);
+
+// Each disk's file system from RunOptions::fs and ::disks: one name for every disk, or one per
+// disk. Errors (usage): --disks 0, more names than disks, a count that is neither 1 nor --disks,
+// an unknown name.
+absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& fs, uint32_t disks);
 const char* CheckInName(CheckIn where);
 // The guests that judge states for `where`: nullptr for host. `agent_hint` and `kernel` as for
 // vm::PrepareVm.
@@ -74,6 +79,10 @@ struct RunOptions {
   std::string workload;  // command, run in the guest with /bin/sh -c
   std::string checker;   // command, run on each crash image on the host
   std::string fs = "ext4";
+  // Several recorded disks on one clock (`--disks N`; docs/run.md, "Several disks"): `fs` then
+  // names one file system for every disk or one per disk ("ext4,xfs"), each of `guest.disk_bytes`
+  // (0: its file system's default), and the workload and checker see POWERCUT_DIR_2 ...
+  uint32_t disks = 1;
   // The recorded disk's sectors (harness/trace/disk_geometry.h; `--sector`).
   harness::SectorFormat sector = harness::kDefaultSectorFormat;
   std::vector<harness::CacheModel> models;  // empty: off, on, lying

@@ -1,16 +1,22 @@
 #include "harness/product/timeline.h"
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_map.h"
 #include "fmt/format.h"
+#include "harness/trace/manifest.h"
 #include "harness/trace/trace_reader.h"
 
 namespace powercut::product {
 
 absl::StatusOr<Timeline> BuildTimeline(const std::string& trace_path,
                                        const harness::CheckReport& report) {
-  auto file = harness::TraceFile::Open(trace_path);
+  auto layout = harness::LayoutBeside(trace_path);
+  if (!layout.ok()) return layout.status();
+  auto file = harness::TraceFile::Open(trace_path, {.disks = *layout});
   if (!file.ok()) return file.status();
   Timeline t;
+  const bool several = (*file)->trace().disks > 1;
   absl::flat_hash_map<std::string, uint64_t> ack_entry;
   for (const harness::TraceEntry& e : (*file)->trace().entries) {
     char kind = 'w';
@@ -28,6 +34,7 @@ absl::StatusOr<Timeline> BuildTimeline(const std::string& trace_path,
       kind = 'u';
     }
     t.kinds.push_back(kind);
+    if (several) t.disks.push_back(static_cast<char>('0' + std::min<uint32_t>(e.disk, 9)));
   }
   for (const harness::ModelResult& m : report.results) {
     // The worst state (most acks lost), the one the tables' "lost max" column counts.
@@ -65,13 +72,16 @@ nlohmann::json TimelineToJson(const Timeline& t) {
                        {"torn", c.torn ? nlohmann::json(*c.torn) : nlohmann::json(nullptr)},
                        {"summary", c.summary}});
   }
-  return {{"kinds", t.kinds}, {"acks", acks}, {"crashes", crashes}};
+  nlohmann::json j = {{"kinds", t.kinds}, {"acks", acks}, {"crashes", crashes}};
+  if (!t.disks.empty()) j["disks"] = t.disks;
+  return j;
 }
 
 absl::StatusOr<Timeline> TimelineFromJson(const nlohmann::json& j) {
   try {
     Timeline t;
     t.kinds = j.at("kinds").get<std::string>();
+    t.disks = j.value("disks", "");
     for (const auto& a : j.at("acks")) {
       t.acks.emplace_back(a.at(0).get<uint64_t>(), a.at(1).get<std::string>());
     }

@@ -33,6 +33,9 @@ struct TimelineCrash {
 
 struct Timeline {
   std::string kinds;
+  // Several disks (docs/trace.md, "Several disks on one clock"): the disk of each entry, '0' for
+  // disk 1, '1' for disk 2, ... (marks '0'); empty for one disk. The HTML draws one lane per disk.
+  std::string disks;
   std::vector<std::pair<uint64_t, std::string>> acks;  // (entry index, id)
   std::vector<TimelineCrash> crashes;
 };

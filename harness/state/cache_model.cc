@@ -8,7 +8,9 @@
 
 namespace powercut::harness {
 
-const char* CacheModel::Name() const {
+namespace {
+
+const char* ModeName(CacheMode mode) {
   switch (mode) {
     case CacheMode::kOff:
       return "off";
@@ -20,9 +22,32 @@ const char* CacheModel::Name() const {
   return "?";
 }
 
+std::string ModeCode(CacheMode mode, const CacheModel& model) {
+  if (mode != CacheMode::kLying) return ModeName(mode);
+  return fmt::format("ly{}{}", model.window, model.window_in_bytes ? 'b' : 'e');
+}
+
+// One model without per-disk modes: "off", "on", "lying" or a lying code.
+absl::StatusOr<CacheModel> ParseOneCacheModel(std::string_view text);
+
+}  // namespace
+
+std::string CacheModel::Name() const {
+  if (disk_modes.empty()) return ModeName(mode);
+  std::string out;
+  for (size_t d = 0; d < disk_modes.size(); ++d) {
+    out += fmt::format("{}{}={}", d ? "," : "", d + 1, ModeName(disk_modes[d]));
+  }
+  return out;
+}
+
 std::string CacheModel::Code() const {
-  if (mode != CacheMode::kLying) return Name();
-  return fmt::format("ly{}{}", window, window_in_bytes ? 'b' : 'e');
+  if (disk_modes.empty()) return ModeCode(mode, *this);
+  std::string out;
+  for (size_t d = 0; d < disk_modes.size(); ++d) {
+    out += (d ? "." : "") + ModeCode(disk_modes[d], *this);
+  }
+  return out;
 }
 
 absl::Status ParseWindow(std::string_view text, CacheModel* model) {
@@ -56,7 +81,9 @@ absl::Status ParseWindow(std::string_view text, CacheModel* model) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<CacheModel> ParseCacheModel(std::string_view text) {
+namespace {
+
+absl::StatusOr<CacheModel> ParseOneCacheModel(std::string_view text) {
   CacheModel m;
   if (text == "off") return m;
   if (text == "on") {
@@ -77,10 +104,97 @@ absl::StatusOr<CacheModel> ParseCacheModel(std::string_view text) {
       fmt::format("cache model \"{}\": expected off, on or lying", std::string(text)));
 }
 
-TraceIndex::TraceIndex(const Trace& trace) : trace_(trace) {
+}  // namespace
+
+absl::StatusOr<CacheModel> ParseCacheModel(std::string_view text) {
+  if (text.find('.') == std::string_view::npos) return ParseOneCacheModel(text);
+  // Per disk: the disks' codes joined by '.' (CacheModel::Code()).
+  CacheModel m;
+  bool lying_seen = false;
+  size_t start = 0;
+  while (true) {
+    size_t dot = text.find('.', start);
+    std::string_view part = text.substr(start, dot == std::string_view::npos ? dot : dot - start);
+    auto one = ParseOneCacheModel(part);
+    if (!one.ok()) return one.status();
+    if (one->mode == CacheMode::kLying) {
+      if (lying_seen && (one->window != m.window || one->window_in_bytes != m.window_in_bytes)) {
+        return absl::InvalidArgumentError(
+            fmt::format("cache model \"{}\": the lying disks of one model share one window", text));
+      }
+      lying_seen = true;
+      m.window = one->window;
+      m.window_in_bytes = one->window_in_bytes;
+    }
+    m.disk_modes.push_back(one->mode);
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  m.mode = m.disk_modes[0];
+  return m;
+}
+
+absl::Status ApplyCachePerDisk(std::string_view text, uint32_t disks,
+                               std::vector<CacheModel>* models) {
+  std::vector<std::optional<CacheMode>> chosen(disks);
+  auto bad = [&](std::string_view item, const std::string& why) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--cache-per-disk {}: \"{}\" {} (expected DISK=MODEL pairs such as 1=on,2=lying, DISK "
+        "in 1..{}, MODEL off, on or lying)",
+        std::string(text), std::string(item), why, disks));
+  };
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string_view item =
+        text.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    size_t eq = item.find('=');
+    uint64_t disk = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + std::min(eq, item.size()), disk);
+    if (eq == std::string_view::npos || ec != std::errc() || ptr != item.data() + eq) {
+      return bad(item, "is not DISK=MODEL");
+    }
+    if (disk < 1 || disk > disks) {
+      return bad(item, fmt::format("names disk {}, but there {} {} disk{}", disk,
+                                   disks == 1 ? "is" : "are", disks, disks == 1 ? "" : "s"));
+    }
+    std::string_view mode = item.substr(eq + 1);
+    if (mode != "off" && mode != "on" && mode != "lying") return bad(item, "has no such model");
+    if (chosen[disk - 1]) return bad(item, fmt::format("sets disk {} twice", disk));
+    chosen[disk - 1] = ParseOneCacheModel(mode)->mode;
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  for (CacheModel& m : *models) {
+    m.disk_modes.assign(disks, m.mode);
+    for (uint32_t d = 0; d < disks; ++d) {
+      if (chosen[d]) m.disk_modes[d] = *chosen[d];
+    }
+    m.mode = m.disk_modes[0];
+    bool uniform = std::all_of(m.disk_modes.begin(), m.disk_modes.end(),
+                               [&](CacheMode x) { return x == m.mode; });
+    if (uniform) m.disk_modes.clear();
+  }
+  // Models that became the same (e.g. --cache off,on with every disk set) are checked once.
+  std::vector<CacheModel> unique;
+  for (const CacheModel& m : *models) {
+    if (std::find(unique.begin(), unique.end(), m) == unique.end()) unique.push_back(m);
+  }
+  *models = std::move(unique);
+  return absl::OkStatus();
+}
+
+TraceIndex::TraceIndex(const Trace& trace)
+    : trace_(trace), disk_content_(trace.disks), disk_flushes_(trace.disks) {
   for (const TraceEntry& e : trace.entries) {
-    if (e.changes_content()) content_.push_back(e.index);
-    if (e.is_flush()) flushes_.push_back(e.index);
+    if (e.changes_content()) {
+      content_.push_back(e.index);
+      disk_content_[e.disk].push_back(e.index);
+    }
+    if (e.is_flush()) {
+      flushes_.push_back(e.index);
+      disk_flushes_[e.disk].push_back(e.index);
+    }
     if (e.is_mark()) {
       if (auto id = AckIdFromMark(e.mark)) acks_.emplace_back(e.index, *id);
     }
@@ -94,25 +208,23 @@ size_t TraceIndex::AcksBefore(uint64_t point) const {
       acks_.begin());
 }
 
-PointView TraceIndex::View(uint64_t point, const CacheModel& model) const {
-  PointView v;
-  v.point = point;
-  // The in-flight write: the first content-changing entry at or after the cut.
-  auto next = std::lower_bound(content_.begin(), content_.end(), point);
-  if (next != content_.end() && !trace_.entries[*next].is_discard()) v.inflight = *next;
-  auto end = next;  // content entries before the cut: [content_.begin(), end)
-  switch (model.mode) {
+void TraceIndex::DiskVolatile(uint32_t disk, uint64_t point, CacheMode mode,
+                              const CacheModel& model, std::vector<uint64_t>* out) const {
+  const std::vector<uint64_t>& content = disk_content_[disk];
+  const std::vector<uint64_t>& flushes = disk_flushes_[disk];
+  auto end = std::lower_bound(content.begin(), content.end(), point);  // before the cut
+  switch (mode) {
     case CacheMode::kOff:
       break;
     case CacheMode::kOn: {
-      // The last completed FLUSH before the cut makes everything before it durable; the FLUSH
-      // entry's own data (REQ_PREFLUSH with data) is written after the flush, so it is volatile
-      // unless it is FUA.
+      // The disk's last completed FLUSH before the cut makes everything the disk completed before
+      // it durable; the FLUSH entry's own data (REQ_PREFLUSH with data) is written after the
+      // flush, so it is volatile unless it is FUA. Another disk's flush orders nothing here.
       uint64_t from = 0;
-      auto f = std::lower_bound(flushes_.begin(), flushes_.end(), point);
-      if (f != flushes_.begin()) from = *(f - 1);
-      for (auto it = std::lower_bound(content_.begin(), end, from); it != end; ++it) {
-        if (!trace_.entries[*it].is_fua()) v.volatile_entries.push_back(*it);
+      auto f = std::lower_bound(flushes.begin(), flushes.end(), point);
+      if (f != flushes.begin()) from = *(f - 1);
+      for (auto it = std::lower_bound(content.begin(), end, from); it != end; ++it) {
+        if (!trace_.entries[*it].is_fua()) out->push_back(*it);
       }
       break;
     }
@@ -120,17 +232,39 @@ PointView TraceIndex::View(uint64_t point, const CacheModel& model) const {
       uint64_t bytes = 0;
       uint64_t count = 0;
       auto it = end;
-      while (it != content_.begin()) {
+      while (it != content.begin()) {
         const TraceEntry& e = trace_.entries[*(it - 1)];
         if (model.window_in_bytes ? bytes >= model.window : count >= model.window) break;
         bytes += e.header.nr_sectors * trace_.sector_size;
         ++count;
         --it;
       }
-      v.volatile_entries.assign(it, end);
+      out->insert(out->end(), it, end);
       break;
     }
   }
+}
+
+PointView TraceIndex::View(uint64_t point, const CacheModel& model) const {
+  PointView v;
+  v.point = point;
+  // The in-flight write: the first content-changing entry at or after the cut.
+  auto next = std::lower_bound(content_.begin(), content_.end(), point);
+  if (next != content_.end() && !trace_.entries[*next].is_discard()) v.inflight = *next;
+  for (uint32_t d = 0; d < disk_content_.size(); ++d) {
+    DiskVolatile(d, point, model.ModeOf(d), model, &v.volatile_entries);
+    if (disk_content_.size() < 2) continue;
+    // Every other disk may be writing its own next write when the power goes.
+    const std::vector<uint64_t>& content = disk_content_[d];
+    auto own = std::lower_bound(content.begin(), content.end(), point);
+    if (own != content.end() && (next == content_.end() || *own != *next) &&
+        !trace_.entries[*own].is_discard()) {
+      v.inflight_other_disks.push_back(*own);
+    }
+  }
+  // Completion order across the disks: the kept subset is applied in this order.
+  std::sort(v.volatile_entries.begin(), v.volatile_entries.end());
+  std::sort(v.inflight_other_disks.begin(), v.inflight_other_disks.end());
   return v;
 }
 

@@ -6,6 +6,11 @@
 //   lying  write-back ignoring FLUSH/FUA: the writes within `window` (entries or bytes) before the
 //          cut are volatile, barriers or not.
 // In every model the next write after the cut (in flight) may be torn at the atomic unit.
+//
+// Several disks on one clock (harness/trace/disk_layout.h): each disk has its own cache and
+// honours only its own flushes. `on` keeps volatile each disk's writes since that disk's last
+// FLUSH, `lying` each disk's last `window` writes, and each disk's next write after the cut may
+// be torn. `disk_modes` gives each disk its own model (`--cache-per-disk 1=on,2=lying`).
 #pragma once
 
 #include <cstdint>
@@ -26,15 +31,28 @@ struct CacheModel {
   uint32_t atomic_unit = 0;  // bytes; 0 = the trace's sector size
   uint64_t window = 16;      // lying only
   bool window_in_bytes = false;
+  // Empty: `mode` on every disk. Otherwise one mode per disk of a set (the lying ones share
+  // `window`).
+  std::vector<CacheMode> disk_modes;
 
-  const char* Name() const;  // "off" / "on" / "lying"
-  // Compact code used in state ids: "off", "on", "ly16e", "ly65536b".
+  CacheMode ModeOf(uint32_t disk) const {
+    return disk < disk_modes.size() ? disk_modes[disk] : mode;
+  }
+  // "off" / "on" / "lying"; per disk "1=on,2=lying".
+  std::string Name() const;
+  // Compact code used in state ids: "off", "on", "ly16e", "ly65536b"; per disk the disks' codes
+  // joined by '.', "on.ly16e".
   std::string Code() const;
   bool operator==(const CacheModel&) const = default;
 };
 
 // Parses "off", "on", "lying" (with `default_window`) or a Code().
 absl::StatusOr<CacheModel> ParseCacheModel(std::string_view text);
+// `--cache-per-disk 1=on,2=lying` over a set of `disks`: in each of `models` (from `--cache`),
+// the named disks get the named model and the others keep the model's own. A disk number outside
+// 1..disks, a repeated disk or an unknown model is an error naming it.
+absl::Status ApplyCachePerDisk(std::string_view text, uint32_t disks,
+                               std::vector<CacheModel>* models);
 // Parses a lying window: "16" or "16e" (entries), "64KiB", "1MiB", "4096b" (bytes).
 absl::Status ParseWindow(std::string_view text, CacheModel* model);
 
@@ -45,6 +63,9 @@ struct PointView {
   std::vector<uint64_t> volatile_entries;
   // The next write after the cut, which may be torn (not for discards).
   std::optional<uint64_t> inflight;
+  // Several disks: each other disk's next write after the cut (each disk may be writing when the
+  // power goes), in entry order.
+  std::vector<uint64_t> inflight_other_disks;
 };
 
 // Precomputed positions of a trace's writes, flushes and acks.
@@ -63,9 +84,15 @@ class TraceIndex {
   const std::vector<uint64_t>& content_entries() const { return content_; }
 
  private:
+  // Appends disk `disk`'s volatile writes at `point` under `mode`.
+  void DiskVolatile(uint32_t disk, uint64_t point, CacheMode mode, const CacheModel& model,
+                    std::vector<uint64_t>* out) const;
+
   const Trace& trace_;
-  std::vector<uint64_t> content_;  // entries that change content
-  std::vector<uint64_t> flushes_;  // entries with FLUSH
+  std::vector<uint64_t> content_;                    // entries that change content
+  std::vector<uint64_t> flushes_;                    // entries with FLUSH
+  std::vector<std::vector<uint64_t>> disk_content_;  // per disk
+  std::vector<std::vector<uint64_t>> disk_flushes_;  // per disk
   std::vector<std::pair<uint64_t, std::string>> acks_;
 };
 

@@ -22,6 +22,9 @@ absl::Status MaterializeState(const std::string& trace_path, const std::string& 
   ASSIGN_OR_RETURN(uint64_t base_bytes, FileSize(base));
   TraceReadOptions read_options;
   read_options.device_bytes = base_bytes;
+  if (manifest) {
+    ASSIGN_OR_RETURN(read_options.disks, LayoutOf(*manifest));
+  }
   ASSIGN_OR_RETURN(auto file, TraceFile::Open(trace_path, read_options));
   const Trace& trace = file->trace();
   if (manifest) {

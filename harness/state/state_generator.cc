@@ -208,6 +208,9 @@ void StatesAtPoint(const TraceIndex& index, const PointView& view, const CacheMo
     }
   };
   if (view.inflight && options.torn_inflight) add_torn({SubsetSpec::kAll, 0}, *view.inflight);
+  if (options.torn_inflight) {
+    for (uint64_t other : view.inflight_other_disks) add_torn({SubsetSpec::kAll, 0}, other);
+  }
   uint64_t first = m > options.max_torn_writes ? m - options.max_torn_writes : 0;
   for (uint64_t j = first; j < m; ++j) {
     if (trace.entries[view.volatile_entries[j]].is_discard()) continue;

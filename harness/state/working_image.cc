@@ -121,9 +121,11 @@ absl::Status WorkingImage::Materialize(const CrashState& state, const PointView&
   const uint64_t m = view.volatile_entries.size();
   if (state.torn_entry) {
     uint64_t t = *state.torn_entry;
-    bool ok = (view.inflight && *view.inflight == t) ||
-              std::find(view.volatile_entries.begin(), view.volatile_entries.end(), t) !=
-                  view.volatile_entries.end();
+    auto has = [t](const std::vector<uint64_t>& list) {
+      return std::find(list.begin(), list.end(), t) != list.end();
+    };
+    bool ok = (view.inflight && *view.inflight == t) || has(view.volatile_entries) ||
+              has(view.inflight_other_disks);
     if (!ok || trace.entries[t].is_discard()) {
       return absl::InvalidArgumentError(fmt::format(
           "state at point {} tears entry {}, which is neither the in-flight write nor a volatile "

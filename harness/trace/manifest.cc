@@ -90,6 +90,43 @@ absl::StatusOr<TraceManifest> ReadManifest(const std::string& manifest_path) {
   }
   if (j.contains("fs") && j["fs"].is_string()) m.fs = j["fs"].get<std::string>();
   if (j.contains("mkfs") && j["mkfs"].is_string()) m.mkfs_command = j["mkfs"].get<std::string>();
+  if (j.contains("disks")) {
+    if (!j["disks"].is_array()) {
+      return absl::InvalidArgumentError(
+          fmt::format("manifest {}: field \"disks\" is not a list", manifest_path));
+    }
+    for (const nlohmann::json& d : j["disks"]) {
+      if (!d.is_object() || !d.contains("offset") || !d["offset"].is_number_unsigned() ||
+          !d.contains("bytes") || !d["bytes"].is_number_unsigned()) {
+        return absl::InvalidArgumentError(
+            fmt::format("manifest {}: disk {} of \"disks\" needs unsigned \"offset\" and \"bytes\"",
+                        manifest_path, m.disks.size() + 1));
+      }
+      DiskManifest disk;
+      disk.offset = d["offset"].get<uint64_t>();
+      disk.bytes = d["bytes"].get<uint64_t>();
+      auto number = [&](const char* key) -> uint32_t {
+        return d.contains(key) && d[key].is_number_unsigned() ? d[key].get<uint32_t>() : 0;
+      };
+      disk.logical_sector = number("logical_sector");
+      disk.physical_sector = number("physical_sector");
+      disk.fs_block_size = number("fs_block_size");
+      if (d.contains("fs") && d["fs"].is_string()) disk.fs = d["fs"].get<std::string>();
+      if (d.contains("mkfs") && d["mkfs"].is_string())
+        disk.mkfs_command = d["mkfs"].get<std::string>();
+      m.disks.push_back(std::move(disk));
+    }
+    auto layout = LayoutOf(m);
+    if (!layout.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("manifest {}: {}", manifest_path, std::string(layout.status().message())));
+    }
+    if (layout->several() && layout->total_bytes() > m.base_image_bytes) {
+      return absl::InvalidArgumentError(
+          fmt::format("manifest {}: its disks end at byte {}, beyond the {}-byte base image",
+                      manifest_path, layout->total_bytes(), m.base_image_bytes));
+    }
+  }
   return m;
 }
 
@@ -106,6 +143,19 @@ absl::Status WriteManifest(const std::string& manifest_path, const TraceManifest
   if (!m.fs.empty()) j["fs"] = m.fs;
   if (!m.mkfs_command.empty()) j["mkfs"] = m.mkfs_command;
   if (m.fs_block_size != 0) j["fs_block_size"] = m.fs_block_size;
+  if (m.disks.size() > 1) {
+    nlohmann::json disks = nlohmann::json::array();
+    for (const DiskManifest& d : m.disks) {
+      nlohmann::json disk = {{"offset", d.offset}, {"bytes", d.bytes}};
+      if (d.logical_sector != 0) disk["logical_sector"] = d.logical_sector;
+      if (d.physical_sector != 0) disk["physical_sector"] = d.physical_sector;
+      if (!d.fs.empty()) disk["fs"] = d.fs;
+      if (!d.mkfs_command.empty()) disk["mkfs"] = d.mkfs_command;
+      if (d.fs_block_size != 0) disk["fs_block_size"] = d.fs_block_size;
+      disks.push_back(disk);
+    }
+    j["disks"] = disks;
+  }
   std::string tmp = manifest_path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -136,6 +186,20 @@ absl::StatusOr<TraceManifest> MakeManifest(const std::string& base_image, uint32
   m.order = order;
   m.log_entries = log_entries;
   return m;
+}
+
+absl::StatusOr<DiskLayout> LayoutOf(const TraceManifest& manifest) {
+  std::vector<DiskExtent> extents;
+  for (const DiskManifest& d : manifest.disks) extents.push_back({d.offset, d.bytes});
+  return DiskLayout::FromExtents(std::move(extents));
+}
+
+absl::StatusOr<DiskLayout> LayoutBeside(const std::string& trace_path) {
+  const std::string path = ManifestPathFor(trace_path);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return DiskLayout();
+  ASSIGN_OR_RETURN(TraceManifest m, ReadManifest(path));
+  return LayoutOf(m);
 }
 
 std::string ResolveBaseImage(const std::string& manifest_path, const TraceManifest& m) {

@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "harness/trace/disk_layout.h"
 
 namespace powercut::harness {
 
@@ -25,6 +27,18 @@ enum class OrderSemantics {
 
 const char* OrderSemanticsName(OrderSemantics order);  // "completion" / "flush-epoch"
 absl::StatusOr<OrderSemantics> ParseOrderSemantics(const std::string& name);
+
+// One disk of a set recorded on one clock (docs/trace.md, "Several disks"): where it lies in the
+// set's address space and what the guest saw; the fields mean what TraceManifest's do for one disk.
+struct DiskManifest {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  uint32_t logical_sector = 0;
+  uint32_t physical_sector = 0;
+  std::string fs;  // "" = raw
+  std::string mkfs_command;
+  uint32_t fs_block_size = 0;
+};
 
 struct TraceManifest {
   std::string base_image;  // path; relative paths are relative to the manifest's folder
@@ -41,7 +55,16 @@ struct TraceManifest {
   std::string fs;
   std::string mkfs_command;
   uint32_t fs_block_size = 0;  // 0 = unknown
+  // Several disks on one clock: the base image is the set's concatenated image and the log one
+  // log over it (harness/trace/disk_layout.h). Empty: one disk (every single-disk manifest; the
+  // field is written only for two or more).
+  std::vector<DiskManifest> disks;
 };
+
+// The set's layout (the default one-disk layout when `disks` is empty).
+absl::StatusOr<DiskLayout> LayoutOf(const TraceManifest& manifest);
+// The layout of the manifest beside `trace_path`; one disk when there is none.
+absl::StatusOr<DiskLayout> LayoutBeside(const std::string& trace_path);
 
 // "<log>.manifest.json".
 std::string ManifestPathFor(const std::string& log_path);

@@ -17,27 +17,30 @@ class TraceRecorder final : public Recorder {
   TraceRecorder(Options options, std::unique_ptr<TraceWriter> writer)
       : options_(std::move(options)), writer_(std::move(writer)) {}
 
-  absl::Status RecordWrite(uint64_t offset, absl::Span<const uint8_t> data, bool fua) override {
-    RETURN_IF_ERROR(CheckRange("write", offset, data.size()));
+  absl::Status RecordDiskWrite(uint32_t disk, uint64_t offset, absl::Span<const uint8_t> data,
+                               bool fua) override {
+    RETURN_IF_ERROR(CheckRange("write", disk, offset, data.size()));
     EntryHeader h;
-    h.sector = offset / options_.sector_size;
+    h.sector = (options_.disks.OffsetOf(disk) + offset) / options_.sector_size;
     h.nr_sectors = data.size() / options_.sector_size;
     h.flags = fua ? kFlagFua : 0;
     powercut::MutexLock lock(&mu_);
     return writer_->Append(h, {}, data);
   }
 
-  absl::Status RecordFlush() override {
+  absl::Status RecordDiskFlush(uint32_t disk) override {
+    if (disk >= options_.disks.count()) return NoSuchDisk(disk);
     EntryHeader h;
+    h.sector = options_.disks.OffsetOf(disk) / options_.sector_size;
     h.flags = kFlagFlush;
     powercut::MutexLock lock(&mu_);
     return writer_->Append(h, {}, {});
   }
 
-  absl::Status RecordDiscard(uint64_t offset, uint64_t length) override {
-    RETURN_IF_ERROR(CheckRange("discard", offset, length));
+  absl::Status RecordDiskDiscard(uint32_t disk, uint64_t offset, uint64_t length) override {
+    RETURN_IF_ERROR(CheckRange("discard", disk, offset, length));
     EntryHeader h;
-    h.sector = offset / options_.sector_size;
+    h.sector = (options_.disks.OffsetOf(disk) + offset) / options_.sector_size;
     h.nr_sectors = length / options_.sector_size;
     h.flags = kFlagDiscard;
     powercut::MutexLock lock(&mu_);
@@ -66,6 +69,11 @@ class TraceRecorder final : public Recorder {
       ASSIGN_OR_RETURN(TraceManifest m,
                        MakeManifest(options_.base_image, options_.sector_size,
                                     OrderSemantics::kCompletion, writer_->entries()));
+      if (options_.disks.several()) {
+        for (const DiskExtent& e : options_.disks.extents()) {
+          m.disks.push_back({.offset = e.offset, .bytes = e.bytes});
+        }
+      }
       RETURN_IF_ERROR(WriteManifest(ManifestPathFor(options_.log_path), m));
       manifest_written_ = true;
     }
@@ -73,18 +81,25 @@ class TraceRecorder final : public Recorder {
   }
 
  private:
-  absl::Status CheckRange(const char* what, uint64_t offset, uint64_t length) const {
+  absl::Status NoSuchDisk(uint32_t disk) const {
+    return absl::InvalidArgumentError(
+        fmt::format("recorder: disk {} of a set of {} disks", disk + 1, options_.disks.count()));
+  }
+
+  absl::Status CheckRange(const char* what, uint32_t disk, uint64_t offset, uint64_t length) const {
+    if (disk >= options_.disks.count()) return NoSuchDisk(disk);
     const uint64_t ss = options_.sector_size;
     if (length == 0 || offset % ss != 0 || length % ss != 0) {
       return absl::InvalidArgumentError(fmt::format(
           "recorder: {} at byte {} of {} bytes is not a non-empty multiple of the {}-byte sector",
           what, offset, length, ss));
     }
-    if (options_.device_bytes != 0 &&
-        (offset > options_.device_bytes || length > options_.device_bytes - offset)) {
+    const uint64_t device_bytes =
+        options_.disks.several() ? options_.disks.extents()[disk].bytes : options_.device_bytes;
+    if (device_bytes != 0 && (offset > device_bytes || length > device_bytes - offset)) {
       return absl::OutOfRangeError(
           fmt::format("recorder: {} at byte {} of {} bytes ends beyond the {}-byte device", what,
-                      offset, length, options_.device_bytes));
+                      offset, length, device_bytes));
     }
     return absl::OkStatus();
   }

@@ -86,6 +86,7 @@ absl::StatusOr<Trace> ParseTrace(absl::Span<const uint8_t> log, const TraceReadO
         name, ss));
   }
   t.sector_size = ss;
+  t.disks = options.disks.count();
   const uint64_t size = log.size();
   const uint64_t device_sectors = options.device_bytes / ss;
 
@@ -143,6 +144,17 @@ absl::StatusOr<Trace> ParseTrace(absl::Span<const uint8_t> log, const TraceReadO
       break;
     }
     TraceEntry e;
+    if (options.disks.several() && !(h.flags & kFlagMark)) {
+      const uint64_t byte = h.sector * ss;
+      const uint64_t length = h.nr_sectors * ss;
+      e.disk = options.disks.DiskAt(byte);
+      if (e.disk == options.disks.count() || !options.disks.Inside(e.disk, byte, length)) {
+        return absl::OutOfRangeError(fmt::format(
+            "trace {}: entry {} at byte {}: bytes [{}, {}) lie in no disk of the set of {} (or "
+            "across two): wrong manifest `disks`",
+            name, index, offset, byte, byte + length, options.disks.count()));
+      }
+    }
     e.index = index;
     e.log_offset = offset;
     e.header = h;

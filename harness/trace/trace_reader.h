@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "base/hash.h"
+#include "harness/trace/disk_layout.h"
 #include "harness/trace/trace_format.h"
 
 namespace powercut::harness {
@@ -28,6 +29,9 @@ struct TraceEntry {
   EntryHeader header;
   std::string mark;          // MARK text
   uint64_t data_offset = 0;  // byte offset of the data in the log
+  // Which disk of a set (0-based; harness/trace/disk_layout.h) the entry wrote or flushed: 0 in a
+  // single-disk trace and for marks.
+  uint32_t disk = 0;
 
   bool is_mark() const { return header.flags & kFlagMark; }
   bool is_flush() const { return header.flags & kFlagFlush; }
@@ -39,6 +43,7 @@ struct TraceEntry {
 
 struct Trace {
   uint32_t sector_size = 512;
+  uint32_t disks = 1;  // disks recorded on this trace's one clock (TraceReadOptions::disks)
   uint64_t super_nr_entries = 0;  // what the superblock says
   std::vector<TraceEntry> entries;
   std::vector<std::string> notes;  // what was tolerated (lagging superblock, cut log)
@@ -52,6 +57,9 @@ struct Trace {
 struct TraceReadOptions {
   uint64_t device_bytes = 0;  // when non-zero, entries must lie inside the device
   std::string name = "log";   // for messages: the log's path
+  // Several disks on one clock (the manifest's `disks`): each entry gets the disk it lies in, and
+  // an entry in no disk, or across two, is an error.
+  DiskLayout disks;
 };
 
 // Parses a whole log held in memory.

@@ -30,7 +30,11 @@ std::string GuestJobToJson(const GuestJob& job) {
             {"fstest_promises", job.fstest_promises},
             {"boot_checks", job.boot_checks},
             {"sync_acks", job.sync_acks},
-            {"checks", json::array()}};
+            {"checks", json::array()},
+            {"extra_disks", json::array()}};
+  for (const GuestExtraDisk& d : job.extra_disks) {
+    j["extra_disks"].push_back({{"disk_serial", d.disk_serial}, {"fs", harness::FsName(d.fs)}});
+  }
   for (const GuestCheck& c : job.checks) {
     j["checks"].push_back({{"disk_serial", c.disk_serial},
                            {"fs", harness::FsName(c.fs)},
@@ -68,6 +72,12 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
     job.fstest_promises = j.value("fstest_promises", "");
     job.boot_checks = j.value("boot_checks", true);
     job.sync_acks = j.value("sync_acks", false);
+    for (const json& d : j.value("extra_disks", json::array())) {
+      absl::StatusOr<harness::FsKind> disk_fs =
+          harness::ParseFsKind(d.value("fs", std::string("ext4")), "job.json: extra_disks[].fs");
+      if (!disk_fs.ok()) return disk_fs.status();
+      job.extra_disks.push_back({.disk_serial = d.value("disk_serial", ""), .fs = *disk_fs});
+    }
     for (const json& c : j.value("checks", json::array())) {
       absl::StatusOr<harness::FsKind> check_fs =
           harness::ParseFsKind(c.value("fs", std::string("ext4")), "job.json: checks[].fs");

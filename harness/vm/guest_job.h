@@ -21,6 +21,13 @@ struct GuestCheck {
   std::string mount_options;
 };
 
+// Several recorded disks (docs/vm.md, "Several disks"): disk 2, 3, ... of a workload job, each
+// mounted for the workload at its own folder (POWERCUT_DIR_2 ...; POWERCUT_DEV_2 ... when raw).
+struct GuestExtraDisk {
+  std::string disk_serial;
+  harness::FsKind fs = harness::FsKind::kExt4;
+};
+
 // What the guest agent does.
 struct GuestJob {
   enum class Mode { kWorkload, kCheck };
@@ -29,6 +36,8 @@ struct GuestJob {
   std::string disk_serial = "powercut0";
   // dm-log-writes: the log disk's serial; "" = no dm-log-writes.
   std::string log_writes_serial;
+  // kWorkload: disks 2..N of a set, in order (empty: one disk).
+  std::vector<GuestExtraDisk> extra_disks;
   // dm-flakey: "" | "drop_writes" | "error_writes"; the table switches from pass-through to
   // flakey when `flakey_after_acks` acks were relayed (0 = before the workload starts).
   std::string flakey;

@@ -132,7 +132,8 @@ absl::Status NbdServer::Transmission(int fd) {
       absl::Status s = PReadAll(image_fd_, undo.old_data.data(), length, offset);
       if (s.ok()) s = PWriteAll(image_fd_, buf.data(), length, offset);
       if (s.ok() && options_.recorder != nullptr) {
-        s = options_.recorder->RecordWrite(offset, absl::MakeConstSpan(buf.data(), length), fua);
+        s = options_.recorder->RecordDiskWrite(options_.disk, offset,
+                                               absl::MakeConstSpan(buf.data(), length), fua);
       }
       if (!s.ok()) {
         NoteError(absl::InternalError(fmt::format("nbd server: write at {} on {}: {}", offset,
@@ -157,8 +158,9 @@ absl::Status NbdServer::Transmission(int fd) {
         }
       }
     } else if (error == 0 && type == kNbdCmdFlush) {
-      absl::Status s =
-          options_.recorder != nullptr ? options_.recorder->RecordFlush() : absl::OkStatus();
+      absl::Status s = options_.recorder != nullptr
+                           ? options_.recorder->RecordDiskFlush(options_.disk)
+                           : absl::OkStatus();
       if (!s.ok()) {
         NoteError(s);
         error = kNbdEio;
@@ -184,7 +186,7 @@ absl::Status NbdServer::Transmission(int fd) {
 }
 
 absl::StatusOr<PowerCutReport> NbdServer::ApplyPowerCut(const harness::CacheModel& model,
-                                                        uint64_t seed) {
+                                                        uint64_t seed, bool may_tear) {
   Stop();
   PowerCutReport report;
   report.model = model;
@@ -216,7 +218,7 @@ absl::StatusOr<PowerCutReport> NbdServer::ApplyPowerCut(const harness::CacheMode
                         : options_.atomic_unit != 0 ? options_.atomic_unit
                                                     : 4096;
   report.atomic_unit = unit;
-  bool torn_one = false;
+  bool torn_one = !may_tear;
   for (size_t i = first; i < undo_.size(); ++i) {
     const UndoRecord& u = undo_[i];
     ++report.candidates;

@@ -65,6 +65,9 @@ class NbdServer {
     std::string socket_path;
     std::string image_path;                 // the backing image; its size is the export size
     harness::Recorder* recorder = nullptr;  // may be null (then nothing is recorded)
+    // Which disk of a set this server is (0-based): several servers share one recorder, so the
+    // disks' requests land on one clock (harness/trace/disk_layout.h).
+    uint32_t disk = 0;
     // Tearing granularity for ApplyPowerCut when the model's atomic_unit is 0.
     uint32_t atomic_unit = 4096;
     // Flushed writes kept undoable for the lying model: the largest window it can apply.
@@ -95,7 +98,10 @@ class NbdServer {
   // Kept writes are applied in completion order. At most one write is torn (the one the drive
   // was writing when the power went; the replay model's crash states tear at most one write,
   // docs/live-cuts.md), and only a write of at most 64 atomic units.
-  absl::StatusOr<PowerCutReport> ApplyPowerCut(const harness::CacheModel& model, uint64_t seed);
+  // `may_tear` false: no write is torn (the other disks of a set, when this one's write was cut:
+  // the replay model tears one write per state).
+  absl::StatusOr<PowerCutReport> ApplyPowerCut(const harness::CacheModel& model, uint64_t seed,
+                                               bool may_tear = true);
 
   // The first error met while serving (I/O or recorder), or OK.
   absl::Status status() const;

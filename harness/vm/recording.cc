@@ -1,5 +1,8 @@
 #include "harness/vm/recording.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "base/image_io.h"
@@ -31,7 +34,8 @@ void DescribeDisk(const RunSpec& spec, const RunResult& result, harness::TraceMa
 
 // The NBD recorder names the base image by the path it hashed; the output folder must stay
 // movable, so name it relative to the manifest's folder (as for dm-log-writes).
-absl::Status WriteNbdManifest(const RunSpec& spec, harness::Recorder* recorder, RunResult* result) {
+absl::Status WriteNbdManifest(const RunSpec& spec, const RecordingDisks& disks,
+                              harness::Recorder* recorder, RunResult* result) {
   RETURN_IF_ERROR(recorder->Finish());
   result->trace_entries = recorder->entries();
   result->manifest = harness::ManifestPathFor(result->trace);
@@ -40,7 +44,55 @@ absl::Status WriteNbdManifest(const RunSpec& spec, harness::Recorder* recorder, 
                      .lexically_relative(fs::path(result->manifest).parent_path())
                      .string();
   DescribeDisk(spec, *result, &m);
+  if (!disks.extras.empty()) {
+    // Several disks: the manifest lists them all (disk 1 described as above).
+    m.disks.clear();
+    m.disks.push_back({.offset = 0,
+                       .bytes = disks.bytes,
+                       .logical_sector = m.logical_sector,
+                       .physical_sector = m.physical_sector,
+                       .fs = m.fs,
+                       .mkfs_command = m.mkfs_command,
+                       .fs_block_size = m.fs_block_size});
+    for (size_t i = 0; i < disks.extras.size(); ++i) {
+      const RecordingDisks::Extra& e = disks.extras[i];
+      const harness::FileSystem& file_system = harness::FileSystemOf(e.fs);
+      m.disks.push_back({.offset = disks.layout.OffsetOf(static_cast<uint32_t>(i + 1)),
+                         .bytes = e.bytes,
+                         .logical_sector = m.logical_sector,
+                         .physical_sector = m.physical_sector,
+                         .fs = file_system.raw() ? "" : file_system.name,
+                         .mkfs_command = e.mkfs_command,
+                         .fs_block_size = e.fs_block_size});
+    }
+  }
   return harness::WriteManifest(result->manifest, m);
+}
+
+// Several disks: disk K's image copied into the set's concatenated image `set` at its offset.
+absl::Status CopyIntoSet(const std::string& disk, const std::string& set, uint64_t offset,
+                         uint64_t bytes) {
+  int in = ::open(disk.c_str(), O_RDONLY | O_CLOEXEC);
+  int out = ::open(set.c_str(), O_RDWR | O_CLOEXEC);
+  absl::Status s = in < 0 || out < 0
+                       ? absl::InternalError(fmt::format("cannot open {} or {}", disk, set))
+                       : powercut::CopyRangeOnto(in, 0, out, offset, bytes, disk, set);
+  if (in >= 0) ::close(in);
+  if (out >= 0) ::close(out);
+  return s;
+}
+
+// base.img or final.img of a set: disk 1's image grown to the set's size, the others copied in.
+absl::Status ConcatenateSet(const RecordingDisks& disks, const std::vector<std::string>& extras,
+                            const std::string& set) {
+  std::error_code ec;
+  fs::resize_file(set, disks.layout.total_bytes(), ec);
+  if (ec) return absl::InternalError(fmt::format("cannot resize {}: {}", set, ec.message()));
+  for (size_t i = 0; i < extras.size(); ++i) {
+    RETURN_IF_ERROR(CopyIntoSet(extras[i], set, disks.layout.OffsetOf(static_cast<uint32_t>(i + 1)),
+                                disks.extras[i].bytes));
+  }
+  return absl::OkStatus();
 }
 
 // Keeps only the used part of the log device (that is the trace) and writes its manifest, in
@@ -74,6 +126,18 @@ absl::Status WriteLogWritesTrace(const RunSpec& spec, const RecordingDisks& disk
   return absl::OkStatus();
 }
 
+// A disk of `bytes` (0: the file system's default) must hold the file system.
+absl::Status ValidateDiskSize(harness::FsKind fs, uint64_t bytes) {
+  const harness::FileSystem& file_system = harness::FileSystemOf(fs);
+  const uint64_t b = bytes != 0 ? bytes : file_system.default_image_bytes;
+  if (b < file_system.min_image_bytes || b % 4096 != 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("disk size {} bytes: {} needs at least {} bytes, in whole 4 KiB blocks", b,
+                    file_system.name, file_system.min_image_bytes));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateRunSpec(const RunSpec& spec) {
@@ -92,14 +156,16 @@ absl::Status ValidateRunSpec(const RunSpec& spec) {
   if (!spec.flakey.empty() && LogWrites(spec)) {
     return absl::InvalidArgumentError("dm-flakey and dm-log-writes cannot be combined in one run");
   }
-  const harness::FileSystem& file_system = harness::FileSystemOf(spec.fs);
-  const uint64_t bytes = spec.disk_bytes != 0 ? spec.disk_bytes : file_system.default_image_bytes;
-  if (bytes < file_system.min_image_bytes || bytes % 4096 != 0) {
+  if (!spec.extra_disks.empty() &&
+      (spec.recording != Recording::kNbd || spec.also_log_writes || !spec.flakey.empty())) {
     return absl::InvalidArgumentError(
-        fmt::format("disk size {} bytes: {} needs at least {} bytes, in whole 4 KiB blocks", bytes,
-                    file_system.name, file_system.min_image_bytes));
+        "several disks are recorded by the NBD recorder only, without dm-log-writes or "
+        "dm-flakey");
   }
-  return absl::OkStatus();
+  for (const RunSpec::ExtraDisk& d : spec.extra_disks) {
+    RETURN_IF_ERROR(ValidateDiskSize(d.fs, d.bytes));
+  }
+  return ValidateDiskSize(spec.fs, spec.disk_bytes);
 }
 
 absl::Status BaseImageCache::MakeDisk(harness::FsKind fs, const harness::DiskGeometry& geometry,
@@ -153,6 +219,34 @@ absl::StatusOr<RecordingDisks> PrepareDisks(const RunSpec& spec, RunResult* resu
     ASSIGN_OR_RETURN(result->fs_block_size, FileSystemBlockSize(spec.fs, disks.disk));
   }
   RETURN_IF_ERROR(powercut::CopySparse(disks.disk, result->base_image));
+  if (!spec.extra_disks.empty()) {
+    std::vector<uint64_t> sizes = {disks.bytes};
+    std::vector<std::string> paths;
+    for (size_t i = 0; i < spec.extra_disks.size(); ++i) {
+      const RunSpec::ExtraDisk& d = spec.extra_disks[i];
+      RecordingDisks::Extra e;
+      e.fs = d.fs;
+      e.bytes = d.bytes != 0 ? d.bytes : harness::FileSystemOf(d.fs).default_image_bytes;
+      e.path = fmt::format("{}/disk-{}.img", disks.out, i + 2);
+      RunResult made;  // mkfs_command and fs_block_size of this disk
+      if (cache != nullptr) {
+        RETURN_IF_ERROR(
+            cache->MakeDisk(d.fs, disks.geometry, e.bytes, e.path, &made, spec.mkfs_options));
+      } else {
+        RETURN_IF_ERROR(CreateSparseImage(e.path, e.bytes));
+        ASSIGN_OR_RETURN(made.mkfs_command,
+                         MakeFileSystem(d.fs, disks.geometry, e.path, spec.mkfs_options));
+        ASSIGN_OR_RETURN(made.fs_block_size, FileSystemBlockSize(d.fs, e.path));
+      }
+      e.mkfs_command = made.mkfs_command;
+      e.fs_block_size = made.fs_block_size;
+      sizes.push_back(e.bytes);
+      paths.push_back(e.path);
+      disks.extras.push_back(std::move(e));
+    }
+    disks.layout = harness::DiskLayout::Packed(sizes);
+    RETURN_IF_ERROR(ConcatenateSet(disks, paths, result->base_image));
+  }
   if (LogWrites(spec)) {
     // The log holds a copy of every write plus one block per entry.
     disks.log_disk = disks.out + "/log-writes.img";
@@ -170,6 +264,7 @@ absl::StatusOr<Recorders> StartRecorder(const RunSpec& spec, const RecordingDisk
   ro.log_path = result->trace;
   ro.sector_size = disks.geometry.logical_sector;
   ro.device_bytes = disks.bytes;
+  ro.disks = disks.layout;
   ro.base_image = result->base_image;
   ASSIGN_OR_RETURN(r.recorder, harness::Recorder::Create(ro));
   NbdServer::Options no;
@@ -178,6 +273,14 @@ absl::StatusOr<Recorders> StartRecorder(const RunSpec& spec, const RecordingDisk
   no.recorder = r.recorder.get();
   no.atomic_unit = disks.geometry.physical_sector;  // the live cut tears at the physical sector
   ASSIGN_OR_RETURN(r.nbd, NbdServer::Start(no));
+  for (size_t i = 0; i < disks.extras.size(); ++i) {
+    NbdServer::Options extra = no;
+    extra.socket_path = fmt::format("{}.disk{}", socket_path, i + 2);
+    extra.image_path = disks.extras[i].path;
+    extra.disk = static_cast<uint32_t>(i + 1);
+    ASSIGN_OR_RETURN(auto server, NbdServer::Start(extra));
+    r.extra_nbd.push_back(std::move(server));
+  }
   return r;
 }
 
@@ -192,12 +295,18 @@ std::vector<GuestDisk> GuestDisksFor(const RunSpec& spec, const RecordingDisks& 
     // dm-log-writes writes its log in the data disk's logical sectors: same geometry.
     out.push_back({.nbd_socket = "", .image_file = disks.log_disk, .geometry = disks.geometry});
   }
+  for (const auto& server : recorders.extra_nbd) {  // disks 2..N of a set
+    out.push_back({.nbd_socket = server->socket_path(),
+                   .image_file = "",
+                   .cache = spec.disk_cache,
+                   .geometry = disks.geometry});
+  }
   return out;
 }
 
 absl::Status WriteRecordingOutputs(const RunSpec& spec, const RecordingDisks& disks,
                                    harness::Recorder* recorder, RunResult* result) {
-  if (recorder != nullptr) RETURN_IF_ERROR(WriteNbdManifest(spec, recorder, result));
+  if (recorder != nullptr) RETURN_IF_ERROR(WriteNbdManifest(spec, disks, recorder, result));
   std::error_code ec;
   if (!disks.log_disk.empty() && !result->power_cut) {
     RETURN_IF_ERROR(WriteLogWritesTrace(spec, disks, result));
@@ -208,6 +317,12 @@ absl::Status WriteRecordingOutputs(const RunSpec& spec, const RecordingDisks& di
   if (ec) {
     return absl::InternalError(
         fmt::format("cannot move {} to {}", disks.disk, result->final_image));
+  }
+  if (!disks.extras.empty()) {
+    std::vector<std::string> finals;
+    for (const RecordingDisks::Extra& e : disks.extras) finals.push_back(e.path);
+    RETURN_IF_ERROR(ConcatenateSet(disks, finals, result->final_image));
+    for (const std::string& f : finals) fs::remove(f, ec);
   }
   return absl::OkStatus();
 }

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/scratch_dir.h"
+#include "harness/trace/disk_layout.h"
 #include "harness/trace/recorder.h"
 #include "harness/vm/nbd_server.h"
 #include "harness/vm/qemu.h"
@@ -26,6 +27,17 @@ struct RecordingDisks {
   std::string log_disk;  // out/log-writes.img, dm-log-writes' log device ("" without)
   uint64_t bytes = 0;
   harness::DiskGeometry geometry;
+  // Several disks (RunSpec::extra_disks): disks 2..N (out/disk-<K>.img) and the set's layout;
+  // base.img and final.img are then the set's concatenated images.
+  struct Extra {
+    std::string path;
+    uint64_t bytes = 0;
+    harness::FsKind fs = harness::FsKind::kExt4;
+    std::string mkfs_command;
+    uint32_t fs_block_size = 0;
+  };
+  std::vector<Extra> extras;
+  harness::DiskLayout layout;
 };
 
 // Everything about the spec that can be wrong before a guest is involved.
@@ -63,6 +75,7 @@ absl::StatusOr<RecordingDisks> PrepareDisks(const RunSpec& spec, RunResult* resu
 struct Recorders {
   std::unique_ptr<harness::Recorder> recorder;  // null without the NBD recording
   std::unique_ptr<NbdServer> nbd;
+  std::vector<std::unique_ptr<NbdServer>> extra_nbd;  // disks 2..N, on the same recorder
 };
 // With Recording::kNbd: the recorder writing out/trace.log and the NBD server serving the disk on
 // `socket_path`.

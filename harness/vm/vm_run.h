@@ -113,6 +113,16 @@ struct RunSpec {
   // 0 = the file system's default_image_bytes (harness/check/file_system.h: ext4 512 MiB, so
   // mke2fs picks its normal 4 KiB-block profile; xfs 300 MiB; btrfs and raw 128 MiB).
   uint64_t disk_bytes = 0;
+  // Several recorded disks on one clock (docs/vm.md, "Several disks"): disks 2..N, each with its
+  // own file system and size (0: that file system's default), recorded by one recorder into one
+  // trace over the set (harness/trace/disk_layout.h); the workload sees POWERCUT_DIR_2 ... Disk 1
+  // is `fs` and `disk_bytes`; every disk has `sector`'s geometry. Empty: one disk. NBD recording
+  // only, without dm-flakey or a live cut.
+  struct ExtraDisk {
+    harness::FsKind fs = harness::FsKind::kExt4;
+    uint64_t bytes = 0;
+  };
+  std::vector<ExtraDisk> extra_disks;
   // The guest's memory and CPUs (`--guest-memory`, `--guest-cpus`); 0 = QemuOptions' defaults
   // (768 MiB, 1 CPU).
   int memory_mib = 0;
@@ -141,6 +151,9 @@ struct RunResult {
   GuestResult guest;       // the agent's report (empty when the power was cut)
   bool power_cut = false;  // qemu was SIGKILLed by the cut
   PowerCutReport cut_report;
+  // Several disks: what the cut did to disks 2..N (each under its own model; only disk 1, whose
+  // write completion the cut lands on, may tear a write).
+  std::vector<PowerCutReport> extra_cut_reports;
   std::vector<std::string> host_acks;  // acks as the host received them, in order
   std::string trace;                   // dm-log-writes v1 log ("" for Recording::kNone)
   std::string manifest;

@@ -75,8 +75,12 @@ struct WarmGuest::Job {
   uint64_t id = 0;
   uint64_t bytes = 0;  // the disk under test's size
   std::vector<GuestDisk> disks;
+  // disks[1] is dm-log-writes' log; otherwise disks[1..] are disks 2..N of a set.
+  bool log_writes = false;
   std::string Serial(size_t i) const {
-    return i == 0 ? fmt::format("powercut-{}", id) : fmt::format("powercut-{}-log", id);
+    if (i == 0) return fmt::format("powercut-{}", id);
+    return log_writes ? fmt::format("powercut-{}-log", id)
+                      : fmt::format("powercut-{}-d{}", id, i + 1);
   }
   std::string Device(size_t i) const { return fmt::format("pcdev{}-{}", id, i); }
   std::string Node(size_t i) const { return fmt::format("pcnode{}-{}", id, i); }
@@ -89,6 +93,9 @@ GuestConfig GuestConfigFor(const VmEnvironment& env, const RunSpec& spec) {
          .keep_paths = KeepPathsFor(env.agent, spec.keep_paths, {spec.command, spec.checker}),
          .memory_mib = spec.memory_mib,
          .cpus = spec.cpus});
+  for (const RunSpec::ExtraDisk& d : spec.extra_disks) {
+    c.Add({.modules = GuestModulesFor(d.fs, false, false)});
+  }
   return c;
 }
 
@@ -301,7 +308,10 @@ GuestJob WarmGuest::JobFor(const RunSpec& spec, const Job& job) {
   j.job_id = job.id;
   j.fs = spec.fs;
   j.disk_serial = job.Serial(0);
-  if (job.disks.size() > 1) j.log_writes_serial = job.Serial(1);
+  if (job.log_writes) j.log_writes_serial = job.Serial(1);
+  for (size_t i = 0; i < spec.extra_disks.size(); ++i) {
+    j.extra_disks.push_back({.disk_serial = job.Serial(i + 1), .fs = spec.extra_disks[i].fs});
+  }
   j.command = spec.command;
   j.checker = spec.checker;
   j.mount_options = spec.mount_options;
@@ -330,6 +340,7 @@ absl::StatusOr<RunResult> WarmGuest::Record(const RunSpec& spec, BaseImageCache*
   ASSIGN_OR_RETURN(Recorders rec,
                    StartRecorder(spec, disks, run_ / fmt::format("nbd-{}.sock", job.id), &result));
   job.disks = GuestDisksFor(spec, disks, rec);
+  job.log_writes = !disks.log_disk.empty();
   const GuestJob guest_job = JobFor(spec, job);
   RETURN_IF_ERROR(WriteAll(run_ / JobFileName("job", job.id, "json"), GuestJobToJson(guest_job)));
   clock.Mark("recorder");
@@ -349,10 +360,27 @@ absl::StatusOr<RunResult> WarmGuest::Record(const RunSpec& spec, BaseImageCache*
     result.nbd_requests = rec.nbd->requests();
     result.nbd_flushes = rec.nbd->flushes();
   }
+  for (auto& extra : rec.extra_nbd) {
+    extra->Stop();
+    result.nbd_requests += extra->requests();
+    result.nbd_flushes += extra->flushes();
+  }
   RETURN_IF_ERROR(ran);
   if (rec.nbd != nullptr) RETURN_IF_ERROR(rec.nbd->status());
+  for (auto& extra : rec.extra_nbd) RETURN_IF_ERROR(extra->status());
   if (result.power_cut && rec.nbd != nullptr) {
-    ASSIGN_OR_RETURN(result.cut_report, rec.nbd->ApplyPowerCut(spec.cut.model, spec.cut.seed));
+    harness::CacheModel model = spec.cut.model;
+    model.disk_modes.clear();
+    model.mode = spec.cut.model.ModeOf(0);
+    ASSIGN_OR_RETURN(result.cut_report, rec.nbd->ApplyPowerCut(model, spec.cut.seed));
+    // Every disk loses power at once, each under its own model.
+    for (size_t i = 0; i < rec.extra_nbd.size(); ++i) {
+      model.mode = spec.cut.model.ModeOf(static_cast<uint32_t>(i + 1));
+      ASSIGN_OR_RETURN(PowerCutReport extra,
+                       rec.extra_nbd[i]->ApplyPowerCut(model, spec.cut.seed + i + 1,
+                                                       /*may_tear=*/false));
+      result.extra_cut_reports.push_back(std::move(extra));
+    }
   }
   RETURN_IF_ERROR(WriteRecordingOutputs(spec, disks, rec.recorder.get(), &result));
   clock.Mark("outputs");

@@ -21,6 +21,7 @@
 #include "harness/product/repro.h"
 #include "harness/product/run.h"
 #include "harness/product/shard.h"
+#include "harness/product/timeline.h"
 
 namespace powercut::product {
 namespace {
@@ -58,6 +59,53 @@ TEST(Shard, EveryCellIsInExactlyOneShardAndTheHashIsStable) {
     EXPECT_EQ(seen.size(), plan->size()) << n;
     for (const auto& c : *plan) EXPECT_EQ(seen.count(c.Name()), 1u) << c.Name();
   }
+}
+
+TEST(Plan, TheMultidiskPresetRecordsTwoDisks) {
+  MatrixOptions o;
+  o.preset = "multidisk";
+  auto plan = PlanMatrix(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->size(), 4u);
+  EXPECT_EQ(plan->front().Name(), "twodisk/fdatasync/ext4");
+  for (const MatrixCell& c : *plan) {
+    auto cell = LookupBuiltin(c.workload, c.setting);
+    ASSERT_TRUE(cell.ok());
+    EXPECT_EQ(cell->disks, 2u) << c.Name();
+  }
+  EXPECT_EQ(LookupBuiltin("rocksdb", "sync")->disks, 1u);
+}
+
+TEST(DiskFileSystems, OneForAllOrOnePerDisk) {
+  auto two = DiskFileSystems("ext4,xfs", 2);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(*two, (std::vector<harness::FsKind>{harness::FsKind::kExt4, harness::FsKind::kXfs}));
+  auto all = DiskFileSystems("xfs", 3);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 3u);
+  EXPECT_THAT(DiskFileSystems("ext4", 0).status().message(), HasSubstr("--disks 0"));
+  EXPECT_THAT(DiskFileSystems("ext4,xfs,ext4", 2).status().message(),
+              HasSubstr("3 file systems for 2 disks"));
+  EXPECT_THAT(DiskFileSystems("ext4,xfs", 3).status().message(),
+              HasSubstr("2 file systems for 3 disks"));
+  EXPECT_FALSE(DiskFileSystems("ext4,zfs", 2).ok());
+}
+
+TEST(TimelineSvg, OneLanePerDisk) {
+  Timeline one{.kinds = "wfa", .acks = {{2, "1"}}};
+  const std::string single = TimelineSvg(one, "t");
+  EXPECT_THAT(single, HasSubstr(">write</text>"));
+  EXPECT_THAT(single, ::testing::Not(HasSubstr("d2 write")));
+  Timeline two{.kinds = "wwffa", .disks = "01010", .acks = {{4, "1"}}};
+  const std::string svg = TimelineSvg(two, "t");
+  EXPECT_THAT(svg, HasSubstr(">d1 write</text>"));
+  EXPECT_THAT(svg, HasSubstr(">d2 flush</text>"));
+  // Disk 2's write (entry 1) in its own lane, 60 below disk 1's.
+  EXPECT_THAT(svg, HasSubstr("class=\"write\" x=\"40.00\" y=\"20\""));
+  EXPECT_THAT(svg, ::testing::ContainsRegex("class=\"write\" x=\"[0-9.]+\" y=\"80\""));
+  auto back = TimelineFromJson(TimelineToJson(two));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->disks, "01010");
 }
 
 TEST(Plan, PresetAndErrorsNameTheBadValue) {

@@ -56,7 +56,10 @@ using Env = std::map<std::string, std::string>;
 
 class WorkloadProcessTest : public ::testing::Test {
  protected:
-  WorkloadProcessTest() : data_(tmp_.MakeSubdir("data")), tmpdir_(tmp_.MakeSubdir("tmp")) {
+  WorkloadProcessTest()
+      : data_(tmp_.MakeSubdir("data")),
+        data2_(tmp_.MakeSubdir("data2")),
+        tmpdir_(tmp_.MakeSubdir("tmp")) {
     // The servers' accounts (postgres, redis) must enter the folders of their sockets.
     ::chmod(tmp_.path().c_str(), 0711);
     ::chmod(tmpdir_.c_str(), 0711);
@@ -65,7 +68,11 @@ class WorkloadProcessTest : public ::testing::Test {
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   }
 
-  Env DirEnv() const { return {{"POWERCUT_DIR", data_}, {"TMPDIR", tmpdir_}}; }
+  // POWERCUT_DIR_2 too: the two-disk configurations (twodisk, rocksdb --wal-disk) put their data
+  // or log there; the others never look at it.
+  Env DirEnv() const {
+    return {{"POWERCUT_DIR", data_}, {"POWERCUT_DIR_2", data2_}, {"TMPDIR", tmpdir_}};
+  }
 
   // Waits for every descendant that outlived its parent: a killed workload's server (gone
   // before its checker starts a server on the same files, as after a real crash) and the
@@ -156,6 +163,7 @@ class WorkloadProcessTest : public ::testing::Test {
 
   TempDir tmp_;
   std::string data_;
+  std::string data2_;   // the second disk's folder
   std::string tmpdir_;  // the children's $TMPDIR
 };
 
@@ -383,6 +391,14 @@ TEST_F(WorkloadProcessTest, MissingDirIsAUsageErrorForRunAndCheck) {
     EXPECT_EQ(check.exit_code, 2) << workload;
     EXPECT_THAT(check.err, HasSubstr("POWERCUT_DIR")) << workload;
   }
+}
+
+TEST_F(WorkloadProcessTest, TwoDiskWorkloadsNeedTheSecondDisk) {
+  const Env env = {{"POWERCUT_DIR", data_}, {"TMPDIR", tmpdir_}};
+  RunOutput twodisk = Run({"twodisk", "run", "--count", "3"}, {}, env);
+  EXPECT_EQ(twodisk.exit_code, 2);
+  EXPECT_THAT(twodisk.err, HasSubstr("POWERCUT_DIR_2"));
+  EXPECT_TRUE(twodisk.acks.empty());
 }
 
 TEST_F(WorkloadProcessTest, FileSystemWorkloadsRejectARawDevice) {

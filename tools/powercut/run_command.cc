@@ -74,7 +74,8 @@ struct RunArgs {
   product::RunOptions o;
   std::string cache = "all", window = "16", recorder = "nbd", points = product::kDefaultPoints,
               states = product::kDefaultStates, json, junit, html, trace, sector = "512e", expect,
-              recordings, recordings_cap = "1GiB", budget, disk_size, kernel, check_in;
+              recordings, recordings_cap = "1GiB", budget, disk_size, kernel, check_in,
+              cache_per_disk;
   int timeout = 600;
   bool quiet = false, no_torn = false;
   FaultArgs faults;
@@ -87,7 +88,15 @@ void AddRunOptions(CLI::App* run, RunArgs* a) {
   run->add_option("--checker", a->o.checker,
                   "the checker command (runs on each crash image; prints `have <id>`)")
       ->required();
-  run->add_option("--fs", a->o.fs, "ext4 | xfs | btrfs | raw")->capture_default_str();
+  run->add_option("--fs", a->o.fs,
+                  "ext4 | xfs | btrfs | raw; with --disks N one for every disk or one per disk "
+                  "(ext4,xfs)")
+      ->capture_default_str();
+  run->add_option("--disks", a->o.disks,
+                  "record N disks on one clock (POWERCUT_DIR, POWERCUT_DIR_2 ...; docs/run.md)")
+      ->capture_default_str();
+  run->add_option("--cache-per-disk", a->cache_per_disk,
+                  "each disk's own cache model on top of --cache, e.g. 1=on,2=lying");
   run->add_option("--sector", a->sector,
                   "the recorded disk's sectors: 512n, 512e (512-byte logical, 4,096-byte "
                   "physical) or 4kn")
@@ -161,11 +170,14 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
   for (const absl::Status& s :
        {models.status(), points.status(), states.status(), recorder.status(), sector.status(),
         store.status(), budget.status(), ParseGuestDisk(a.disk_size, &o.guest),
-        product::ValidateRunOptions(o),
-        ApplyFaultArgs(a.faults, product::kFaultsFlakeyAfterAcks, &o.live_cuts, &o.flakey)}) {
+        ApplyFaultArgs(a.faults, product::kFaultsFlakeyAfterAcks, &o.live_cuts, &o.flakey),
+        product::ValidateRunOptions(o)}) {  // last: it reads what the fault flags set
     if (!s.ok()) return s;
   }
   o.budget_seconds = *budget;
+  if (!a.cache_per_disk.empty()) {
+    RETURN_IF_ERROR(harness::ApplyCachePerDisk(a.cache_per_disk, o.disks, &*models));
+  }
   *cell = product::CellResult{.workload_command = o.workload, .checker_command = o.checker};
   cell->judged = !a.expect.empty();
   if (cell->judged) {
@@ -196,7 +208,9 @@ absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, product::Ru
   const bool progress = !a.quiet && ::isatty(2);
   ASSIGN_OR_RETURN(product::CheckIn check_in, product::ParseCheckIn(a.check_in));
   std::unique_ptr<vm::GuestCheckPool> check_pool;
-  if (harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw) != harness::FsKind::kRaw) {
+  // A set of several disks is judged on this host (the guest judge takes one disk).
+  if (o.disks == 1 &&
+      harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw) != harness::FsKind::kRaw) {
     ASSIGN_OR_RETURN(check_pool,
                      product::CheckPoolFor(check_in, product::AgentHint(o.powercut), a.kernel));
   }

@@ -171,6 +171,13 @@ class Agent {
       result_.head_hash_direct = h.direct;
       result_.head_hash_cached = h.cached;
     }
+    for (const GuestExtraDisk& d : job_.extra_disks) {  // disks 2..N of a set
+      std::string dev = FindDisk(d.disk_serial, kDiskAppears);
+      if (dev.empty()) {
+        return Fail("find-disk", fmt::format("no virtio disk with serial {}", d.disk_serial));
+      }
+      extra_devices_.push_back(dev);
+    }
     if (!job_.log_writes_serial.empty()) {
       std::string log = FindDisk(job_.log_writes_serial, kDiskAppears);
       if (log.empty()) {
@@ -214,7 +221,46 @@ class Agent {
 
   bool Raw() const { return harness::FileSystemOf(job_.fs).raw(); }
 
+  // Disk K (K >= 2) of a set: its mount point.
+  std::string ExtraMountDir(size_t i) const { return fmt::format("{}-disk{}", mount_dir_, i + 2); }
+
+  bool MountExtras() {
+    for (size_t i = 0; i < extra_devices_.size(); ++i) {
+      const harness::FsKind fs = job_.extra_disks[i].fs;
+      if (harness::FileSystemOf(fs).raw()) continue;
+      const std::string dir = ExtraMountDir(i);
+      fs::create_directories(dir);
+      std::vector<std::string> argv = {"mount", "-t", harness::FsName(fs)};
+      if (!job_.mount_options.empty()) {
+        argv.emplace_back("-o");
+        argv.push_back(job_.mount_options);
+      } else if (::mount(extra_devices_[i].c_str(), dir.c_str(), harness::FsName(fs), 0, nullptr) ==
+                 0) {
+        continue;
+      } else {
+        return Fail("mount", fmt::format("mount -t {} {} {}: {}", harness::FsName(fs),
+                                         extra_devices_[i], dir, std::strerror(errno)));
+      }
+      argv.push_back(extra_devices_[i]);
+      argv.push_back(dir);
+      if (!Cmd("mount", argv)) return false;
+    }
+    return true;
+  }
+
+  bool UnmountExtras() {
+    for (size_t i = extra_devices_.size(); i-- > 0;) {
+      if (harness::FileSystemOf(job_.extra_disks[i].fs).raw()) continue;
+      const std::string dir = ExtraMountDir(i);
+      if (::umount2(dir.c_str(), 0) != 0) {
+        return Fail("unmount", fmt::format("umount {}: {}", dir, std::strerror(errno)));
+      }
+    }
+    return true;
+  }
+
   bool Mount() {
+    if (!MountExtras()) return false;
     if (Raw()) return true;
     fs::create_directories(mount_dir_);
     if (job_.mount_options.empty()) {
@@ -238,6 +284,7 @@ class Agent {
   }
 
   bool Unmount() {
+    if (!UnmountExtras()) return false;
     if (Raw()) return true;
     if (::umount2(mount_dir_.c_str(), 0) != 0) {  // umount(8) would add an exec, as for mount
       return Fail("unmount", fmt::format("umount {}: {}", mount_dir_, std::strerror(errno)));
@@ -269,6 +316,13 @@ class Agent {
       for (std::string& w : words) direct.push_back(w.data());
       direct.push_back(nullptr);
     }
+    // Disks 2..N of a set: POWERCUT_DIR_2 ... (POWERCUT_DEV_2 ... when raw; docs/protocol.md).
+    std::vector<std::pair<std::string, std::string>> extra_env;
+    for (size_t i = 0; i < extra_devices_.size(); ++i) {
+      const bool raw = harness::FileSystemOf(job_.extra_disks[i].fs).raw();
+      extra_env.emplace_back(fmt::format("{}_{}", raw ? "POWERCUT_DEV" : "POWERCUT_DIR", i + 2),
+                             raw ? extra_devices_[i] : ExtraMountDir(i));
+    }
     JobCgroup cgroup(fmt::format("job-{}-{}", job_.job_id, ++commands_));
     pid_t pid = fork();
     if (pid == 0) {
@@ -293,6 +347,7 @@ class Agent {
         setenv("POWERCUT_DIR", mount_dir_.c_str(), 1);
         if (chdir(mount_dir_.c_str()) != 0) _exit(126);
       }
+      for (const auto& [name, value] : extra_env) setenv(name.c_str(), value.c_str(), 1);
       setenv("POWERCUT_ACK_FD", "3", 1);
       // A workload may leave one file of output for the host (docs/protocol.md): `powercut
       // fstest`'s expected states.
@@ -709,10 +764,11 @@ class Agent {
 
   GuestJob job_;
   GuestResult result_;
-  std::string mount_dir_ = kMountDir;  // POWERCUT_DIR
-  const int port_fd_;                  // the virtio-serial port (-1: none)
-  const std::string prefix_;           // "job <id> " in a warm guest, else ""
-  int commands_ = 0;                   // commands run so far (each gets its own cgroup)
+  std::string mount_dir_ = kMountDir;       // POWERCUT_DIR
+  std::vector<std::string> extra_devices_;  // disks 2..N of a set (GuestJob::extra_disks)
+  const int port_fd_;                       // the virtio-serial port (-1: none)
+  const std::string prefix_;                // "job <id> " in a warm guest, else ""
+  int commands_ = 0;                        // commands run so far (each gets its own cgroup)
   bool leftovers_survived_ = false;
   bool timed_out_ = false;  // the last command passed checker_timeout_s and was killed
   std::string disk_;

@@ -1,0 +1,131 @@
+#include "harness/check/disk_set_check.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "base/image_io.h"
+#include "base/status_macros.h"
+#include "fmt/format.h"
+#include "harness/check/boot_recovery.h"
+#include "harness/check/loop_mount.h"
+
+namespace powercut::harness {
+namespace {
+
+// A new inode per state and disk, like the single-disk scratch (worker_pool.cc says why: an
+// unmounted file system that outlives its umount writes back into the file it was on).
+absl::StatusOr<int> FreshFile(const std::string& path, uint64_t bytes) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return absl::InternalError(
+        fmt::format("check: cannot remove {}: {}", path, std::strerror(errno)));
+  }
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    if (fd >= 0) ::close(fd);
+    return absl::InternalError(
+        fmt::format("check: cannot create {}: {}", path, std::strerror(errno)));
+  }
+  return fd;
+}
+
+}  // namespace
+
+std::string DiskVariable(uint32_t disk, bool raw) {
+  const char* base = raw ? "POWERCUT_DEV" : "POWERCUT_DIR";
+  return disk == 0 ? std::string(base) : fmt::format("{}_{}", base, disk + 1);
+}
+
+absl::StatusOr<ImageCheckResult> CheckDiskSetImage(int image_fd, const std::string& image_path,
+                                                   const DiskSetCheckOptions& o) {
+  const uint32_t disks = o.layout.count();
+  if (o.fs.size() != disks) {
+    return absl::InvalidArgumentError(fmt::format(
+        "check: {} file systems for a set of {} disks (one per disk)", o.fs.size(), disks));
+  }
+  ImageCheckResult r;
+  r.kernel = HostKernelRelease();
+  r.method = "loop mount per disk";
+  std::vector<std::unique_ptr<LoopMount>> mounts;
+  std::vector<std::pair<std::string, std::string>> env;
+  auto unmount_all = [&]() -> absl::Status {
+    absl::Status first = absl::OkStatus();
+    for (auto it = mounts.rbegin(); it != mounts.rend(); ++it) {
+      absl::Status s = (*it)->Unmount();
+      if (first.ok()) first = s;
+    }
+    mounts.clear();
+    return first;
+  };
+  for (uint32_t d = 0; d < disks; ++d) {
+    const DiskExtent& extent = o.layout.extents()[d];
+    const std::string label = fmt::format("disk {}", d + 1);
+    const std::string scratch = fmt::format("{}.disk{}.img", o.work_prefix, d + 1);
+    ASSIGN_OR_RETURN(int fd, FreshFile(scratch, extent.bytes));
+    absl::Status copied =
+        CopyRangeOnto(image_fd, extent.offset, fd, 0, extent.bytes, image_path, scratch);
+    ::close(fd);
+    RETURN_IF_ERROR(copied);
+    const FileSystem& fs = FileSystemOf(o.fs[d]);
+    if (fs.raw()) {
+      env.emplace_back(DiskVariable(d, /*raw=*/true), scratch);
+      continue;
+    }
+    if (o.before_mount) {
+      if (std::string problem = o.before_mount(scratch); !problem.empty()) {
+        RETURN_IF_ERROR(unmount_all());
+        r.checker.exit_code = -1;
+        r.checker.setup_error = fmt::format("{}: {}", label, problem);
+        return r;  // judged as not recoverable
+      }
+    }
+    const std::string mountpoint = fmt::format("{}.disk{}.mnt", o.work_prefix, d + 1);
+    std::error_code ec;
+    std::filesystem::create_directories(mountpoint, ec);
+    auto mount = [&]() -> absl::Status {
+      auto m = LoopMount::Mount(scratch, fs.name, mountpoint, fs.mount_options);
+      if (!m.ok()) {
+        if (absl::IsPermissionDenied(m.status())) {
+          return absl::PermissionDeniedError(fmt::format(
+              "{}: checking a set of several disks loop-mounts each of them, which needs root "
+              "(CAP_SYS_ADMIN) here: run as root",
+              std::string(m.status().message())));
+        }
+        return m.status();
+      }
+      mounts.push_back(*std::move(m));
+      return absl::OkStatus();
+    };
+    auto recovery = RecoverFileSystem(fs, scratch, mount, o.timeout_seconds);
+    if (!recovery.ok()) {
+      RETURN_IF_ERROR(unmount_all());
+      return recovery.status();
+    }
+    for (FsStepResult& step : recovery->steps) {
+      step.disk = label;
+      r.fs.steps.push_back(std::move(step));
+    }
+    r.fs.repaired = r.fs.repaired || recovery->repaired;
+    if (recovery->unrecoverable) {
+      RETURN_IF_ERROR(unmount_all());
+      r.fs.unrecoverable = true;
+      r.checker.exit_code = -1;
+      r.checker.setup_error =
+          fmt::format("{}: file system unrecoverable: {}", label, recovery->Describe());
+      return r;
+    }
+    env.emplace_back(DiskVariable(d, /*raw=*/false), mountpoint);
+  }
+  auto out = RunChecker(o.checker, env, o.timeout_seconds);
+  absl::Status unmounted = unmount_all();
+  if (!out.ok()) return out.status();
+  RETURN_IF_ERROR(unmounted);
+  r.checker = *std::move(out);
+  return r;
+}
+
+}  // namespace powercut::harness

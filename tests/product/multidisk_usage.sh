@@ -1,0 +1,25 @@
+#!/bin/sh
+# Bad --disks input is a usage error (exit 2) before any guest boots: each case must fail at once.
+set -u
+powercut=$1
+failed=0
+expect_usage() {  # description, args...
+  what=$1
+  shift
+  start=$(date +%s)
+  msg=$("$powercut" run --workload true --checker true "$@" 2>&1)
+  rc=$?
+  took=$(( $(date +%s) - start ))
+  if [ $rc -ne 2 ] || [ $took -gt 10 ]; then
+    echo "FAIL $what: exit $rc after ${took}s (want 2, before any guest boots): $msg"
+    failed=1
+  else
+    echo "ok   $what: $msg" | head -c 300; echo
+  fi
+}
+expect_usage "--disks 0" --disks 0
+expect_usage "--cache-per-disk naming disk 3 of 2" --disks 2 --cache-per-disk 3=on
+expect_usage "more --fs values than disks" --disks 2 --fs ext4,xfs,ext4
+expect_usage "--fs values for 3 disks on 2... of 3" --disks 3 --fs ext4,xfs
+expect_usage "--disks 2 with --flakey" --disks 2 --flakey error_writes
+exit $failed
