@@ -16,9 +16,8 @@ source "$(dirname "$0")/deploy_lib.sh"
 deploy_require_root mmdebstrap podman
 
 work=$(mktemp -d /var/tmp/powercut-container-test-XXXXXX)
-pod() {
-  podman --root "$work/store" --runroot "$work/run" --storage-driver=overlay "$@"
-}
+podman_in_work=(podman --root "$work/store" --runroot "$work/run" --storage-driver=overlay)
+pod() { "${podman_in_work[@]}" "$@"; }
 cleanup() {
   pod rm --all --force >/dev/null 2>&1 || true
   pod rmi --all --force >/dev/null 2>&1 || true
@@ -78,7 +77,7 @@ printf '%s' "$reasons"
 echo "runtime: $runtime_ok"
 
 start=$(date +%s)
-nice -n 19 pod build --quiet --network=host -f "$src/tools/container/Containerfile" \
+nice -n 19 "${podman_in_work[@]}" build --quiet --network=host -f "$src/tools/container/Containerfile" \
   -t localhost/powercut "$work/ctx" >/dev/null
 echo "podman build: $(($(date +%s) - start)) s"
 
@@ -95,8 +94,7 @@ grep -q '^/usr/bin/powercut$' <<<"$ident"
 # (powercut's probe then decides KVM or TCG), without it the user cannot.
 if [[ -c /dev/kvm ]]; then
   kvm_gid=$((60000 + RANDOM % 1000))
-  mknod -m 0660 "$work/kvm" c "$(stat -c '%t' /dev/kvm | xargs printf '%d')" \
-    "$(stat -c '%T' /dev/kvm | xargs printf '%d')"
+  mknod -m 0660 "$work/kvm" c "$((16#$(stat -c '%t' /dev/kvm)))" "$((16#$(stat -c '%T' /dev/kvm)))"
   chgrp "$kvm_gid" "$work/kvm"
   pod run --rm --network=none --device "$work/kvm:/dev/kvm" --group-add "$kvm_gid" \
     --entrypoint sh localhost/powercut -c 'exec 3<>/dev/kvm'
