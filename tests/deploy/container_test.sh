@@ -49,10 +49,10 @@ rm -rf "$work/ctx/_CPack_Packages"
 echo "package: $deb"
 
 start=$(date +%s)
-nice -n 19 mmdebstrap --variant=apt --quiet bookworm "$work/base.tar"
 write_conf ""
-pod import --quiet "$work/base.tar" localhost/debian-bookworm >/dev/null
-rm -f "$work/base.tar"
+# docs/install.md's command: the root as a tar on stdout, imported as the local base image.
+nice -n 19 mmdebstrap --variant=apt --quiet bookworm - |
+  pod import --quiet - localhost/debian-bookworm >/dev/null
 echo "base image (mmdebstrap + podman import): $(($(date +%s) - start)) s"
 
 # Podman's default runtime (crun) first, then runc: crun refuses a hybrid cgroup layout (v1
