@@ -12,6 +12,7 @@
 set -euo pipefail
 src=$1
 build=$2
+# shellcheck source=deploy_lib.sh
 source "$(dirname "$0")/deploy_lib.sh"
 deploy_require_root mmdebstrap podman
 
@@ -98,8 +99,11 @@ if [[ -c /dev/kvm ]]; then
   chgrp "$kvm_gid" "$work/kvm"
   pod run --rm --network=none --device "$work/kvm:/dev/kvm" --group-add "$kvm_gid" \
     --entrypoint sh localhost/powercut -c 'exec 3<>/dev/kvm'
-  ! pod run --rm --network=none --device "$work/kvm:/dev/kvm" --entrypoint sh \
-    localhost/powercut -c 'exec 3<>/dev/kvm' 2>/dev/null
+  if pod run --rm --network=none --device "$work/kvm:/dev/kvm" --entrypoint sh \
+    localhost/powercut -c 'exec 3<>/dev/kvm' 2>/dev/null; then
+    echo "FAIL: /dev/kvm opened without its group"
+    exit 1
+  fi
   echo "/dev/kvm: opens read-write for the user with --group-add, not without"
 fi
 

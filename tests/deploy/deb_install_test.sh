@@ -9,6 +9,7 @@
 # Needs root and the Debian mirror; skips (exit 77) without them.
 set -euo pipefail
 build=$1
+# shellcheck source=deploy_lib.sh
 source "$(dirname "$0")/deploy_lib.sh"
 deploy_require_root mmdebstrap
 work=$(mktemp -d /var/tmp/powercut-deb-test-XXXXXX)
@@ -27,5 +28,8 @@ grep -q '^/usr/bin/powercut$' "$work/out.txt"
 grep -q 'xlog/fdatasync/ext4' "$work/out.txt"
 grep -q 'powercut-vm-agent' "$work/out.txt"
 grep -q 'powercut-workload-clients' "$work/out.txt"
-! grep -q "$build" "$work/out.txt"
+if grep -q "$build" "$work/out.txt"; then
+  echo "FAIL: the output names the build folder $build"
+  exit 1
+fi
 echo PASS

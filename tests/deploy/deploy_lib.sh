@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the tests in tests/deploy that work on the .deb (sourced, not run).
 
 # deploy_require_root TOOL...: skip (exit 77) unless root and every TOOL is on the PATH.
