@@ -23,8 +23,9 @@ packages=(
   libbenchmark-dev librocksdb-dev liblzma-dev zlib1g-dev libzstd-dev libsqlite3-dev sqlite3 liburing-dev libisal-dev libxxhash-dev
   qemu-system-x86 qemu-utils busybox-static kmod cpio zstd xz-utils
   e2fsprogs xfsprogs btrfs-progs util-linux procps python3 python3-yaml dmsetup chromium
-  # tests/deploy: the .deb on a fresh root (mmdebstrap), a real Slurm (slurm-wlm, munge)
-  mmdebstrap slurm-wlm munge dpkg-dev file
+  # tests/deploy: the .deb on a fresh root (mmdebstrap), a real Slurm (slurm-wlm, munge), the
+  # container recipe (podman; runc too: crun refuses a hybrid cgroup layout, docs/install.md)
+  mmdebstrap slurm-wlm munge dpkg-dev file podman runc
   # The database workloads (docs/your-database.md): the servers run in the guest from the host's
   # root, so they are installed here; liblmdb-dev is linked into powercut-workload,
   # libpq-dev into powercut-workload-clients.
