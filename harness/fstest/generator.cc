@@ -8,6 +8,21 @@
 #include "harness/fstest/model_fs.h"
 
 namespace powercut::fstest {
+// Named, not anonymous: WorkloadSpace::Core (declared in the header) holds a Range, and a type of
+// an anonymous namespace in it would give Core internal linkage parts (-Wsubobject-linkage in the
+// unity build of the main preset).
+namespace ace_space {
+enum class Range {
+  kNone,
+  kAppend,
+  kOverlapUnalignedStart,
+  kOverlapExtend,
+  kOverlapStart,
+  kAligned,
+  kUnaligned
+};
+}  // namespace ace_space
+
 namespace {
 
 // The sizes CrashMonkey's ACE uses: a dependency or append writes 32 KiB; an unaligned overwrite
@@ -21,15 +36,7 @@ constexpr uint64_t kUnalignedTruncate = 2500;
 constexpr char kXattrName[] = "user.fstest";
 constexpr char kXattrValue[] = "v1";
 
-enum class Range {
-  kNone,
-  kAppend,
-  kOverlapUnalignedStart,
-  kOverlapExtend,
-  kOverlapStart,
-  kAligned,
-  kUnaligned
-};
+using ace_space::Range;
 
 std::string_view RangeName(Range r) {
   switch (r) {
