@@ -1,9 +1,9 @@
 // The file-system interface under the WAL and recovery (in the spirit of LevelDB's Env).
 //
 // Everything the WAL does to storage goes through an Env, so that tests can swap in
-// FaultInjectionEnv (wal/fault_injection_env.h): it keeps unsynced data apart, simulates a power
-// cut (drop unsynced data, keep a random prefix, tear at 512 B) and injects EIO/ENOSPC on any call.
-// PosixEnv (wal/posix_env.h) is the real thing.
+// FaultInjectionEnv (wal/testing/fault_injection_env.h): it keeps unsynced data apart, simulates a
+// power cut (drop unsynced data, keep a random prefix, tear at 512 B) and injects EIO/ENOSPC on any
+// call. PosixEnv (wal/posix_env.h) is the real thing.
 //
 // Contract for implementations: every method is thread-safe on distinct files; a File's methods may
 // be called concurrently for disjoint byte ranges. Errors are absl::Status whose message names the
