@@ -112,8 +112,9 @@ absl::StatusOr<TraceManifest> ReadManifest(const std::string& manifest_path) {
       disk.physical_sector = number("physical_sector");
       disk.fs_block_size = number("fs_block_size");
       if (d.contains("fs") && d["fs"].is_string()) disk.fs = d["fs"].get<std::string>();
-      if (d.contains("mkfs") && d["mkfs"].is_string())
+      if (d.contains("mkfs") && d["mkfs"].is_string()) {
         disk.mkfs_command = d["mkfs"].get<std::string>();
+      }
       m.disks.push_back(std::move(disk));
     }
     auto layout = LayoutOf(m);

@@ -42,7 +42,7 @@ enum class Program {
 class DiskSetCheck : public ::testing::Test {
  protected:
   std::string Record(Program program) {
-    const std::string log = dir_.File("trace.log");
+    std::string log = dir_.File("trace.log");
     const std::string base = dir_.File("base.img");
     DiskLayout layout = DiskLayout::Packed({kDiskBytes, kDiskBytes});
     testing::MakeImage(base, layout.total_bytes());
@@ -56,7 +56,9 @@ class DiskSetCheck : public ::testing::Test {
       if (program != Program::kNeverSynced) {
         EXPECT_TRUE(r.RecordDiskWrite(1, k * kSs, Sector('D'), false).ok());
       }
-      if (program == Program::kCorrect) EXPECT_TRUE(r.RecordDiskFlush(1).ok());
+      if (program == Program::kCorrect) {
+        EXPECT_TRUE(r.RecordDiskFlush(1).ok());
+      }
       EXPECT_TRUE(r.RecordAck(std::to_string(k)).ok());
     }
     if (program == Program::kNeverSynced) {  // the page cache's writeback, long after the acks
@@ -77,7 +79,9 @@ class DiskSetCheck : public ::testing::Test {
     o.work_dir = dir_.File("work");
     o.points.every_entry = true;
     for (const char* name : {"off", "on", "lying"}) o.models.push_back(*ParseCacheModel(name));
-    if (per_disk != nullptr) EXPECT_TRUE(ApplyCachePerDisk(per_disk, 2, &o.models).ok());
+    if (per_disk != nullptr) {
+      EXPECT_TRUE(ApplyCachePerDisk(per_disk, 2, &o.models).ok());
+    }
     auto report = RunCheck(o);
     EXPECT_TRUE(report.ok()) << report.status();
     return report.ok() ? *report : CheckReport{};

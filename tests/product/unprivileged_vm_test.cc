@@ -31,7 +31,6 @@ namespace powercut::product {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::CommandResult;
 using testing::ReadFile;
 using testing::RunAsUser;
 using testing::RunCommand;
