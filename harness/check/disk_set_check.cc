@@ -128,4 +128,16 @@ absl::StatusOr<ImageCheckResult> CheckDiskSetImage(int image_fd, const std::stri
   return r;
 }
 
+absl::StatusOr<ImageCheckResult> CheckDiskSetImageFile(const std::string& image_path,
+                                                       const DiskSetCheckOptions& options) {
+  const int fd = ::open(image_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::InternalError(
+        fmt::format("cannot open the image {}: {}", image_path, std::strerror(errno)));
+  }
+  auto result = CheckDiskSetImage(fd, image_path, options);
+  ::close(fd);
+  return result;
+}
+
 }  // namespace powercut::harness

@@ -43,5 +43,8 @@ std::string DiskVariable(uint32_t disk, bool raw);
 // tool or the checker could not be started, or mounting is not permitted here (root needed).
 absl::StatusOr<ImageCheckResult> CheckDiskSetImage(int image_fd, const std::string& image_path,
                                                    const DiskSetCheckOptions& options);
+// The same for the image file at `image_path` (opened read only for the check).
+absl::StatusOr<ImageCheckResult> CheckDiskSetImageFile(const std::string& image_path,
+                                                       const DiskSetCheckOptions& options);
 
 }  // namespace powercut::harness

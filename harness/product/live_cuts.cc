@@ -246,19 +246,11 @@ absl::StatusOr<harness::ImageCheckResult> CheckCutImage(const RunOptions& o,
   if (o.disks > 1) {  // a set: every disk through its own boot path, mounted at once
     ASSIGN_OR_RETURN(std::vector<harness::FsKind> disk_fs, DiskFileSystems(o.fs, o.disks));
     ASSIGN_OR_RETURN(harness::DiskLayout layout, harness::LayoutBeside(trace));
-    const int fd = open(image.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      return absl::InternalError(
-          fmt::format("cannot open the cut image {}: {}", image, std::strerror(errno)));
-    }
-    auto r = harness::CheckDiskSetImage(fd, image,
-                                        {.layout = layout,
-                                         .fs = disk_fs,
-                                         .checker = o.checker,
-                                         .timeout_seconds = o.checker_timeout_s,
-                                         .work_prefix = work + "/set"});
-    close(fd);
-    return r;
+    return harness::CheckDiskSetImageFile(image, {.layout = layout,
+                                                  .fs = disk_fs,
+                                                  .checker = o.checker,
+                                                  .timeout_seconds = o.checker_timeout_s,
+                                                  .work_prefix = work + "/set"});
   }
   if (o.check_pool != nullptr && !harness::FileSystemOf(fs_kind).raw()) {
     ASSIGN_OR_RETURN(uint64_t bytes, FileSize(image));

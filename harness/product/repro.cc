@@ -161,16 +161,11 @@ class StateJudge {
   // The host's check of `image`, or the guest judge's (ReproOptions::judges).
   absl::StatusOr<harness::ImageCheckResult> CheckImage(const std::string& image) {
     if (disks_.several()) {
-      const int fd = ::open(image.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) return absl::InternalError(fmt::format("cannot open {}", image));
-      auto out = harness::CheckDiskSetImage(fd, image,
-                                            {.layout = disks_,
-                                             .fs = disk_fs_,
-                                             .checker = o_.checker,
-                                             .timeout_seconds = o_.checker_timeout_s,
-                                             .work_prefix = work_ + "/set"});
-      ::close(fd);
-      return out;
+      return harness::CheckDiskSetImageFile(image, {.layout = disks_,
+                                                    .fs = disk_fs_,
+                                                    .checker = o_.checker,
+                                                    .timeout_seconds = o_.checker_timeout_s,
+                                                    .work_prefix = work_ + "/set"});
     }
     if (!o_.judges || o_.fs == harness::FsKind::kRaw) return harness::CheckImageFile(image, check_);
     if (guest_ == nullptr) {
