@@ -14,6 +14,10 @@ trap 'rm -rf "$out"' EXIT
 prepare='dd if=/dev/zero of="$POWERCUT_DIR/log" bs=4096 count=8 2>/dev/null &&
 dd if=/dev/zero of="$POWERCUT_DIR_2/data" bs=4096 count=8 2>/dev/null && sync'
 block='{ printf "dat %04d" $i; head -c 4088 /dev/zero; }'
+# iflag=fullblock: the block reaches dd's pipe in two writes, and a read that returns only the
+# first 8 bytes makes GNU dd write that short block without O_DIRECT and then fsync the file
+# (coreutils' iwrite), which turned the O_DIRECT control into a synced one on a loaded machine.
+data='dd of="$POWERCUT_DIR_2/data" bs=4096 seek=$i count=1 iflag=fullblock'
 log='printf "log %04d" $i | dd of="$POWERCUT_DIR/log" bs=4096 seek=$i conv=notrunc,fdatasync 2>/dev/null'
 checker='for i in 1 2 3 4 5; do
 l=$(dd if="$POWERCUT_DIR/log" bs=4096 skip=$i count=1 2>/dev/null | head -c 8)
@@ -33,11 +37,11 @@ run() {  # name, data write, expectation
 }
 
 failed=""
-run correct "$block | dd of=\"\$POWERCUT_DIR_2/data\" bs=4096 seek=\$i count=1 conv=notrunc,fdatasync 2>/dev/null" \
+run correct "$block | $data conv=notrunc,fdatasync 2>/dev/null" \
   off=survives,on=survives,lying=loses
-run direct "$block | dd of=\"\$POWERCUT_DIR_2/data\" bs=4096 seek=\$i count=1 oflag=direct conv=notrunc 2>/dev/null" \
+run direct "$block | $data oflag=direct conv=notrunc 2>/dev/null" \
   off=survives,on=loses,lying=loses
-run never-synced "$block | dd of=\"\$POWERCUT_DIR_2/data\" bs=4096 seek=\$i count=1 conv=notrunc 2>/dev/null" \
+run never-synced "$block | $data conv=notrunc 2>/dev/null" \
   off=loses,on=loses,lying=loses
 if [ -n "$failed" ]; then
   echo "UNEXPECTED:$failed"
