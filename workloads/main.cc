@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/main_guard.h"
 #include "base/process.h"
 #include "workloads/ack_channel.h"
 #include "workloads/catalog.h"
@@ -164,12 +165,6 @@ int Main(int argc, char** argv) {
 }  // namespace powercut::workloads
 
 int main(int argc, char** argv) {
-  // Library APIs report errors as absl::Status; this only catches what the standard library or
-  // CLI11 may still throw (e.g. std::bad_alloc), so that it becomes a message, not an abort.
-  try {
-    return powercut::workloads::Main(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "powercut-workload: %s\n", e.what());
-    return 1;
-  }
+  return powercut::RunMainGuarded("powercut-workload", 1,
+                                  [&] { return powercut::workloads::Main(argc, argv); });
 }

@@ -24,6 +24,7 @@
 
 #include "CLI/CLI.hpp"
 #include "base/image_io.h"
+#include "base/main_guard.h"
 #include "base/process.h"
 #include "base/scratch_dir.h"
 #include "fmt/format.h"
@@ -397,10 +398,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Main(argc, argv);
-  } catch (const std::exception& e) {  // e.g. std::bad_alloc: report it instead of aborting
-    std::fprintf(stderr, "enginebench: %s\n", e.what());
-    return 1;
-  }
+  return powercut::RunMainGuarded("enginebench", 1, [&] { return Main(argc, argv); });
 }

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <string>
 
+#include "base/main_guard.h"
 #include "base/scratch_dir.h"
 #include "recovery/recovery.h"
 #include "wal/wal.h"
@@ -86,10 +87,5 @@ static int Main(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-  try {
-    return Main(argc, argv);
-  } catch (const std::exception& e) {  // e.g. std::bad_alloc: report it instead of aborting
-    std::fprintf(stderr, "recovery_bench: %s\n", e.what());
-    return 2;
-  }
+  return powercut::RunMainGuarded("recovery_bench", 2, [&] { return Main(argc, argv); });
 }

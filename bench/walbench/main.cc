@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "base/main_guard.h"
 #include "bench/walbench/commands.h"
 
 namespace {
@@ -35,14 +36,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Whatever escapes a command (std::filesystem, JSON, RocksDB's C++ API) ends walbench with a
-  // message and kExitFailure rather than std::terminate's abort.
-  try {
-    return Main(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "walbench: unexpected error: %s\n", e.what());
-  } catch (...) {
-    std::fprintf(stderr, "walbench: unexpected error\n");
-  }
-  return powercut::walbench::cli::kExitFailure;
+  return powercut::RunMainGuarded("walbench", powercut::walbench::cli::kExitFailure,
+                                  [&] { return Main(argc, argv); });
 }

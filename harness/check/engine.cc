@@ -276,23 +276,6 @@ std::string RebuildCommand(const std::string& powercut, const std::string& trace
                      powercut, trace, base, state_id);
 }
 
-absl::StatusOr<std::string> ResolveBase(const std::string& trace_path, const std::string& base,
-                                        std::optional<TraceManifest>* manifest) {
-  std::string manifest_path = ManifestPathFor(trace_path);
-  std::error_code ec;
-  if (std::filesystem::exists(manifest_path, ec)) {
-    ASSIGN_OR_RETURN(TraceManifest m, ReadManifest(manifest_path));
-    *manifest = m;
-    return base.empty() ? ResolveBaseImage(manifest_path, m) : base;
-  }
-  if (base.empty()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "trace {}: no manifest {} beside it, so the base image is unknown: pass --base IMG",
-        trace_path, manifest_path));
-  }
-  return base;
-}
-
 absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(CheckSetup setup, Setup(options));

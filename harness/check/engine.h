@@ -195,9 +195,4 @@ bool IsBrokenChecker(const absl::Status& status);
 std::string RebuildCommand(const std::string& powercut, const std::string& trace,
                            const std::string& base, const std::string& state_id);
 
-// Loads a trace with its manifest (when present) and resolves the base image: `base` if given,
-// else the manifest's. Validates the manifest against log and image.
-absl::StatusOr<std::string> ResolveBase(const std::string& trace_path, const std::string& base,
-                                        std::optional<TraceManifest>* manifest);
-
 }  // namespace powercut::harness

@@ -23,23 +23,14 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/escaping.h"
 #include "base/image_io.h"
+#include "base/main_guard.h"
 #include "base/status_macros.h"
+#include "base/write_fully.h"
 #include "fmt/format.h"
 #include "harness/fstest/executor.h"
 #include "harness/fstest/workload.h"
 
 namespace {
-
-absl::Status WriteFully(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return absl::DataLossError(fmt::format("write: {}", std::strerror(errno)));
-    done += static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
 
 // Reads `ok <point>` from the synchronous-ack descriptor (docs/protocol.md).
 absl::Status AwaitOk(int fd, int point) {
@@ -112,7 +103,7 @@ int Run(const std::string& file, const std::string& hex, std::string dir) {
   }
   hooks.ack = [ack_fd, sync_fd](int point) {
     if (ack_fd < 0) return absl::OkStatus();
-    RETURN_IF_ERROR(WriteFully(ack_fd, fmt::format("ack {}\n", point)));
+    RETURN_IF_ERROR(powercut::WriteFully(ack_fd, fmt::format("ack {}\n", point)));
     if (sync_fd < 0) return absl::OkStatus();
     return AwaitOk(sync_fd, point);
   };
@@ -121,7 +112,7 @@ int Run(const std::string& file, const std::string& hex, std::string dir) {
     const nlohmann::json line = {{"point", point},
                                  {"by", powercut::fstest::OpText(op)},
                                  {"tree", powercut::fstest::TreeToJson(tree)}};
-    return WriteFully(out_fd, line.dump() + "\n");
+    return powercut::WriteFully(out_fd, line.dump() + "\n");
   };
   if (absl::Status s = powercut::fstest::Execute(*workload, dir, hooks); !s.ok()) {
     return Fail(std::string(s.message()), 1);
@@ -132,25 +123,25 @@ int Run(const std::string& file, const std::string& hex, std::string dir) {
   return 0;
 }
 
+int Main(int argc, char** argv) {
+  CLI::App app{"powercut-fstest-exec: runs a file-system test workload (docs/fstest.md)"};
+  app.require_subcommand(1);
+  CLI::App* run = app.add_subcommand("run", "run a workload under $POWERCUT_DIR (or --dir)");
+  std::string file, hex, dir;
+  run->add_option("file", file, "a workload file");
+  run->add_option("--hex", hex, "the workload's text, hex-encoded");
+  run->add_option("--dir", dir, "the folder to work in (default $POWERCUT_DIR)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (file.empty() == hex.empty()) return Fail("run: give a workload FILE or --hex HEX (one)", 2);
+  return Run(file, hex, dir);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    CLI::App app{"powercut-fstest-exec: runs a file-system test workload (docs/fstest.md)"};
-    app.require_subcommand(1);
-    CLI::App* run = app.add_subcommand("run", "run a workload under $POWERCUT_DIR (or --dir)");
-    std::string file, hex, dir;
-    run->add_option("file", file, "a workload file");
-    run->add_option("--hex", hex, "the workload's text, hex-encoded");
-    run->add_option("--dir", dir, "the folder to work in (default $POWERCUT_DIR)");
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-      return app.exit(e) == 0 ? 0 : 2;
-    }
-    if (file.empty() == hex.empty()) return Fail("run: give a workload FILE or --hex HEX (one)", 2);
-    return Run(file, hex, dir);
-  } catch (const std::exception& e) {  // e.g. std::bad_alloc: report it instead of aborting
-    return Fail(fmt::format("unexpected error: {}", e.what()), 2);
-  }
+  return powercut::RunMainGuarded("powercut-fstest-exec", 2, [&] { return Main(argc, argv); });
 }

@@ -6,10 +6,10 @@
 #include "base/image_io.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/check/engine.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/crash_state.h"
 #include "harness/state/working_image.h"
+#include "harness/trace/manifest.h"
 #include "harness/trace/trace_reader.h"
 
 namespace powercut::harness {

@@ -238,4 +238,21 @@ absl::Status ValidateManifest(const TraceManifest& m, const std::string& manifes
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> ResolveBase(const std::string& trace_path, const std::string& base,
+                                        std::optional<TraceManifest>* manifest) {
+  std::string manifest_path = ManifestPathFor(trace_path);
+  std::error_code ec;
+  if (std::filesystem::exists(manifest_path, ec)) {
+    ASSIGN_OR_RETURN(TraceManifest m, ReadManifest(manifest_path));
+    *manifest = m;
+    return base.empty() ? ResolveBaseImage(manifest_path, m) : base;
+  }
+  if (base.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "trace {}: no manifest {} beside it, so the base image is unknown: pass --base IMG",
+        trace_path, manifest_path));
+  }
+  return base;
+}
+
 }  // namespace powercut::harness

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,13 @@ absl::StatusOr<TraceManifest> MakeManifest(const std::string& base_image, uint32
 
 // Resolves base_image against the manifest's folder.
 std::string ResolveBaseImage(const std::string& manifest_path, const TraceManifest& manifest);
+
+// The base image of the trace at `trace_path`: `base` when given, else the one its manifest
+// names. Reads the manifest beside the trace into `*manifest` when there is one; without a
+// manifest, `base` must be given (InvalidArgument says to pass --base). Validation against the
+// log and the image is the caller's (ValidateManifest).
+absl::StatusOr<std::string> ResolveBase(const std::string& trace_path, const std::string& base,
+                                        std::optional<TraceManifest>* manifest);
 
 // Checks the image at `image_path` has the manifest's size and hash, and that `log_sector_size`
 // equals the manifest's block size.

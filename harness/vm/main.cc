@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "base/main_guard.h"
 #include "base/process.h"
 #include "base/scratch_dir.h"
 #include "fmt/format.h"
@@ -234,10 +235,5 @@ static int Main(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-  try {
-    return Main(argc, argv);
-  } catch (const std::exception& e) {  // e.g. std::bad_alloc: report it instead of aborting
-    std::fprintf(stderr, "powercut-vm: %s\n", e.what());
-    return 2;
-  }
+  return powercut::RunMainGuarded("powercut-vm", 2, [&] { return Main(argc, argv); });
 }

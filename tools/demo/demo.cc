@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "base/main_guard.h"
 #include "base/scratch_dir.h"
 #include "recovery/recovery.h"
 #include "wal/barrier.h"
@@ -197,10 +198,5 @@ int Main(int argc, char** argv) {
 }  // namespace powercut
 
 int main(int argc, char** argv) {
-  try {
-    return powercut::Main(argc, argv);
-  } catch (const std::exception& e) {  // e.g. std::bad_alloc: report it instead of aborting
-    std::fprintf(stderr, "powercut-demo: %s\n", e.what());
-    return 2;
-  }
+  return powercut::RunMainGuarded("powercut-demo", 2, [&] { return powercut::Main(argc, argv); });
 }

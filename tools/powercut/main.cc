@@ -4,6 +4,7 @@
 #include <exception>
 #include <string>
 
+#include "base/main_guard.h"
 #include "base/mount_namespace.h"
 #include "base/process.h"
 #include "base/scratch_sweep.h"
@@ -82,14 +83,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Whatever escapes a command (std::filesystem, JSON, allocation) ends powercut with a message
-  // and exit code 1 rather than std::terminate's abort.
-  try {
-    return Main(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "powercut: unexpected error: %s\n", e.what());
-  } catch (...) {
-    std::fprintf(stderr, "powercut: unexpected error\n");
-  }
-  return 1;
+  return powercut::RunMainGuarded("powercut", 1, [&] { return Main(argc, argv); });
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/main_guard.h"
 #include "recovery/recovery.h"
 #include "recovery/repair.h"
 #include "wal/segment_reader.h"
@@ -243,14 +244,6 @@ int Main(int argc, char** argv) {
 }  // namespace powercut
 
 int main(int argc, char** argv) {
-  // Whatever escapes (std::filesystem, JSON, allocation) ends waldump with a message and exit 2
-  // (the log could not be read) rather than std::terminate's abort.
-  try {
-    return powercut::Main(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "waldump: unexpected error: %s\n", e.what());
-  } catch (...) {
-    std::fprintf(stderr, "waldump: unexpected error\n");
-  }
-  return 2;
+  // Exit 2: the log could not be read.
+  return powercut::RunMainGuarded("waldump", 2, [&] { return powercut::Main(argc, argv); });
 }

@@ -37,6 +37,7 @@
 
 #include "base/ack_id.h"
 #include "base/process.h"
+#include "base/write_fully.h"
 #include "fmt/format.h"
 #include "harness/check/boot_recovery.h"
 #include "harness/check/checker.h"
@@ -114,16 +115,8 @@ class Agent {
 
   void Send(const std::string& line) {
     if (port_fd_ < 0) return;
-    std::string text = prefix_ + line + "\n";
-    const char* p = text.data();
-    size_t n = text.size();
-    while (n > 0) {
-      ssize_t w = write(port_fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return;
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
+    // A port the host closed has nobody to tell; the host sees the guest's end by itself.
+    powercut::WriteFully(port_fd_, prefix_ + line + "\n").IgnoreError();
   }
   void Event(const std::string& text) { Send("event " + text); }
 
@@ -528,14 +521,8 @@ class Agent {
   }
 
   static void WriteLine(int fd, const std::string& line) {
-    const std::string text = line + "\n";
-    size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t w = write(fd, text.data() + done, text.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return;  // the workload is gone: nobody waits
-      done += static_cast<size_t>(w);
-    }
+    // A failed write means the workload is gone: nobody waits for the line.
+    powercut::WriteFully(fd, line + "\n").IgnoreError();
   }
 
   // The host's answers to synchronous acks: each `job <N> acked <id>` of this job lets the

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 
+#include "base/write_fully.h"
 #include "fmt/format.h"
 #include "harness/vm/guest/agent.h"
 #include "harness/vm/guest/guest_devices.h"
@@ -49,17 +50,9 @@ void WriteResult(const std::string& name, const GuestResult& result) {
   std::rename((path + ".tmp").c_str(), path.c_str());
 }
 
+// A port the host closed has nobody to tell: the host notices the guest's end by itself.
 void SendLine(int fd, const std::string& line) {
-  std::string text = line + "\n";
-  const char* p = text.data();
-  size_t n = text.size();
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
+  powercut::WriteFully(fd, line + "\n").IgnoreError();
 }
 
 // One line from the port; false when the host closed it.
