@@ -14,6 +14,7 @@
 #include "harness/check/file_system.h"
 #include "harness/check/fsck.h"
 #include "harness/check/report.h"
+#include "harness/product/builtin.h"
 #include "harness/product/flakey.h"
 #include "harness/product/live_cuts.h"
 #include "harness/product/recordings.h"
@@ -160,6 +161,24 @@ harness::StateJudgeFactory JudgesForTrace(vm::GuestCheckPool* pool, harness::FsK
                         .mount_options = "",
                         .checker_timeout_s = checker_timeout_s,
                         .phases = phases});
+}
+
+absl::StatusOr<TraceJudging> JudgeTrace(const std::string& check_in, harness::FsKind fs,
+                                        const std::string& powercut, const std::string& kernel,
+                                        const std::string& trace, const std::string& checker,
+                                        double checker_timeout_s, std::string_view host_only) {
+  ASSIGN_OR_RETURN(CheckIn where, ParseCheckIn(check_in));
+  TraceJudging judging;
+  if (where == CheckIn::kHost || harness::FileSystemOf(fs).raw()) return judging;
+  if (!host_only.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: pass --check-in host with it, or drop it (without root, states are judged in guests)",
+        host_only));
+  }
+  ASSIGN_OR_RETURN(judging.pool, CheckPoolFor(where, AgentHint(powercut), kernel));
+  judging.judges = JudgesForTrace(judging.pool.get(), fs, trace, checker, checker_timeout_s,
+                                  judging.phases.get());
+  return judging;
 }
 
 std::string GuestCheckPhasesLine(const std::vector<std::pair<std::string, double>>& phases) {

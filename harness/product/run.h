@@ -12,8 +12,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -61,6 +63,25 @@ harness::StateJudgeFactory JudgesForTrace(vm::GuestCheckPool* pool, harness::FsK
                                           const std::string& trace, const std::string& checker,
                                           double checker_timeout_s,
                                           vm::GuestCheckPhases* phases = nullptr);
+
+// How `check` and `repro` judge a recorded trace's file-system states: in warm guests
+// (`--check-in guest`: `pool` runs them, `judges` is harness::CheckOptions::judges, `phases`
+// collects each judged state's steps), or on this host (no pool, empty `judges`: --check-in
+// host, or a raw disk whose states no mount judges).
+struct TraceJudging {
+  std::unique_ptr<vm::GuestCheckPool> pool;
+  // The judges write here, so its address stays put when a TraceJudging moves; never null.
+  std::unique_ptr<vm::GuestCheckPhases> phases = std::make_unique<vm::GuestCheckPhases>();
+  harness::StateJudgeFactory judges;
+};
+// The one check-pool setup of the commands that judge a recording (`--check-in` as given, not
+// parsed; `powercut` the running program, `kernel` as for vm::PrepareVm). `host_only`, when not
+// empty, names an option that works only on this host ("--fsck runs on a host copy"): with it,
+// judging in a guest is a usage error that says so.
+absl::StatusOr<TraceJudging> JudgeTrace(const std::string& check_in, harness::FsKind fs,
+                                        const std::string& powercut, const std::string& kernel,
+                                        const std::string& trace, const std::string& checker,
+                                        double checker_timeout_s, std::string_view host_only);
 
 // "guest check, mean per state: state-block 0.00 s, ...\n" (GuestCheckPhases::Mean), or "" when
 // no state was judged in a guest.

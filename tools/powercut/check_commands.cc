@@ -131,29 +131,14 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
       o.order = *order;
     }
     // --check-in guest: warm guests with the recording's sectors judge the file-system states.
-    auto check_in = product::ParseCheckIn(a->check_in);
-    if (!check_in.ok()) {
-      *exit_code = CouldNotRun(std::string(check_in.status().message()));
+    auto judging = product::JudgeTrace(
+        a->check_in, o.fs, o.powercut, a->kernel, o.trace_path, o.checker, o.checker_timeout_s,
+        o.without_mount ? "--without-mount reads states with debugfs on the host" : "");
+    if (!judging.ok()) {
+      *exit_code = CouldNotRun(std::string(judging.status().message()));
       return;
     }
-    std::unique_ptr<vm::GuestCheckPool> check_pool;
-    vm::GuestCheckPhases phases;
-    if (*check_in == product::CheckIn::kGuest && !harness::FileSystemOf(o.fs).raw()) {
-      if (o.without_mount) {
-        *exit_code = CouldNotRun(
-            "--without-mount reads states with debugfs on the host: pass "
-            "--check-in host with it");
-        return;
-      }
-      auto pool = product::CheckPoolFor(*check_in, product::AgentHint(o.powercut), a->kernel);
-      if (!pool.ok()) {
-        *exit_code = CouldNotRun(std::string(pool.status().message()));
-        return;
-      }
-      check_pool = std::move(*pool);
-      o.judges = product::JudgesForTrace(check_pool.get(), o.fs, o.trace_path, o.checker,
-                                         o.checker_timeout_s, &phases);
-    }
+    o.judges = judging->judges;
     auto report = harness::RunCheck(o);
     if (!report.ok()) {
       // Neither a broken checker (cannot start, output not the protocol) nor an unreadable trace
@@ -161,7 +146,7 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
       *exit_code = CouldNotRun(std::string(report.status().message()));
       return;
     }
-    const std::vector<std::pair<std::string, double>> check_phases = phases.Mean();
+    const std::vector<std::pair<std::string, double>> check_phases = judging->phases->Mean();
     std::printf("%s%s", product::GuestCheckPhasesLine(check_phases).c_str(),
                 harness::ReportSummaryTable(*report).c_str());
     if (!a->kernel.empty() && !o.judges) {

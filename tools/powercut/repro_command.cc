@@ -47,27 +47,14 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
       *exit_code = CouldNotRun("repro: pass --bundle DIR (or --recheck to only re-check)");
       return;
     }
-    auto check_in = product::ParseCheckIn(a->check_in);
-    if (!check_in.ok()) {
-      *exit_code = CouldNotRun(std::string(check_in.status().message()));
+    auto judging =
+        product::JudgeTrace(a->check_in, o.fs, o.powercut, o.kernel, o.trace, o.checker,
+                            o.checker_timeout_s, o.fsck ? "--fsck runs on a host copy" : "");
+    if (!judging.ok()) {
+      *exit_code = CouldNotRun(std::string(judging.status().message()));
       return;
     }
-    std::unique_ptr<vm::GuestCheckPool> check_pool;
-    vm::GuestCheckPhases phases;
-    if (*check_in == product::CheckIn::kGuest && o.fs != harness::FsKind::kRaw) {
-      if (o.fsck) {
-        *exit_code = CouldNotRun("--fsck runs on a host copy: with --check-in guest drop it");
-        return;
-      }
-      auto pool = product::CheckPoolFor(*check_in, product::AgentHint(o.powercut), o.kernel);
-      if (!pool.ok()) {
-        *exit_code = CouldNotRun(std::string(pool.status().message()));
-        return;
-      }
-      check_pool = std::move(*pool);
-      o.judges = product::JudgesForTrace(check_pool.get(), o.fs, o.trace, o.checker,
-                                         o.checker_timeout_s, &phases);
-    }
+    o.judges = judging->judges;
     auto result = product::Repro(o);
     if (!result.ok()) {
       *exit_code = CouldNotRun(std::string(result.status().message()));
@@ -79,7 +66,7 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
                   result->steps.size());
     }
     if (!result->note.empty()) std::printf("note: %s\n", result->note.c_str());
-    std::printf("%s", product::GuestCheckPhasesLine(phases.Mean()).c_str());
+    std::printf("%s", product::GuestCheckPhasesLine(judging->phases->Mean()).c_str());
     if (!o.kernel.empty() && !o.judges) {
       // Said, not silently dropped: the state was judged by the host's kernel.
       std::printf("note: --kernel is for checks in a guest; this state was checked on the host\n");
