@@ -460,6 +460,27 @@ TEST_F(WorkloadProcessTest, WalOnTheSecondDiskIsFoundWhereTheCheckMountsIt) {
   }
 }
 
+// etcd.ready is the set-up's marker, not etcd's: a data disk that ignores flushes may drop it
+// while the WAL (here on the second disk) keeps every put. Without it the checker asks etcd
+// whenever a WAL is there, and says "nothing committed" only when there is none.
+TEST_F(WorkloadProcessTest, EtcdCheckerAsksEtcdWhenOnlyTheMarkerIsGone) {
+  RunOutput run = Run({"etcd", "run", "--wal-disk", "--count", "4"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ReapOrphans();
+  ASSERT_EQ(::unlink((data_ + "/etcd.ready").c_str()), 0);
+  CheckOutput check = Check("etcd");
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  ExpectAllAckedHad(run, check);
+  EXPECT_THAT(check.err, HasSubstr("or the marker was dropped"));
+
+  std::filesystem::remove_all(data2_ + "/etcd");  // no WAL anywhere: nothing was committed
+  CheckOutput none = Check("etcd");
+  EXPECT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_THAT(none.have, IsEmpty());
+  EXPECT_THAT(none.err, HasSubstr("nothing was committed"));
+  ExpectNothingLeftInTmp();
+}
+
 TEST_F(WorkloadProcessTest, FileSystemWorkloadsRejectARawDevice) {
   const Env env = {{"POWERCUT_DEV", "/dev/null"}};
   for (const std::string workload : {"rocksdb", "sqlite", "wal"}) {
