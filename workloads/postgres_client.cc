@@ -325,11 +325,11 @@ absl::StatusOr<std::vector<DatabaseWorkload::Record>> ReadBackPostgres(
                     "root (it switches to the postgres user) or as the owner",
                     data, st.st_uid, site.account.uid));
   }
+  ASSIGN_OR_RETURN(const std::optional<std::string> wal_note, PointWalLinkAtSecondDisk(data, site));
+  if (wal_note.has_value()) notes.push_back(*wal_note);
   // The crashed server's postmaster.pid names a process of the machine that lost power; on this
   // one that pid may belong to anything, and the postmaster would refuse to start. A machine
   // booting after the cut has no such process either, so the file is stale by definition.
-  ASSIGN_OR_RETURN(const std::optional<std::string> wal_note, PointWalLinkAtSecondDisk(data, site));
-  if (wal_note.has_value()) notes.push_back(*wal_note);
   const std::string pid_file = data + "/postmaster.pid";
   if (::unlink(pid_file.c_str()) == 0) {
     notes.emplace_back("removed the crashed server's postmaster.pid (stale after a power cut)");
