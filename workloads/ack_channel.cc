@@ -58,6 +58,20 @@ absl::Status RequireDir(const Target& target, std::string_view workload) {
       workload, target.dev));
 }
 
+std::string SecondDiskDir() { return std::string(GetEnv("POWERCUT_DIR_2")); }
+
+absl::StatusOr<std::string> RequireSecondDiskDir(std::string_view what) {
+  std::string dir = SecondDiskDir();
+  if (dir.empty()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} needs a second disk, but POWERCUT_DIR_2 is not set: record with "
+                    "`powercut run --disks 2` (or set POWERCUT_DIR_2 to a folder on the second "
+                    "disk)",
+                    what));
+  }
+  return dir;
+}
+
 absl::StatusOr<std::unique_ptr<AckChannel>> AckChannel::FromEnvironment() {
   std::string_view text = GetEnv("POWERCUT_ACK_FD");
   if (text.empty()) {

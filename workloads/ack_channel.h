@@ -34,6 +34,15 @@ absl::StatusOr<Target> TargetFromEnvironment();
 // (workloads that need a file system: rocksdb, sqlite, wal).
 absl::Status RequireDir(const Target& target, std::string_view workload);
 
+// POWERCUT_DIR_2, the folder on the second disk of a set (`powercut run --disks 2`,
+// docs/protocol.md), or "" when it is not set: for checkers, which look there only when the run
+// put something there.
+std::string SecondDiskDir();
+// POWERCUT_DIR_2, or InvalidArgument (a usage error) saying that `what` (e.g. "the twodisk
+// workload", "--wal-disk") needs a second disk and how to record one: for the runs that put
+// their log or data there.
+absl::StatusOr<std::string> RequireSecondDiskDir(std::string_view what);
+
 class AckChannel {
  public:
   // Opens the channel named by POWERCUT_ACK_FD (a decimal fd, open for writing, inherited from

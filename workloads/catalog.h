@@ -44,7 +44,8 @@ struct WorkloadConfig {
   // expectations follow docs/barriers.md.
   std::string documented;
   // Recorded disks (`powercut run --disks N`): 2 for the workloads whose log and data live on
-  // different disks (twodisk, rocksdb --wal-disk); they run only in `--preset multidisk`.
+  // different disks (twodisk, rocksdb/postgres/etcd --wal-disk); they run only in `--preset
+  // multidisk`.
   uint32_t disks = 1;
 };
 

@@ -16,6 +16,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -26,6 +27,7 @@
 
 #include "base/status_macros.h"
 #include "wal/crc32c.h"
+#include "workloads/ack_channel.h"
 #include "workloads/server_process.h"
 
 namespace powercut::workloads {
@@ -166,20 +168,43 @@ class PostgresSession final : public DatabaseWorkload::Session {
   static absl::StatusOr<std::unique_ptr<PostgresSession>> Open(const std::string& dir,
                                                                const PostgresSettings& o) {
     ASSIGN_OR_RETURN(const std::string bin, BinDir(o.bin_dir));
+    // Bad input before anything is created: --wal-disk without a second disk.
+    std::string dir2;
+    if (o.wal_disk) {
+      ASSIGN_OR_RETURN(dir2, RequireSecondDiskDir("--wal-disk"));
+    }
     ASSIGN_OR_RETURN(ServerSite site,
                      RunSite(dir, kPostgresDataDir, "postgres", "postgres", "postgresql-15", "pg"));
     const std::string data = fmt::format("{}/{}", dir, kPostgresDataDir);
     // -N: initdb's own per-file fsyncs cost minutes under TCG; one syncfs below does the same.
-    ASSIGN_OR_RETURN(CommandResult init, RunAs(site.account,
-                                               {bin + "/initdb", "-D", site.data, "-N", "-U",
-                                                "postgres", "--auth=trust", "--no-instructions",
-                                                "-E", "UTF8", "--locale=C", "--wal-segsize=1"},
-                                               site.folder.path()));
+    std::vector<std::string> initdb = {bin + "/initdb",
+                                       "-D",
+                                       site.data,
+                                       "-N",
+                                       "-U",
+                                       "postgres",
+                                       "--auth=trust",
+                                       "--no-instructions",
+                                       "-E",
+                                       "UTF8",
+                                       "--locale=C",
+                                       "--wal-segsize=1"};
+    std::string wal;  // the WAL folder on the second disk, as the server reaches it
+    if (o.wal_disk) {
+      // initdb fills the empty folder and links pgdata/pg_wal to it (an absolute link: the
+      // checker points it at the second disk as it is mounted then).
+      ASSIGN_OR_RETURN(wal, SecondDiskStore(site, dir2, kPostgresWalDiskDir, "postgres",
+                                            /*fresh=*/true));
+      initdb.push_back("--waldir=" + wal);
+    }
+    ASSIGN_OR_RETURN(CommandResult init, RunAs(site.account, initdb, site.folder.path()));
     if (init.exit_code != 0) {
       return absl::InternalError(fmt::format("initdb -D {} failed (exit {}):\n{}", data,
                                              init.exit_code, LastLines(init.output, 15)));
     }
     RETURN_IF_ERROR(AppendSettings(data + "/postgresql.conf", o));
+    // Both disks' set-up durable before the marker (which syncs only the first disk).
+    if (!wal.empty()) RETURN_IF_ERROR(SyncFileSystem(wal));
     RETURN_IF_ERROR(SyncFileSystem(data));
     RETURN_IF_ERROR(WriteReadyMarker(dir, kPostgresReadyFile));
 
@@ -227,6 +252,44 @@ class PostgresSession final : public DatabaseWorkload::Session {
   uint64_t commits_ = 0;
 };
 
+// A run with --wal-disk left pgdata/pg_wal a link to the WAL folder on the second disk, by the
+// absolute path the run's server reached it by (a private folder of the run, gone since). The
+// check mounts that disk elsewhere, so the link is pointed at POWERCUT_DIR_2/pg_wal as this
+// check's server reaches it, which is what an operator does after moving a WAL disk. The crash
+// image is scratch: the link is the only thing changed, and redo reads the same WAL. Returns the
+// note saying so, or nothing when pg_wal is a folder (the WAL on the first disk).
+absl::StatusOr<std::optional<std::string>> PointWalLinkAtSecondDisk(const std::string& data,
+                                                                    const ServerSite& site) {
+  const std::string link = data + "/pg_wal";
+  struct stat st;
+  if (::lstat(link.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return std::nullopt;
+  std::string target(PATH_MAX, '\0');
+  const ssize_t n = ::readlink(link.c_str(), target.data(), target.size());
+  target.resize(n < 0 ? 0 : static_cast<size_t>(n));
+  const std::string dir2 = SecondDiskDir();
+  if (dir2.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} is a link to {}: the run kept the WAL on a second disk (--wal-disk), but "
+        "POWERCUT_DIR_2 is not set: check with `powercut run --disks 2` (or set POWERCUT_DIR_2 to "
+        "the folder on the WAL's disk)",
+        link, target));
+  }
+  absl::StatusOr<std::string> wal =
+      SecondDiskStore(site, dir2, kPostgresWalDiskDir, "postgres", /*fresh=*/false);
+  if (absl::IsNotFound(wal.status())) {
+    return absl::DataLossError(fmt::format(
+        "the WAL is gone: {} (pgdata/pg_wal links to the second disk, and {} says initdb "
+        "finished)",
+        std::string(wal.status().message()), kPostgresReadyFile));
+  }
+  if (!wal.ok()) return wal.status();
+  if (::unlink(link.c_str()) != 0 || ::symlink(wal->c_str(), link.c_str()) != 0) {
+    return absl::InternalError(fmt::format("point {} at {}: {}", link, *wal, std::strerror(errno)));
+  }
+  return fmt::format("pg_wal pointed at {}/{} (reached as {}) instead of the run's {}", dir2,
+                     kPostgresWalDiskDir, *wal, target);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DatabaseWorkload::Session>> OpenPostgres(
@@ -262,6 +325,8 @@ absl::StatusOr<std::vector<DatabaseWorkload::Record>> ReadBackPostgres(
                     "root (it switches to the postgres user) or as the owner",
                     data, st.st_uid, site.account.uid));
   }
+  ASSIGN_OR_RETURN(const std::optional<std::string> wal_note, PointWalLinkAtSecondDisk(data, site));
+  if (wal_note.has_value()) notes.push_back(*wal_note);
   // The crashed server's postmaster.pid names a process of the machine that lost power; on this
   // one that pid may belong to anything, and the postmaster would refuse to start. A machine
   // booting after the cut has no such process either, so the file is stale by definition.

@@ -10,6 +10,10 @@
 // COMMIT, acked once COMMIT returned. The server is stopped cleanly (SIGINT, fast shutdown): an
 // immediate one would drop asynchronous commits that a normal end keeps.
 //
+// --wal-disk: initdb --waldir puts the WAL in POWERCUT_DIR_2/pg_wal (the second disk of
+// `powercut run --disks 2`) and links it from pgdata/pg_wal; the checker points that link at the
+// second disk as the check mounts it (postgres_client.h, ReadBackPostgres).
+//
 // Check: the server started on the crash image (crash recovery replays the WAL), amcheck
 // (bt_index_check with heapallindexed, verify_heapam: heap and index agree), then have/corrupt
 // per row. A server that cannot start on the image is DataLoss quoting its log.
@@ -31,6 +35,9 @@ namespace {
 constexpr char kRuntimeConfigWal[] =
     "PostgreSQL 15 docs, 20.5 Write Ahead Log "
     "(https://www.postgresql.org/docs/15/runtime-config-wal.html)";
+constexpr char kWalInternals[] =
+    "PostgreSQL 15 docs, 30.6 WAL Internals "
+    "(https://www.postgresql.org/docs/15/wal-internals.html)";
 constexpr char kWalReliability[] =
     "PostgreSQL 15 docs, 30.1 Reliability "
     "(https://www.postgresql.org/docs/15/wal-reliability.html)";
@@ -78,6 +85,21 @@ class PostgresWorkload final : public DatabaseWorkload {
                     "by a partial write); amcheck (heap and index agree) is the check. May, not "
                     "must: a torn page needs a cut inside a checkpoint's writes",
                     kRuntimeConfigWal)));
+    // pg_wal on its own disk (`--preset multidisk`): a commit returns once its WAL is flushed
+    // on disk 2, and the data files (disk 1) are written only at checkpoints, which fsync them
+    // before the WAL that redoes them may be recycled; so every acked row is durable on honest
+    // disks, and a disk that ignores flushes (either one) may lose it.
+    WorkloadConfig wal_disk = Entry(
+        "postgres-waldisk-sync-on", "synchronous_commit=on, pg_wal on disk 2",
+        {"--synchronous-commit", "on", "--wal-disk"}, Expectation::kSurvives,
+        fmt::format("{}: 'it is advantageous if the log is located on a different disk from the "
+                    "main database files' (pg_wal moved, or initdb --waldir, and linked from the "
+                    "data folder); {}, synchronous_commit: 'on' reports success only after the "
+                    "WAL is flushed to durable storage; {}: a cache that does not honour flushes "
+                    "loses committed transactions",
+                    kWalInternals, kRuntimeConfigWal, kWalReliability));
+    wal_disk.disks = 2;
+    entries.push_back(wal_disk);
     return entries;
   }
 
@@ -95,6 +117,9 @@ class PostgresWorkload final : public DatabaseWorkload {
                    "CHECKPOINT after every N commits (0: never): data pages are overwritten "
                    "between commits, which torn-page tests need")
         ->capture_default_str();
+    run.add_flag("--wal-disk", settings_.wal_disk,
+                 "the WAL on the second disk: initdb --waldir $POWERCUT_DIR_2/pg_wal (powercut run "
+                 "--disks 2)");
     run.add_option("--pg-bin", settings_.bin_dir,
                    "folder of initdb and postgres (default $POWERCUT_PG_BIN, else "
                    "/usr/lib/postgresql/15/bin)");

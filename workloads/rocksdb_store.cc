@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "base/status_macros.h"
 #include "base/tsan_mutex.h"
 #include "workloads/payload.h"
 #include "workloads/rocksdb_workload.h"
@@ -25,9 +25,8 @@ std::string DbPath(const std::string& dir) { return fmt::format("{}/{}", dir, kR
 
 // The WAL directory on the second disk of a set, "" when there is none (POWERCUT_DIR_2 unset).
 std::string WalDiskPath() {
-  const char* second = std::getenv("POWERCUT_DIR_2");
-  return second == nullptr || *second == '\0' ? std::string()
-                                              : fmt::format("{}/{}", second, kRocksDbWalDirName);
+  const std::string second = SecondDiskDir();
+  return second.empty() ? second : fmt::format("{}/{}", second, kRocksDbWalDirName);
 }
 
 // Keeps the first error any writer reports.
@@ -65,12 +64,8 @@ absl::Status RunRocksDb(const std::string& dir, const RocksDbOptions& options, A
   db_options.create_if_missing = true;
   db_options.error_if_exists = true;
   if (options.wal_disk) {
-    db_options.wal_dir = WalDiskPath();
-    if (db_options.wal_dir.empty()) {
-      return absl::InvalidArgumentError(
-          "--wal-disk puts the WAL on the second disk, but POWERCUT_DIR_2 is not set: record "
-          "with `powercut run --disks 2`");
-    }
+    ASSIGN_OR_RETURN(const std::string second, RequireSecondDiskDir("--wal-disk"));
+    db_options.wal_dir = fmt::format("{}/{}", second, kRocksDbWalDirName);
   }
   rocksdb::DB* raw_db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, path, &raw_db);

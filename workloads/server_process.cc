@@ -141,7 +141,8 @@ std::string NotifiedServer::LogTail() const {
 }
 
 absl::StatusOr<std::string> ReachableByAccount(const ServiceAccount& account,
-                                               const std::string& dir, const std::string& folder) {
+                                               const std::string& dir, const std::string& folder,
+                                               const std::string& bind) {
   if (account.user.empty()) return dir;
   if (::unshare(CLONE_NEWNS) != 0) {
     return absl::InternalError(fmt::format("unshare(CLONE_NEWNS), to show {} to the {} user: {}",
@@ -151,7 +152,7 @@ absl::StatusOr<std::string> ReachableByAccount(const ServiceAccount& account,
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return absl::InternalError(fmt::format("make / a private mount: {}", std::strerror(errno)));
   }
-  const std::string target = folder + "/data";
+  const std::string target = fmt::format("{}/{}", folder, bind);
   if (::mkdir(target.c_str(), 0700) != 0 ||
       (::chown(target.c_str(), account.uid, account.gid) != 0)) {
     return absl::InternalError(fmt::format("mkdir {}: {}", target, std::strerror(errno)));
@@ -177,12 +178,14 @@ absl::Status MakeOwnedFolder(const std::string& path, const ServiceAccount& acco
 namespace {
 
 // Removes the folder at `path` and everything in it, unless something is still mounted at its
-// data/ (ReachableByAccount's bind of the crash image, seen from this mount namespace) that
-// cannot be detached: never remove through the bind. Whether the folder is gone.
+// data/ or data2/ (ReachableByAccount's binds of the crash image's disks, seen from this mount
+// namespace) that cannot be detached: never remove through a bind. Whether the folder is gone.
 bool RemoveFolderTree(const std::string& path) {
-  const std::string bound = path + "/data";
-  if (::umount2(bound.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT) {
-    return false;
+  for (const char* bind : {kStoreBind, kSecondDiskBind}) {
+    const std::string bound = fmt::format("{}/{}", path, bind);
+    if (::umount2(bound.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT) {
+      return false;
+    }
   }
   std::error_code ec;
   std::filesystem::remove_all(path, ec);
@@ -293,6 +296,20 @@ absl::StatusOr<ServerSite> RunSite(const std::string& dir, const std::string& st
   return ServerSite{.account = std::move(account),
                     .folder = std::move(folder),
                     .data = fmt::format("{}/{}", reachable, store)};
+}
+
+absl::StatusOr<std::string> SecondDiskStore(const ServerSite& site, const std::string& dir2,
+                                            const std::string& store, const std::string& workload,
+                                            bool fresh) {
+  const std::string path = fmt::format("{}/{}", dir2, store);
+  if (fresh) {
+    RETURN_IF_ERROR(MakeFreshStoreFolder(dir2, store, workload, site.account));
+  } else if (::access(path.c_str(), F_OK) != 0) {
+    return absl::NotFoundError(fmt::format("{}: {}", path, std::strerror(errno)));
+  }
+  ASSIGN_OR_RETURN(const std::string reachable,
+                   ReachableByAccount(site.account, dir2, site.folder.path(), kSecondDiskBind));
+  return fmt::format("{}/{}", reachable, store);
 }
 
 absl::StatusOr<ServerSite> CheckSite(const std::string& dir, const std::string& store,

@@ -110,11 +110,16 @@ class PrivateFolder {
 // `dir` as a path the account can reach. The tester mounts crash images under its own mode-0700
 // folders (mkdtemp), which a server running as postgres or redis cannot traverse; so, when
 // switching accounts, this process moves to a mount namespace of its own (unshare(CLONE_NEWNS),
-// every mount private) and binds `dir` at `<folder>/data`, which only this process and its
-// children (the server) see and which vanishes with them: nothing to unmount on any exit path.
-// Returns `dir` unchanged when not switching accounts.
+// every mount private) and binds `dir` at `<folder>/<bind>` (kStoreBind, or kSecondDiskBind for
+// the second disk of a set), which only this process and its children (the server) see and
+// which vanishes with them: nothing to unmount on any exit path. A second call moves to yet
+// another namespace, which keeps the first bind. Returns `dir` unchanged when not switching
+// accounts.
+inline constexpr char kStoreBind[] = "data";
+inline constexpr char kSecondDiskBind[] = "data2";
 absl::StatusOr<std::string> ReachableByAccount(const ServiceAccount& account,
-                                               const std::string& dir, const std::string& folder);
+                                               const std::string& dir, const std::string& folder,
+                                               const std::string& bind = kStoreBind);
 
 // Where a server workload's server runs: the account it runs as, a private folder for its
 // socket and log (PrivateFolder), and its store folder in POWERCUT_DIR as that account reaches
@@ -136,6 +141,15 @@ absl::StatusOr<ServerSite> RunSite(const std::string& dir, const std::string& st
 absl::StatusOr<ServerSite> CheckSite(const std::string& dir, const std::string& store,
                                      const std::string& user, const std::string& package,
                                      const std::string& folder_name);
+
+// A store's second folder, on the second disk of a set (a database's log on its own device:
+// PostgreSQL's pg_wal, etcd's --wal-dir): `dir2`/`store` as `site`'s account reaches it
+// (ReachableByAccount, bound at kSecondDiskBind). `fresh` (the run's): made fresh and synced
+// like the store folder (MakeFreshStoreFolder); otherwise (the checker's) it must exist:
+// NotFound when it does not.
+absl::StatusOr<std::string> SecondDiskStore(const ServerSite& site, const std::string& dir2,
+                                            const std::string& store, const std::string& workload,
+                                            bool fresh);
 
 // `dir`/`store` made fresh (mode 0700, owned by the account) for `workload`'s store:
 // InvalidArgument when it exists (the workload needs a fresh POWERCUT_DIR), then synced.

@@ -24,6 +24,7 @@
 
 #include "base/status_macros.h"
 #include "fmt/format.h"
+#include "workloads/ack_channel.h"
 #include "workloads/payload.h"
 #include "workloads/workload.h"
 
@@ -42,17 +43,6 @@ struct TwoDiskOptions {
 
 absl::Status Errno(const std::string& what, const std::string& path) {
   return absl::InternalError(fmt::format("twodisk: {} {}: {}", what, path, std::strerror(errno)));
-}
-
-// The second disk's folder, or an error saying how to get one.
-absl::StatusOr<std::string> SecondDisk() {
-  const char* dir = std::getenv("POWERCUT_DIR_2");
-  if (dir == nullptr || *dir == '\0') {
-    return absl::InvalidArgumentError(
-        "the twodisk workload needs a second disk: POWERCUT_DIR_2 is not set (record with "
-        "`powercut run --disks 2`)");
-  }
-  return std::string(dir);
 }
 
 // One block of `kind` ("log" or "dat") for commit `id`: the payload (workloads/payload.h) padded
@@ -103,7 +93,7 @@ absl::Status RunTwoDisk(const std::string& dir, const TwoDiskOptions& o, AckChan
         fmt::format("--data {}: expected fdatasync, direct or buffered", o.data));
   }
   if (o.count == 0) return absl::InvalidArgumentError("--count must be at least 1");
-  ASSIGN_OR_RETURN(const std::string dir2, SecondDisk());
+  ASSIGN_OR_RETURN(const std::string dir2, RequireSecondDiskDir("the twodisk workload"));
   const std::string log_path = fmt::format("{}/{}", dir, kLogName);
   const std::string data_path = fmt::format("{}/{}", dir2, kDataName);
   int log_fd = -1;
@@ -151,7 +141,7 @@ absl::Status RunTwoDisk(const std::string& dir, const TwoDiskOptions& o, AckChan
 
 absl::StatusOr<CheckResult> CheckTwoDisk(const std::string& dir) {
   CheckResult result;
-  ASSIGN_OR_RETURN(const std::string dir2, SecondDisk());
+  ASSIGN_OR_RETURN(const std::string dir2, RequireSecondDiskDir("the twodisk workload"));
   const std::string log_path = fmt::format("{}/{}", dir, kLogName);
   const std::string data_path = fmt::format("{}/{}", dir2, kDataName);
   int log_fd = ::open(log_path.c_str(), O_RDONLY | O_CLOEXEC);

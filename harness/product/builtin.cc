@@ -35,8 +35,9 @@ BuiltinCatalog& LinkedCatalog() {
 }  // namespace
 
 std::vector<std::string> BuiltinWorkloads() {
-  return {"xlog",     "xlog-append", "wal",  "rocksdb", "sqlite-wal",      "sqlite-delete",
-          "postgres", "redis",       "lmdb", "etcd",    "rocksdb-waldisk", "twodisk"};
+  return {"xlog",         "xlog-append", "wal",  "rocksdb", "sqlite-wal",      "sqlite-delete",
+          "postgres",     "redis",       "lmdb", "etcd",    "rocksdb-waldisk", "postgres-waldisk",
+          "etcd-waldisk", "twodisk"};
 }
 
 absl::StatusOr<std::vector<std::string>> BuiltinSettings(const std::string& workload) {
@@ -61,6 +62,8 @@ absl::StatusOr<std::vector<std::string>> BuiltinSettings(const std::string& work
   if (workload == "etcd") return std::vector<std::string>{"default"};
   // Two recorded disks (`--preset multidisk`, docs/run.md "Several disks").
   if (workload == "rocksdb-waldisk") return std::vector<std::string>{"sync"};
+  if (workload == "postgres-waldisk") return std::vector<std::string>{"sync-on"};
+  if (workload == "etcd-waldisk") return std::vector<std::string>{"default"};
   if (workload == "twodisk") return std::vector<std::string>{"fdatasync", "direct", "buffered"};
   return absl::InvalidArgumentError(
       fmt::format("unknown workload '{}': built-in workloads are {} (or test your own program "
@@ -88,6 +91,14 @@ absl::StatusOr<BuiltinCell> LookupBuiltin(const std::string& workload, const std
   } else if (workload == "rocksdb-waldisk") {
     cell.kind = "rocksdb";
     cell.run_args = "--sync true --threads 4 --wal-disk";
+    cell.disks = 2;
+  } else if (workload == "postgres-waldisk") {
+    cell.kind = "postgres";
+    cell.run_args = "--synchronous-commit on --wal-disk";
+    cell.disks = 2;
+  } else if (workload == "etcd-waldisk") {
+    cell.kind = "etcd";
+    cell.run_args = "--wal-disk";
     cell.disks = 2;
   } else if (workload == "twodisk") {
     cell.kind = "twodisk";

@@ -25,7 +25,7 @@ struct BuiltinCell {
   std::string setting;   // e.g. "fdatasync"
   std::string run_args;  // after "<binary> <kind> run"
   std::string kind;      // the powercut-workload subcommand: xlog, wal, rocksdb, sqlite
-  uint32_t disks = 1;    // recorded disks (RunOptions::disks): 2 for twodisk, rocksdb-waldisk
+  uint32_t disks = 1;    // recorded disks (RunOptions::disks): 2 for twodisk and the *-waldisk
 };
 
 // Every workload name, in matrix order.

@@ -121,12 +121,12 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
     } else if (o.preset == "faults") {
       pairs = FaultsCells();
     } else if (o.preset == "multidisk") {
-      // Log and data on different disks (issue 24): the three two-disk controls and RocksDB's
-      // wal_dir on disk 2, each recorded on two disks.
-      pairs = {{"twodisk", "fdatasync"},
-               {"twodisk", "direct"},
-               {"twodisk", "buffered"},
-               {"rocksdb-waldisk", "sync"}};
+      // Log and data on different disks (issue 24): the three two-disk controls and the
+      // databases' logs on disk 2 (RocksDB's wal_dir, PostgreSQL's pg_wal, etcd's --wal-dir),
+      // each recorded on two disks.
+      pairs = {{"twodisk", "fdatasync"},        {"twodisk", "direct"},
+               {"twodisk", "buffered"},         {"rocksdb-waldisk", "sync"},
+               {"postgres-waldisk", "sync-on"}, {"etcd-waldisk", "default"}};
     } else {
       return absl::InvalidArgumentError(
           fmt::format("--preset {}: expected one of {}", o.preset, fmt::join(PresetNames(), ", ")));

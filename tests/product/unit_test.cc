@@ -66,14 +66,24 @@ TEST(Plan, TheMultidiskPresetRecordsTwoDisks) {
   o.preset = "multidisk";
   auto plan = PlanMatrix(o);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  ASSERT_EQ(plan->size(), 4u);
+  ASSERT_EQ(plan->size(), 6u);
   EXPECT_EQ(plan->front().Name(), "twodisk/fdatasync/ext4");
+  std::set<std::string> names;
+  for (const MatrixCell& c : *plan) names.insert(c.Name());
+  EXPECT_THAT(names,
+              ::testing::IsSupersetOf({"rocksdb-waldisk/sync/ext4", "postgres-waldisk/sync-on/ext4",
+                                       "etcd-waldisk/default/ext4"}));
   for (const MatrixCell& c : *plan) {
     auto cell = LookupBuiltin(c.workload, c.setting);
     ASSERT_TRUE(cell.ok());
     EXPECT_EQ(cell->disks, 2u) << c.Name();
   }
   EXPECT_EQ(LookupBuiltin("rocksdb", "sync")->disks, 1u);
+  EXPECT_EQ(LookupBuiltin("postgres", "sync-on")->disks, 1u);
+  EXPECT_EQ(LookupBuiltin("postgres-waldisk", "sync-on")->run_args,
+            "--synchronous-commit on --wal-disk");
+  EXPECT_EQ(LookupBuiltin("etcd-waldisk", "default")->run_args, "--wal-disk");
+  EXPECT_EQ(LookupBuiltin("etcd-waldisk", "default")->kind, "etcd");
 }
 
 TEST(DiskFileSystems, OneForAllOrOnePerDisk) {

@@ -68,8 +68,8 @@ class WorkloadProcessTest : public ::testing::Test {
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   }
 
-  // POWERCUT_DIR_2 too: the two-disk configurations (twodisk, rocksdb --wal-disk) put their data
-  // or log there; the others never look at it.
+  // POWERCUT_DIR_2 too: the two-disk configurations (twodisk, rocksdb/postgres/etcd --wal-disk)
+  // put their data or log there; the others never look at it.
   Env DirEnv() const {
     return {{"POWERCUT_DIR", data_}, {"POWERCUT_DIR_2", data2_}, {"TMPDIR", tmpdir_}};
   }
@@ -399,6 +399,86 @@ TEST_F(WorkloadProcessTest, TwoDiskWorkloadsNeedTheSecondDisk) {
   EXPECT_EQ(twodisk.exit_code, 2);
   EXPECT_THAT(twodisk.err, HasSubstr("POWERCUT_DIR_2"));
   EXPECT_TRUE(twodisk.acks.empty());
+}
+
+// --wal-disk without a second disk is bad input: exit 2 saying how to record one, before the
+// store is created on the first disk (nothing to clean up, nothing acked).
+TEST_F(WorkloadProcessTest, WalDiskWithoutASecondDiskIsAUsageError) {
+  const Env env = {{"POWERCUT_DIR", data_}, {"TMPDIR", tmpdir_}};
+  for (const std::string workload : {"rocksdb", "postgres", "etcd"}) {
+    RunOutput run = Run({workload, "run", "--wal-disk", "--count", "3"}, {}, env);
+    EXPECT_EQ(run.exit_code, 2) << workload;
+    EXPECT_THAT(run.err, HasSubstr("--wal-disk needs a second disk")) << workload;
+    EXPECT_THAT(run.err, HasSubstr("POWERCUT_DIR_2 is not set")) << workload;
+    EXPECT_THAT(run.err, HasSubstr("--disks 2")) << workload;
+    EXPECT_TRUE(run.acks.empty()) << workload;
+    EXPECT_TRUE(std::filesystem::is_empty(data_)) << workload;
+  }
+  ExpectNothingLeftInTmp();
+}
+
+// The check may mount the disks elsewhere than the run did (the tester's loop mounts, or the
+// guest's): the WAL on the second disk is found there. PostgreSQL's pg_wal is a link with the
+// run's absolute path, which the checker points at the second disk as mounted now; etcd's
+// --wal-dir is passed again.
+TEST_F(WorkloadProcessTest, WalOnTheSecondDiskIsFoundWhereTheCheckMountsIt) {
+  for (const std::string workload : {"postgres", "etcd"}) {
+    SCOPED_TRACE(workload);
+    const std::string data = tmp_.MakeSubdir(workload + "-1");
+    const std::string data2 = tmp_.MakeSubdir(workload + "-2");
+    RunOutput run =
+        Run({workload, "run", "--wal-disk", "--count", "5"}, {},
+            Env{{"POWERCUT_DIR", data}, {"POWERCUT_DIR_2", data2}, {"TMPDIR", tmpdir_}});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    ASSERT_EQ(run.acks.size(), 5u);
+    ReapOrphans();
+    // The WAL is not on the first disk: pg_wal is a link, etcd has no member/wal.
+    if (workload == "postgres") {
+      EXPECT_TRUE(std::filesystem::is_symlink(data + "/pgdata/pg_wal"));
+      EXPECT_FALSE(std::filesystem::is_empty(data2 + "/pg_wal"));
+    } else {
+      EXPECT_FALSE(std::filesystem::exists(data + "/etcd/member/wal"));
+      EXPECT_FALSE(std::filesystem::is_empty(data2 + "/etcd/wal"));
+    }
+    const std::string moved = tmp_.path() + "/" + workload + "-2-elsewhere";
+    ASSERT_EQ(::rename(data2.c_str(), moved.c_str()), 0) << std::strerror(errno);
+
+    // Without the second disk the postgres check cannot find its WAL: a usage error.
+    if (workload == "postgres") {
+      CheckOutput alone = Check(workload, Env{{"POWERCUT_DIR", data}, {"TMPDIR", tmpdir_}});
+      EXPECT_EQ(alone.exit_code, 2);
+      EXPECT_THAT(alone.err, HasSubstr("kept the WAL on a second disk (--wal-disk)"));
+      EXPECT_THAT(alone.err, HasSubstr("--disks 2"));
+    }
+    CheckOutput check = Check(
+        workload, Env{{"POWERCUT_DIR", data}, {"POWERCUT_DIR_2", moved}, {"TMPDIR", tmpdir_}});
+    ASSERT_EQ(check.exit_code, 0) << check.err;
+    EXPECT_THAT(check.corrupt, IsEmpty());
+    ExpectAllAckedHad(run, check);
+    EXPECT_THAT(check.err, HasSubstr(moved)) << "the note names the WAL's folder";
+    ExpectNothingLeftInTmp();
+  }
+}
+
+// etcd.ready is the set-up's marker, not etcd's: a data disk that ignores flushes may drop it
+// while the WAL (here on the second disk) keeps every put. Without it the checker asks etcd
+// whenever a WAL is there, and says "nothing committed" only when there is none.
+TEST_F(WorkloadProcessTest, EtcdCheckerAsksEtcdWhenOnlyTheMarkerIsGone) {
+  RunOutput run = Run({"etcd", "run", "--wal-disk", "--count", "4"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ReapOrphans();
+  ASSERT_EQ(::unlink((data_ + "/etcd.ready").c_str()), 0);
+  CheckOutput check = Check("etcd");
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  ExpectAllAckedHad(run, check);
+  EXPECT_THAT(check.err, HasSubstr("or the marker was dropped"));
+
+  std::filesystem::remove_all(data2_ + "/etcd");  // no WAL anywhere: nothing was committed
+  CheckOutput none = Check("etcd");
+  EXPECT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_THAT(none.have, IsEmpty());
+  EXPECT_THAT(none.err, HasSubstr("nothing was committed"));
+  ExpectNothingLeftInTmp();
 }
 
 TEST_F(WorkloadProcessTest, FileSystemWorkloadsRejectARawDevice) {

@@ -54,15 +54,16 @@ void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
                 "Redis, LMDB and SQLite WAL, every setting, against each database's documentation, "
                 "on ext4 and xfs, 5 commits each; faults: the WAL under every barrier, RocksDB "
                 "sync, SQLite WAL FULL, each with 2 live cuts, on error_writes and on "
-                "drop_writes disks (after 3 acks), on ext4, 8 commits each");
+                "drop_writes disks (after 3 acks), on ext4, 8 commits each; multidisk: the "
+                "twodisk controls and RocksDB, PostgreSQL and etcd with their log on a second "
+                "disk, each on two disks");
   m->add_option("--workloads", a->workloads,
-                "xlog, xlog-append, wal, rocksdb, sqlite-wal, sqlite-delete, postgres, redis, "
-                "lmdb (comma-separated)");
+                fmt::format("{} (comma-separated)", fmt::join(product::BuiltinWorkloads(), ", ")));
   m->add_option("--barriers", a->barriers,
                 "settings: barriers (fdatasync, none, direct, ...), rocksdb sync|nosync|nowal, "
                 "sqlite full|extra|normal|off, postgres sync-on|sync-off|fsync-off|fpw-off, redis "
-                "always|everysec|no, lmdb default|nosync|nometasync; default: all of each "
-                "workload's");
+                "always|everysec|no, lmdb default|nosync|nometasync, etcd default, twodisk "
+                "fdatasync|direct|buffered; default: all of each workload's");
   m->add_option("--fs", a->fs,
                 "ext4, xfs, btrfs (default ext4; --preset controls, databases: ext4,xfs)");
   m->add_option("--sector", a->sector,
