@@ -462,16 +462,18 @@ absl::StatusOr<std::string> StateCases::Points(const TestCase& c) {
   for (uint64_t p : points) out += fmt::format(" {}", p);
   out += "\n";
   if (epoch) {
-    std::vector<uint64_t> exact;
+    // ExactForCacheOff's answer for the FUA writes, the only entries it is meant for.
+    std::vector<uint64_t> exact, inexact;
     std::vector<bool> e = ExactForCacheOff(file_->trace());
-    for (uint64_t i = 0; i < e.size(); ++i) {
-      if (e[i]) exact.push_back(i);
+    for (const TraceEntry& entry : file_->trace().entries) {
+      if (!entry.is_fua() || !entry.changes_content()) continue;
+      (e[entry.index] ? exact : inexact).push_back(entry.index);
     }
     out += fmt::format(
-        "kept after a flush {}, after an exact FUA {}; skipped FUA {}, other {}\nexact for cache "
-        "off after: {}\n",
+        "kept after a flush {}, after an exact FUA {}; skipped FUA {}, other {}\nFUA writes "
+        "exact for cache off: {}; not: {}\n",
         counts.after_flush, counts.after_fua, counts.fua_skipped, counts.other_skipped,
-        EntryList(exact));
+        EntryList(exact), EntryList(inexact));
   }
   return out;
 }
