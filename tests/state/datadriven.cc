@@ -13,8 +13,8 @@ constexpr std::string_view kSeparator = "----";
 // The file's text as lines, each with its byte offset (the line's end excludes the '\n').
 struct Line {
   size_t begin = 0;
-  size_t end = 0;    // exclusive, before '\n'
-  size_t next = 0;   // the next line's begin
+  size_t end = 0;   // exclusive, before '\n'
+  size_t next = 0;  // the next line's begin
 };
 
 std::vector<Line> SplitLines(std::string_view text) {
@@ -77,9 +77,8 @@ absl::Status ParseCommand(std::string_view line, TestCase* c) {
         size_t start = 0;
         while (start <= list.size()) {
           size_t comma = list.find(',', start);
-          std::string_view v = Trim(list.substr(start, comma == std::string_view::npos
-                                                           ? std::string_view::npos
-                                                           : comma - start));
+          std::string_view v = Trim(list.substr(
+              start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
           if (!v.empty()) arg.values.emplace_back(v);
           if (comma == std::string_view::npos) break;
           start = comma + 1;
@@ -162,8 +161,8 @@ absl::StatusOr<std::vector<TestCase>> ParseTestFile(const std::string& file,
       }
       if (j + 1 >= lines.size()) {
         return absl::InvalidArgumentError(fmt::format(
-            "{}:{}: a fenced output (\"----\" twice) that is never closed by \"----\" twice",
-            file, c.line));
+            "{}:{}: a fenced output (\"----\" twice) that is never closed by \"----\" twice", file,
+            c.line));
       }
       i = j + 2;
     } else {
@@ -178,10 +177,10 @@ absl::StatusOr<std::vector<TestCase>> ParseTestFile(const std::string& file,
   return cases;
 }
 
-absl::Status RunTestFile(const std::string& path, bool rewrite,
-                         const std::function<absl::StatusOr<std::string>(const TestCase&)>& run,
-                         const std::function<void(const TestCase&, const std::string& actual)>&
-                             report) {
+absl::Status RunTestFile(
+    const std::string& path, bool rewrite,
+    const std::function<absl::StatusOr<std::string>(const TestCase&)>& run,
+    const std::function<void(const TestCase&, const std::string& actual)>& report) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(fmt::format("cannot read test file {}", path));
   std::stringstream buffer;

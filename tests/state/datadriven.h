@@ -32,11 +32,11 @@ struct CaseArg {
 
 struct TestCase {
   std::string file;
-  int line = 0;           // of the command, 1-based
-  std::string cmd;        // the command line's first word
+  int line = 0;     // of the command, 1-based
+  std::string cmd;  // the command line's first word
   std::vector<CaseArg> args;
-  std::string input;      // lines between the command and `----`, joined with '\n'
-  std::string expected;   // the output as written in the file (ends with '\n' unless empty)
+  std::string input;     // lines between the command and `----`, joined with '\n'
+  std::string expected;  // the output as written in the file (ends with '\n' unless empty)
   // Where the output block lies in the file's text (after the command's `----` line; with the
   // fences when fenced), for rewriting.
   size_t output_begin = 0;
@@ -51,18 +51,17 @@ struct TestCase {
 };
 
 // Runs every case of `path` through `run`, which returns the case's actual output (or an error:
-// the case cannot run, which is reported and never rewritten). Without `rewrite`, a case whose output differs from the
-// expected one is reported with both (through `report`, as a gtest failure) and the file is left
-// alone. With `rewrite`, the file is written back with every output replaced by the actual one
-// (everything else byte for byte). Returns an error only when the file cannot be read, parsed or
-// written.
-absl::Status RunTestFile(const std::string& path, bool rewrite,
-                         const std::function<absl::StatusOr<std::string>(const TestCase&)>& run,
-                         const std::function<void(const TestCase&, const std::string& actual)>&
-                             report);
+// the case cannot run, which is reported and never rewritten). Without `rewrite`, a case whose
+// output differs from the expected one is reported with both (through `report`, as a gtest failure)
+// and the file is left alone. With `rewrite`, the file is written back with every output replaced
+// by the actual one (everything else byte for byte). Returns an error only when the file cannot be
+// read, parsed or written.
+absl::Status RunTestFile(
+    const std::string& path, bool rewrite,
+    const std::function<absl::StatusOr<std::string>(const TestCase&)>& run,
+    const std::function<void(const TestCase&, const std::string& actual)>& report);
 
 // Parses a file's text (for tests of the parser itself and for RunTestFile).
-absl::StatusOr<std::vector<TestCase>> ParseTestFile(const std::string& file,
-                                                    std::string_view text);
+absl::StatusOr<std::vector<TestCase>> ParseTestFile(const std::string& file, std::string_view text);
 
 }  // namespace powercut::testing

@@ -120,8 +120,8 @@ absl::StatusOr<std::string> StateCases::Run(const TestCase& c) {
     }
     if (c.Has("points")) {
       auto p = ParsePointSelection(c.Get("points"));
-      out += p.ok() ? fmt::format("points every={} acks={} flushes={} sample={}\n",
-                                  p->every_entry, p->acks, p->flushes, p->sample)
+      out += p.ok() ? fmt::format("points every={} acks={} flushes={} sample={}\n", p->every_entry,
+                                  p->acks, p->flushes, p->sample)
                     : fmt::format("error: {}\n", std::string(p.status().message()));
     }
     if (c.Has("per-disk")) {
@@ -146,7 +146,8 @@ absl::StatusOr<std::string> StateCases::Run(const TestCase& c) {
         const CrashState& s = p->state;
         out += fmt::format("trace {} model {} atomic {} point {} kept {}", p->trace_hash8,
                            s.model.Name(), s.model.atomic_unit, s.point, s.kept.Encode());
-        if (s.torn_entry) out += fmt::format(" torn e{} units {}", *s.torn_entry, s.torn_units.Encode());
+        if (s.torn_entry)
+          out += fmt::format(" torn e{} units {}", *s.torn_entry, s.torn_units.Encode());
         out += fmt::format(" (re-encoded {})\n", EncodeStateId(p->trace_hash8, s));
       }
     }
@@ -294,8 +295,7 @@ absl::StatusOr<std::string> StateCases::Trace(const TestCase& c) {
     }
   }
   RETURN_IF_ERROR(WriteManifest(ManifestPathFor(log_), manifest));
-  ASSIGN_OR_RETURN(file_, TraceFile::Open(log_, {.device_bytes = total,
-                                                 .disks = layout_}));
+  ASSIGN_OR_RETURN(file_, TraceFile::Open(log_, {.device_bytes = total, .disks = layout_}));
   index_ = std::make_unique<TraceIndex>(file_->trace());
 
   // The entries as the reader sees them.
@@ -601,8 +601,8 @@ absl::StatusOr<std::string> StateCases::Contain(const TestCase& c) {
     if (missing.empty()) {
       yes += fmt::format(" {}", p);
     } else {
-      no += fmt::format("p{}: {} of {}'s images not in {}'s: {}\n", p, missing.size(),
-                        small.Name(), large.Name(), absl::StrJoin(missing, ", "));
+      no += fmt::format("p{}: {} of {}'s images not in {}'s: {}\n", p, missing.size(), small.Name(),
+                        large.Name(), absl::StrJoin(missing, ", "));
     }
   }
   return fmt::format("{} images within {}'s at points:{}\n{}", small.Name(), large.Name(),

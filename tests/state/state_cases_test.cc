@@ -1,6 +1,8 @@
 // Runs every file of tests/state/testdata/ (one test per file) through StateCases and diffs each
 // case's output with the expected one. `--rewrite` writes the actual outputs into the files
 // instead (tests/state/README.md).
+#include "tests/state/state_cases.h"
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -9,7 +11,6 @@
 
 #include "gtest/gtest.h"
 #include "tests/state/datadriven.h"
-#include "tests/state/state_cases.h"
 
 namespace powercut::harness {
 namespace {
@@ -39,8 +40,9 @@ TEST_P(Testdata, Run) {
       },
       [](const powercut::testing::TestCase& c, const std::string& actual) {
         ADD_FAILURE_AT(c.file.c_str(), c.line)
-            << c.Where() << "\nexpected:\n" << c.expected << "actual:\n" << actual
-            << "(run this test with --rewrite to take the actual output)";
+            << c.Where() << "\nexpected:\n"
+            << c.expected << "actual:\n"
+            << actual << "(run this test with --rewrite to take the actual output)";
       });
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_GT(run, 0) << path << " holds no case";
