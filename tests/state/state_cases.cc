@@ -99,84 +99,203 @@ std::string ShortId(const std::string& id) {
   return second == std::string::npos ? id : id.substr(second + 1);
 }
 
+// One input line of `trace` as a log entry: its header, mark text and data.
+struct Entry {
+  EntryHeader header;
+  std::string mark;
+  std::string data;
+};
+
+absl::StatusOr<Entry> EntryOf(const std::string& line, const std::vector<std::string>& words,
+                              const DiskLayout& layout, uint32_t logical) {
+  Entry entry;
+  EntryHeader& h = entry.header;
+  uint64_t disk = 1;
+  std::vector<std::string> pos;
+  for (size_t i = 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w == "fua") {
+      h.flags |= kFlagFua;
+    } else if (w == "flush") {
+      h.flags |= kFlagFlush;
+    } else if (w.rfind("disk=", 0) == 0) {
+      ASSIGN_OR_RETURN(disk, ParseNumber(w.substr(5), "disk"));
+    } else {
+      pos.push_back(w);
+    }
+  }
+  if (disk < 1 || disk > layout.count()) {
+    return absl::InvalidArgumentError(fmt::format("\"{}\": no disk {}", line, disk));
+  }
+  const uint64_t first = layout.OffsetOf(static_cast<uint32_t>(disk - 1)) / logical;
+  auto want = [&](size_t n) -> absl::Status {
+    if (pos.size() != n) {
+      return absl::InvalidArgumentError(fmt::format(
+          "\"{}\": expected write SECTOR DATA [fua] [flush] [disk=N] | flush [disk=N] | discard "
+          "SECTOR COUNT [disk=N] | ack ID | mark TEXT",
+          line));
+    }
+    return absl::OkStatus();
+  };
+  if (words[0] == "write") {
+    RETURN_IF_ERROR(want(2));
+    ASSIGN_OR_RETURN(uint64_t s, ParseNumber(pos[0], "sector"));
+    ASSIGN_OR_RETURN(std::string bytes, ExpandData(pos[1]));
+    h.sector = first + s;
+    h.nr_sectors = bytes.size();
+    for (char ch : bytes) entry.data.append(logical, ch);
+  } else if (words[0] == "flush") {
+    RETURN_IF_ERROR(want(0));
+    h.flags |= kFlagFlush;
+    h.sector = first;
+  } else if (words[0] == "discard") {
+    RETURN_IF_ERROR(want(2));
+    ASSIGN_OR_RETURN(uint64_t s, ParseNumber(pos[0], "sector"));
+    ASSIGN_OR_RETURN(uint64_t n, ParseNumber(pos[1], "count"));
+    h.flags |= kFlagDiscard;
+    h.sector = first + s;
+    h.nr_sectors = n;
+  } else if (words[0] == "ack" || words[0] == "mark") {
+    RETURN_IF_ERROR(want(1));
+    h.flags = kFlagMark;
+    entry.mark = words[0] == "ack" ? "ack:" + pos[0] : pos[0];
+  } else {
+    return absl::InvalidArgumentError(fmt::format("\"{}\": unknown trace entry", line));
+  }
+  return entry;
+}
+
+// `parse`: what the parsers of --cache, --window, --points, --cache-per-disk, --sector and
+// state ids make of their text, or their error.
+absl::StatusOr<std::string> ParseCase(const TestCase& c) {
+  std::string out;
+  if (c.Has("model")) {
+    auto m = ParseCacheModel(c.Get("model"));
+    out += m.ok() ? fmt::format("model {} code {}\n", m->Name(), m->Code())
+                  : fmt::format("error: {}\n", std::string(m.status().message()));
+  }
+  if (c.Has("window")) {
+    CacheModel m;
+    m.mode = CacheMode::kLying;
+    auto s = ParseWindow(c.Get("window"), &m);
+    out += s.ok() ? fmt::format("window {} {} code {}\n", m.window,
+                                m.window_in_bytes ? "bytes" : "entries", m.Code())
+                  : fmt::format("error: {}\n", std::string(s.message()));
+  }
+  if (c.Has("points")) {
+    auto p = ParsePointSelection(c.Get("points"));
+    out += p.ok() ? fmt::format("points every={} acks={} flushes={} sample={}\n", p->every_entry,
+                                p->acks, p->flushes, p->sample)
+                  : fmt::format("error: {}\n", std::string(p.status().message()));
+  }
+  if (c.Has("per-disk")) {
+    std::vector<CacheModel> models;
+    if (!c.Has("models")) return absl::InvalidArgumentError(c.Where() + ": needs models=(...)");
+    for (const std::string& name : c.Find("models")->values) {
+      ASSIGN_OR_RETURN(CacheModel m, ParseCacheModel(name));
+      models.push_back(m);
+    }
+    ASSIGN_OR_RETURN(uint64_t disks, NumberArg(c, "disks", 2));
+    auto s = ApplyCachePerDisk(c.Get("per-disk"), static_cast<uint32_t>(disks), &models);
+    if (!s.ok()) {
+      out += fmt::format("error: {}\n", std::string(s.message()));
+    } else {
+      for (const CacheModel& m : models) out += fmt::format("{} code {}\n", m.Name(), m.Code());
+    }
+  }
+  if (c.Has("id")) {
+    auto p = DecodeStateId(c.Get("id"));
+    if (!p.ok()) {
+      out += fmt::format("error: {}\n", std::string(p.status().message()));
+    } else {
+      const CrashState& s = p->state;
+      out += fmt::format("trace {} model {} atomic {} point {} kept {}", p->trace_hash8,
+                         s.model.Name(), s.model.atomic_unit, s.point, s.kept.Encode());
+      if (s.torn_entry)
+        out += fmt::format(" torn e{} units {}", *s.torn_entry, s.torn_units.Encode());
+      out += fmt::format(" (re-encoded {})\n", EncodeStateId(p->trace_hash8, s));
+    }
+  }
+  if (c.Has("sector")) {
+    auto f = ParseSectorFormat(c.Get("sector"));
+    if (f.ok()) {
+      DiskGeometry g = GeometryOf(*f);
+      out += fmt::format("sector {} logical {} physical {}\n", SectorFormatName(*f),
+                         g.logical_sector, g.physical_sector);
+    } else {
+      out += fmt::format("error: {}\n", std::string(f.status().message()));
+    }
+  }
+  if (out.empty()) return absl::InvalidArgumentError("parse: nothing to parse");
+  return out;
+}
+
+// `subset`: which of n elements a subset spec holds.
+absl::StatusOr<std::string> SubsetCase(const TestCase& c) {
+  auto spec = SubsetSpec::Decode(c.Get("spec"));
+  if (!spec.ok()) return fmt::format("error: {}\n", std::string(spec.status().message()));
+  ASSIGN_OR_RETURN(uint64_t n, NumberArg(c, "n", 8));
+  std::string bits;
+  uint64_t in = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    bool has = spec->Contains(i, n);
+    in += has;
+    if (n <= 64) bits += has ? '1' : '0';
+  }
+  return n <= 64 ? bits + "\n" : fmt::format("{} of {}\n", in, n);
+}
+
+// The arguments each command takes: a misspelt one is an error, never silently a default.
+absl::Status CheckArgs(const TestCase& c) {
+  static const auto* const kModel = new std::vector<std::string>{"window", "atomic"};
+  static const auto* const kStates = new std::vector<std::string>{
+      "seed", "k", "samples", "abo", "torn", "inflight", "max-torn", "torn-samples"};
+  static const auto* const kArgs = new std::map<std::string, std::vector<std::string>>{
+      {"trace", {"sector", "sectors", "disks"}},
+      {"parse", {"model", "window", "points", "per-disk", "models", "disks", "id", "sector"}},
+      {"subset", {"spec", "n"}},
+      {"view", {"model", "point", "+model"}},
+      {"states", {"model", "point", "ids", "+model", "+states"}},
+      {"ids", {"model", "point", "+model", "+states"}},
+      {"count", {"model", "points", "+model", "+states"}},
+      {"plan", {"model", "points", "+model", "+states"}},
+      {"points", {"select", "seed", "flush-epoch"}},
+      {"materialize", {"id"}},
+      {"hashes", {"model", "states", "+model"}},
+      {"contain", {"a", "b", "points", "+model", "+states"}},
+      {"seeded", {"model", "point", "other", "+model", "+states"}},
+  };
+  auto it = kArgs->find(c.cmd);
+  if (it == kArgs->end()) {
+    return absl::InvalidArgumentError(fmt::format("{}: unknown command", c.Where()));
+  }
+  std::vector<std::string> keys;
+  for (const std::string& k : it->second) {
+    const std::vector<std::string>* more = k == "+model"    ? kModel
+                                           : k == "+states" ? kStates
+                                                            : nullptr;
+    if (more) {
+      keys.insert(keys.end(), more->begin(), more->end());
+    } else {
+      keys.push_back(k);
+    }
+  }
+  for (const powercut::testing::CaseArg& a : c.args) {
+    if (std::find(keys.begin(), keys.end(), a.key) == keys.end()) {
+      return absl::InvalidArgumentError(fmt::format("{}: unknown argument \"{}\" (takes {})",
+                                                    c.Where(), a.key, absl::StrJoin(keys, ", ")));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> StateCases::Run(const TestCase& c) {
+  RETURN_IF_ERROR(CheckArgs(c));
   if (c.cmd == "trace") return Trace(c);
-  if (c.cmd == "parse") {
-    std::string out;
-    if (c.Has("model")) {
-      auto m = ParseCacheModel(c.Get("model"));
-      out += m.ok() ? fmt::format("model {} code {}\n", m->Name(), m->Code())
-                    : fmt::format("error: {}\n", std::string(m.status().message()));
-    }
-    if (c.Has("window")) {
-      CacheModel m;
-      m.mode = CacheMode::kLying;
-      auto s = ParseWindow(c.Get("window"), &m);
-      out += s.ok() ? fmt::format("window {} {} code {}\n", m.window,
-                                  m.window_in_bytes ? "bytes" : "entries", m.Code())
-                    : fmt::format("error: {}\n", std::string(s.message()));
-    }
-    if (c.Has("points")) {
-      auto p = ParsePointSelection(c.Get("points"));
-      out += p.ok() ? fmt::format("points every={} acks={} flushes={} sample={}\n", p->every_entry,
-                                  p->acks, p->flushes, p->sample)
-                    : fmt::format("error: {}\n", std::string(p.status().message()));
-    }
-    if (c.Has("per-disk")) {
-      std::vector<CacheModel> models;
-      for (const std::string& name : c.Find("models")->values) {
-        ASSIGN_OR_RETURN(CacheModel m, ParseCacheModel(name));
-        models.push_back(m);
-      }
-      ASSIGN_OR_RETURN(uint64_t disks, NumberArg(c, "disks", 2));
-      auto s = ApplyCachePerDisk(c.Get("per-disk"), static_cast<uint32_t>(disks), &models);
-      if (!s.ok()) {
-        out += fmt::format("error: {}\n", std::string(s.message()));
-      } else {
-        for (const CacheModel& m : models) out += fmt::format("{} code {}\n", m.Name(), m.Code());
-      }
-    }
-    if (c.Has("id")) {
-      auto p = DecodeStateId(c.Get("id"));
-      if (!p.ok()) {
-        out += fmt::format("error: {}\n", std::string(p.status().message()));
-      } else {
-        const CrashState& s = p->state;
-        out += fmt::format("trace {} model {} atomic {} point {} kept {}", p->trace_hash8,
-                           s.model.Name(), s.model.atomic_unit, s.point, s.kept.Encode());
-        if (s.torn_entry)
-          out += fmt::format(" torn e{} units {}", *s.torn_entry, s.torn_units.Encode());
-        out += fmt::format(" (re-encoded {})\n", EncodeStateId(p->trace_hash8, s));
-      }
-    }
-    if (c.Has("sector")) {
-      auto f = ParseSectorFormat(c.Get("sector"));
-      if (f.ok()) {
-        DiskGeometry g = GeometryOf(*f);
-        out += fmt::format("sector {} logical {} physical {}\n", SectorFormatName(*f),
-                           g.logical_sector, g.physical_sector);
-      } else {
-        out += fmt::format("error: {}\n", std::string(f.status().message()));
-      }
-    }
-    if (out.empty()) return absl::InvalidArgumentError("parse: nothing to parse");
-    return out;
-  }
-  if (c.cmd == "subset") {
-    auto spec = SubsetSpec::Decode(c.Get("spec"));
-    if (!spec.ok()) return fmt::format("error: {}\n", std::string(spec.status().message()));
-    ASSIGN_OR_RETURN(uint64_t n, NumberArg(c, "n", 8));
-    std::string bits;
-    uint64_t in = 0;
-    for (uint64_t i = 0; i < n; ++i) {
-      bool has = spec->Contains(i, n);
-      in += has;
-      if (n <= 64) bits += has ? '1' : '0';
-    }
-    return n <= 64 ? bits + "\n" : fmt::format("{} of {}\n", in, n);
-  }
+  if (c.cmd == "parse") return ParseCase(c);
+  if (c.cmd == "subset") return SubsetCase(c);
   RETURN_IF_ERROR(NeedTrace(c));
   if (c.cmd == "view") return View(c);
   if (c.cmd == "states") return States(c);
@@ -223,63 +342,11 @@ absl::StatusOr<std::string> StateCases::Trace(const TestCase& c) {
   while (std::getline(lines, line)) {
     std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
     if (words.empty() || words[0][0] == '#') continue;
-    EntryHeader h;
-    std::string mark;
-    std::string data;
-    uint64_t disk = 1;
-    std::vector<std::string> pos;
-    for (size_t i = 1; i < words.size(); ++i) {
-      const std::string& w = words[i];
-      if (w == "fua") {
-        h.flags |= kFlagFua;
-      } else if (w == "flush") {
-        h.flags |= kFlagFlush;
-      } else if (w.rfind("disk=", 0) == 0) {
-        ASSIGN_OR_RETURN(disk, ParseNumber(w.substr(5), "disk"));
-      } else {
-        pos.push_back(w);
-      }
-    }
-    if (disk < 1 || disk > disks) {
-      return absl::InvalidArgumentError(fmt::format("\"{}\": no disk {}", line, disk));
-    }
-    const uint64_t first = layout_.OffsetOf(static_cast<uint32_t>(disk - 1)) / logical_;
-    auto want = [&](size_t n) -> absl::Status {
-      if (pos.size() != n) {
-        return absl::InvalidArgumentError(fmt::format(
-            "\"{}\": expected write SECTOR DATA [fua] [flush] [disk=N] | flush [disk=N] | discard "
-            "SECTOR COUNT [disk=N] | ack ID | mark TEXT",
-            line));
-      }
-      return absl::OkStatus();
-    };
-    if (words[0] == "write") {
-      RETURN_IF_ERROR(want(2));
-      ASSIGN_OR_RETURN(uint64_t s, ParseNumber(pos[0], "sector"));
-      ASSIGN_OR_RETURN(std::string bytes, ExpandData(pos[1]));
-      h.sector = first + s;
-      h.nr_sectors = bytes.size();
-      for (char ch : bytes) data.append(logical_, ch);
-    } else if (words[0] == "flush") {
-      RETURN_IF_ERROR(want(0));
-      h.flags |= kFlagFlush;
-      h.sector = first;
-    } else if (words[0] == "discard") {
-      RETURN_IF_ERROR(want(2));
-      ASSIGN_OR_RETURN(uint64_t s, ParseNumber(pos[0], "sector"));
-      ASSIGN_OR_RETURN(uint64_t n, ParseNumber(pos[1], "count"));
-      h.flags |= kFlagDiscard;
-      h.sector = first + s;
-      h.nr_sectors = n;
-    } else if (words[0] == "ack" || words[0] == "mark") {
-      RETURN_IF_ERROR(want(1));
-      h.flags = kFlagMark;
-      mark = words[0] == "ack" ? "ack:" + pos[0] : pos[0];
-    } else {
-      return absl::InvalidArgumentError(fmt::format("\"{}\": unknown trace entry", line));
-    }
-    RETURN_IF_ERROR(writer->Append(
-        h, mark, absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(data.data()), data.size())));
+    ASSIGN_OR_RETURN(Entry entry, EntryOf(line, words, layout_, logical_));
+    RETURN_IF_ERROR(
+        writer->Append(entry.header, entry.mark,
+                       absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(entry.data.data()),
+                                           entry.data.size())));
   }
   RETURN_IF_ERROR(writer->Finish());
   ASSIGN_OR_RETURN(TraceManifest manifest,
@@ -298,7 +365,10 @@ absl::StatusOr<std::string> StateCases::Trace(const TestCase& c) {
   ASSIGN_OR_RETURN(file_, TraceFile::Open(log_, {.device_bytes = total, .disks = layout_}));
   index_ = std::make_unique<TraceIndex>(file_->trace());
 
-  // The entries as the reader sees them.
+  return ListEntries();
+}
+
+std::string StateCases::ListEntries() const {
   const harness::Trace& t = file_->trace();
   std::string out;
   for (const TraceEntry& e : t.entries) {
@@ -533,6 +603,9 @@ absl::StatusOr<std::string> StateCases::Hashes(const TestCase& c) {
   RETURN_IF_ERROR(UseGranule(std::min(logical_, model.atomic_unit)));
   std::vector<std::pair<uint64_t, uint64_t>> seen;
   std::string out;
+  if (!c.Has("states")) {
+    return absl::InvalidArgumentError(c.Where() + ": needs states=(P:KEPT, ...)");
+  }
   for (const std::string& state : c.Find("states")->values) {
     // POINT:KEPT, e.g. 4:A, 5:N, 6:X0.
     size_t colon = state.find(':');

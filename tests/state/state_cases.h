@@ -26,6 +26,8 @@ class StateCases {
 
  private:
   absl::StatusOr<std::string> Trace(const powercut::testing::TestCase& c);
+  // The trace's entries as the reader reads them, in the input's syntax.
+  std::string ListEntries() const;
   absl::StatusOr<std::string> View(const powercut::testing::TestCase& c);
   absl::StatusOr<std::string> States(const powercut::testing::TestCase& c);
   absl::StatusOr<std::string> Count(const powercut::testing::TestCase& c);
