@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "fmt/format.h"
 
 namespace powercut::testing {
@@ -30,13 +31,8 @@ std::vector<Line> SplitLines(std::string_view text) {
 }
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
+  absl::string_view t = absl::StripAsciiWhitespace(absl::string_view(s.data(), s.size()));
+  return std::string_view(t.data(), t.size());
 }
 
 // "cmd a b=1 c=(x, y)" into the command and its arguments.

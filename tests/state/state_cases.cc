@@ -448,6 +448,15 @@ absl::StatusOr<std::vector<StateCases::Built>> StateCases::Build(uint64_t point,
   return out;
 }
 
+absl::StatusOr<StateCases::PointArgs> StateCases::PointArgsOf(const TestCase& c) const {
+  PointArgs a;
+  ASSIGN_OR_RETURN(a.model, ModelOf(c));
+  ASSIGN_OR_RETURN(a.options, OptionsOf(c));
+  ASSIGN_OR_RETURN(a.point, NumberArg(c, "point", 0));
+  ASSIGN_OR_RETURN(a.seed, NumberArg(c, "seed", 1));
+  return a;
+}
+
 absl::StatusOr<std::string> StateCases::View(const TestCase& c) {
   ASSIGN_OR_RETURN(CacheModel model, ModelOf(c));
   std::vector<uint64_t> points;
@@ -471,10 +480,8 @@ absl::StatusOr<std::string> StateCases::View(const TestCase& c) {
 }
 
 absl::StatusOr<std::string> StateCases::States(const TestCase& c) {
-  ASSIGN_OR_RETURN(CacheModel model, ModelOf(c));
-  ASSIGN_OR_RETURN(StateOptions options, OptionsOf(c));
-  ASSIGN_OR_RETURN(uint64_t point, NumberArg(c, "point", 0));
-  ASSIGN_OR_RETURN(uint64_t seed, NumberArg(c, "seed", 1));
+  ASSIGN_OR_RETURN(PointArgs args, PointArgsOf(c));
+  const auto& [model, options, point, seed] = args;
   ASSIGN_OR_RETURN(std::vector<Built> built, Build(point, model, options, seed));
   // Sorted by image, so that the output does not depend on the generator's order.
   std::map<std::string, std::vector<std::string>> by_image;
@@ -549,10 +556,8 @@ absl::StatusOr<std::string> StateCases::Points(const TestCase& c) {
 }
 
 absl::StatusOr<std::string> StateCases::Ids(const TestCase& c) {
-  ASSIGN_OR_RETURN(CacheModel model, ModelOf(c));
-  ASSIGN_OR_RETURN(StateOptions options, OptionsOf(c));
-  ASSIGN_OR_RETURN(uint64_t point, NumberArg(c, "point", 0));
-  ASSIGN_OR_RETURN(uint64_t seed, NumberArg(c, "seed", 1));
+  ASSIGN_OR_RETURN(PointArgs args, PointArgsOf(c));
+  const auto& [model, options, point, seed] = args;
   RETURN_IF_ERROR(UseGranule(std::min(logical_, model.atomic_unit)));
   PointView view = index_->View(point, model);
   std::vector<CrashState> states;
@@ -683,21 +688,20 @@ absl::StatusOr<std::string> StateCases::Contain(const TestCase& c) {
 }
 
 absl::StatusOr<std::string> StateCases::Seeded(const TestCase& c) {
-  ASSIGN_OR_RETURN(CacheModel model, ModelOf(c));
-  ASSIGN_OR_RETURN(StateOptions options, OptionsOf(c));
-  ASSIGN_OR_RETURN(uint64_t point, NumberArg(c, "point", 0));
-  ASSIGN_OR_RETURN(uint64_t seed, NumberArg(c, "seed", 1));
-  ASSIGN_OR_RETURN(uint64_t other, NumberArg(c, "other", seed + 1));
+  ASSIGN_OR_RETURN(PointArgs args, PointArgsOf(c));
+  ASSIGN_OR_RETURN(uint64_t other, NumberArg(c, "other", args.seed + 1));
   auto ids = [&](uint64_t s) {
     std::vector<CrashState> states;
-    StatesAtPoint(*index_, index_->View(point, model), model, options, s, &states);
+    StatesAtPoint(*index_, index_->View(args.point, args.model), args.model, args.options, s,
+                  &states);
     std::vector<std::string> out;
     for (const CrashState& st : states) out.push_back(EncodeStateId("", st));
     return out;
   };
-  return fmt::format("seed {} twice: {}; seed {}: {}\n", seed,
-                     ids(seed) == ids(seed) ? "the same states in the same order" : "different",
-                     other, ids(seed) == ids(other) ? "the same states" : "different states");
+  return fmt::format(
+      "seed {} twice: {}; seed {}: {}\n", args.seed,
+      ids(args.seed) == ids(args.seed) ? "the same states in the same order" : "different", other,
+      ids(args.seed) == ids(other) ? "the same states" : "different states");
 }
 
 }  // namespace powercut::harness

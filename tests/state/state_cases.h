@@ -43,6 +43,14 @@ class StateCases {
   // The model of `model=` (+ `window=`, `atomic=`), the atomic unit resolved.
   absl::StatusOr<CacheModel> ModelOf(const powercut::testing::TestCase& c,
                                      const std::string& key = "model") const;
+  // What the commands about one point take: model=, the state options, point=, seed=.
+  struct PointArgs {
+    CacheModel model;
+    StateOptions options;
+    uint64_t point = 0;
+    uint64_t seed = 1;
+  };
+  absl::StatusOr<PointArgs> PointArgsOf(const powercut::testing::TestCase& c) const;
   // The image of the current working image: per disk, the first byte of each logical sector
   // ('.' for zero), physical sectors separated by a space, disks by '|'.
   std::string SignatureOf(const std::string& path) const;
