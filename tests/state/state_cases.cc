@@ -211,8 +211,9 @@ absl::StatusOr<std::string> ParseCase(const TestCase& c) {
       const CrashState& s = p->state;
       out += fmt::format("trace {} model {} atomic {} point {} kept {}", p->trace_hash8,
                          s.model.Name(), s.model.atomic_unit, s.point, s.kept.Encode());
-      if (s.torn_entry)
+      if (s.torn_entry) {
         out += fmt::format(" torn e{} units {}", *s.torn_entry, s.torn_units.Encode());
+      }
       out += fmt::format(" (re-encoded {})\n", EncodeStateId(p->trace_hash8, s));
     }
   }
@@ -667,7 +668,7 @@ absl::StatusOr<std::string> StateCases::Contain(const TestCase& c) {
   ASSIGN_OR_RETURN(CacheModel large, ModelOf(c, "b"));
   ASSIGN_OR_RETURN(StateOptions options, OptionsOf(c));
   ASSIGN_OR_RETURN(PointSelection selection, ParsePointSelection(c.Get("points", "every")));
-  std::string yes = "", no;
+  std::string yes, no;
   for (uint64_t p : SelectPoints(*index_, selection, 1, false)) {
     std::set<std::string> a, b;
     ASSIGN_OR_RETURN(std::vector<Built> built_a, Build(p, small, options, 1));
