@@ -48,8 +48,9 @@ case "${1:-}" in
     # The library suites (the VM, product and tool suites drive whole programs and run above).
     build asan "wal_posix_env_test wal_fault_injection_env_test wal_test wal_concurrency_test \
       wal_crash_test wal_segment_switch_test wal_hot_path_test segment_reader_test recovery_test \
-      fault_recovery_test open_and_recover_test harness_trace_test harness_states_test \
-      harness_engine_test harness_fs_check_test harness_kernel_trace_test harness_boot_recovery_test \
+      fault_recovery_test open_and_recover_test harness_trace_test harness_state_cases_test \
+      harness_disk_set_states_test harness_engine_test harness_fs_check_test harness_kernel_trace_test \
+      harness_boot_recovery_test \
       vm_unit_test \
       workloads_unit_test"
     ctest --preset asan

@@ -308,6 +308,28 @@ TEST(RunCommand, ExpectationsOnlyWhenGivenAndTheTimelineMarksTheWorstState) {
   EXPECT_THAT(r.output, HasSubstr("cache off: expected loses, got no violation"));
 }
 
+// `state list` prints the ids `check` tests: the atomic unit is the manifest's physical sector
+// (a 512e recording tears at 4 KiB), as in check, not the log's logical sector.
+TEST(StateList, TearsAtThePhysicalSectorAsCheckDoes) {
+  TempDir dir;
+  std::string log = Record(dir, harness::RawLogBarrier::kNone, 3);
+  auto manifest = harness::ReadManifest(log + ".manifest.json");
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  manifest->logical_sector = 512;
+  manifest->physical_sector = 4096;
+  ASSERT_TRUE(harness::WriteManifest(log + ".manifest.json", *manifest).ok());
+  auto r = RunCommand(fmt::format("{} state list --trace {} --cache off,on", POWERCUT_BIN, log));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("_off_a4096_p"));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("_a512_")));
+  RunOutcome out = CheckRecording(log, RawOptions("off"));
+  ASSERT_TRUE(out.ran) << out.error;
+  EXPECT_EQ(out.report->atomic_unit, 4096u);
+  r = RunCommand(
+      fmt::format("{} state list --trace {} --cache off --atomic 512", POWERCUT_BIN, log));
+  EXPECT_THAT(r.output, HasSubstr("_off_a512_p"));
+}
+
 // Item 8: the rebuild commands of a finished run still work. The recording of a failing run
 // moves beside the report; its commands name it; running one rebuilds exactly the state.
 TEST(Recordings, ARebuildCommandWorksAfterTheRunFolderIsGone) {

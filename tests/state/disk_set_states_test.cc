@@ -1,14 +1,8 @@
-// Several disks on one clock: the two-disk trace (recorder, manifest, reader), each disk's own
-// cache model and flush epochs, and the crash images of a set, on hand-computed traces.
-#include <set>
-
+// Several disks on one clock: the two-disk trace as the real Recorder writes it (manifest,
+// reader, layout). Each disk's own cache model and flush epochs and the crash images of a set are
+// data-driven cases (testdata/disks).
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/state/cache_model.h"
-#include "harness/state/crash_state.h"
-#include "harness/state/materialize.h"
-#include "harness/state/state_generator.h"
-#include "harness/state/working_image.h"
 #include "harness/trace/disk_layout.h"
 #include "harness/trace/manifest.h"
 #include "harness/trace/recorder.h"
@@ -20,7 +14,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::ReadAll;
 using testing::TempDir;
 
 constexpr uint32_t kSs = 512;
@@ -78,44 +71,12 @@ class TwoDisks : public ::testing::Test {
     auto file = TraceFile::Open(log_, {.disks = *layout});
     ASSERT_TRUE(file.ok()) << file.status();
     file_ = *std::move(file);
-    index_ = std::make_unique<TraceIndex>(file_->trace());
-    auto image = WorkingImage::Create(dir_.File("work.img"), base_, file_.get(), kSs);
-    ASSERT_TRUE(image.ok()) << image.status();
-    image_ = *std::move(image);
-  }
-
-  static CacheModel Model(const char* name) {
-    CacheModel m = *ParseCacheModel(name);
-    m.atomic_unit = kSs;
-    return m;
-  }
-
-  // First bytes of disk 1's sectors 0..1, then of disk 2's, '.' for zero: "Ln|Dy".
-  std::string Signature() {
-    std::vector<uint8_t> img = ReadAll(image_->path());
-    auto at = [&](uint64_t byte) { return img[byte] ? static_cast<char>(img[byte]) : '.'; };
-    const uint64_t b = layout_.OffsetOf(1);
-    return std::string{at(0), at(kSs), '|', at(b), at(b + kSs)};
-  }
-
-  std::set<std::string> Images(uint64_t point, const CacheModel& model) {
-    std::vector<CrashState> states;
-    PointView view = index_->View(point, model);
-    StatesAtPoint(*index_, view, model, StateOptions{}, 1, &states);
-    std::set<std::string> images;
-    for (const CrashState& s : states) {
-      EXPECT_TRUE(image_->Materialize(s, view).ok());
-      images.insert(Signature());
-    }
-    return images;
   }
 
   TempDir dir_;
   DiskLayout layout_;
   std::string log_, base_;
   std::unique_ptr<TraceFile> file_;
-  std::unique_ptr<TraceIndex> index_;
-  std::unique_ptr<WorkingImage> image_;
 };
 
 TEST_F(TwoDisks, TheTraceSaysWhichDiskEachEntryWrote) {
@@ -140,81 +101,6 @@ TEST_F(TwoDisks, TheTraceSaysWhichDiskEachEntryWrote) {
   EXPECT_EQ(flat->get()->trace().hash, t.hash);
 }
 
-TEST_F(TwoDisks, AFlushOnOneDiskOrdersNothingOnTheOther) {
-  // Point 4: crash right after ack:1. Disk 1 flushed e1; disk 2's e0 is still in its cache.
-  EXPECT_TRUE(index_->View(4, Model("off")).volatile_entries.empty());
-  EXPECT_THAT(index_->View(4, Model("on")).volatile_entries, ElementsAre(0));
-  EXPECT_THAT(index_->View(4, Model("lying")).volatile_entries, ElementsAre(0, 1));
-  // Each disk may be writing its next write: disk 1's e4 (the next overall) and disk 2's e5.
-  PointView off = index_->View(4, Model("off"));
-  EXPECT_EQ(off.inflight, 4u);
-  EXPECT_THAT(off.inflight_other_disks, ElementsAre(5));
-  // After disk 2's own flush (point 7) disk 2 holds nothing volatile under on; disk 1's e4,
-  // written after disk 1's last flush, still is.
-  EXPECT_THAT(index_->View(7, Model("on")).volatile_entries, ElementsAre(4));
-  EXPECT_THAT(index_->View(7, Model("lying")).volatile_entries, ElementsAre(0, 1, 4, 5));
-}
-
-TEST_F(TwoDisks, EachDiskHasItsOwnModel) {
-  std::vector<CacheModel> models = {Model("off"), Model("on")};
-  ASSERT_TRUE(ApplyCachePerDisk("2=lying", 2, &models).ok());
-  ASSERT_EQ(models.size(), 2u);
-  EXPECT_EQ(models[0].Name(), "1=off,2=lying");
-  EXPECT_EQ(models[1].Code(), "on.ly16e");
-  for (CacheModel& m : models) m.atomic_unit = kSs;
-  EXPECT_THAT(index_->View(7, models[0]).volatile_entries, ElementsAre(0, 5));
-  EXPECT_THAT(index_->View(7, models[1]).volatile_entries, ElementsAre(0, 4, 5));
-  std::vector<CacheModel> honest_log = {Model("on")};
-  ASSERT_TRUE(ApplyCachePerDisk("1=off", 2, &honest_log).ok());
-  EXPECT_THAT(index_->View(4, honest_log[0]).volatile_entries, ElementsAre(0));
-  // Setting every disk to the model it had leaves the plain model (one code, as for one disk).
-  std::vector<CacheModel> same = {Model("on")};
-  ASSERT_TRUE(ApplyCachePerDisk("1=on,2=on", 2, &same).ok());
-  EXPECT_TRUE(same[0].disk_modes.empty());
-  EXPECT_EQ(same[0].Code(), "on");
-}
-
-TEST_F(TwoDisks, HandComputedImagesOfTheSet) {
-  // Right after ack:1: e4 (disk 1) and e5 (disk 2) may be in flight, but each is one atomic unit,
-  // so neither tears.
-  EXPECT_EQ(Images(4, Model("off")), (std::set<std::string>{"L.|D."}));
-  EXPECT_EQ(Images(4, Model("on")), (std::set<std::string>{"L.|D.", "L.|.."}));
-  EXPECT_EQ(Images(4, Model("lying")), (std::set<std::string>{"L.|D.", "L.|..", "..|D.", "..|.."}));
-  EXPECT_EQ(Images(8, Model("on")), (std::set<std::string>{"Ln|Dy", "L.|Dy"}));
-}
-
-TEST_F(TwoDisks, StateIdsOfPerDiskModelsRebuildTheirImage) {
-  std::vector<CacheModel> models = {Model("on")};
-  ASSERT_TRUE(ApplyCachePerDisk("1=off", 2, &models).ok());
-  CacheModel m = models[0];
-  m.atomic_unit = kSs;
-  CrashState s{.point = 4, .model = m, .kept = {SubsetSpec::kNone, 0}};
-  const std::string id = EncodeStateId(file_->trace().ShortHash(), s);
-  EXPECT_THAT(id, HasSubstr("_off.on_"));
-  auto parsed = DecodeStateId(id);
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(parsed->state.model.disk_modes, m.disk_modes);
-  const std::string out = dir_.File("state.img");
-  ASSERT_TRUE(MaterializeState(log_, "", id, out).ok());
-  std::vector<uint8_t> img = ReadAll(out);
-  EXPECT_EQ(img[0], 'L');
-  EXPECT_EQ(img[layout_.OffsetOf(1)], 0);  // disk 2's unflushed data dropped
-}
-
-TEST_F(TwoDisks, IdenticalSetsHashAlikeAndADifferenceOnOneDiskShows) {
-  CacheModel on = Model("on");
-  PointView view = index_->View(4, on);
-  ASSERT_TRUE(
-      image_->Materialize({.point = 4, .model = on, .kept = {SubsetSpec::kAll, 0}}, view).ok());
-  const Hash128 all = image_->content_hash();
-  ASSERT_TRUE(
-      image_->Materialize({.point = 4, .model = on, .kept = {SubsetSpec::kNone, 0}}, view).ok());
-  EXPECT_NE(image_->content_hash(), all);  // only disk 2 differs
-  ASSERT_TRUE(
-      image_->Materialize({.point = 4, .model = on, .kept = {SubsetSpec::kAll, 0}}, view).ok());
-  EXPECT_EQ(image_->content_hash(), all);
-}
-
 TEST(DiskSetTrace, AnEntryOutsideEveryDiskIsAnError) {
   TempDir dir;
   const std::string log = dir.File("gap.log");
@@ -225,24 +111,6 @@ TEST(DiskSetTrace, AnEntryOutsideEveryDiskIsAnError) {
   auto file = TraceFile::Open(log, {.disks = DiskLayout::Packed({kDiskBytes, kDiskBytes})});
   ASSERT_FALSE(file.ok());
   EXPECT_THAT(std::string(file.status().message()), HasSubstr("no disk of the set of 2"));
-}
-
-TEST(CachePerDisk, BadInputNamesWhatIsWrong) {
-  std::vector<CacheModel> models = {*ParseCacheModel("on")};
-  auto message = [&](const char* text, uint32_t disks) {
-    std::vector<CacheModel> m = models;
-    return std::string(ApplyCachePerDisk(text, disks, &m).message());
-  };
-  EXPECT_THAT(message("3=on", 2), HasSubstr("names disk 3, but there are 2 disks"));
-  EXPECT_THAT(message("0=on", 2), HasSubstr("names disk 0"));
-  EXPECT_THAT(message("1=fast", 2), HasSubstr("no such model"));
-  EXPECT_THAT(message("1on", 2), HasSubstr("is not DISK=MODEL"));
-  EXPECT_THAT(message("1=on,1=off", 2), HasSubstr("sets disk 1 twice"));
-  EXPECT_FALSE(ParseCacheModel("on.ly16e.ly8e").ok());  // lying disks share one window
-  auto per_disk = ParseCacheModel("on.ly16e");
-  ASSERT_TRUE(per_disk.ok());
-  EXPECT_EQ(per_disk->Name(), "1=on,2=lying");
-  EXPECT_EQ(per_disk->Code(), "on.ly16e");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // powercut state materialize | list
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "harness/state/crash_state.h"
 #include "harness/state/materialize.h"
 #include "harness/state/state_generator.h"
+#include "harness/trace/manifest.h"
 #include "harness/trace/trace_reader.h"
 #include "tools/powercut/commands.h"
 
@@ -55,12 +57,30 @@ void AddStateCommands(CLI::App& app, int* exit_code) {
   list->add_option("--seed", l->seed, "seed for sampling");
   list->add_flag("--no-torn", l->no_torn, "no torn-write variants");
   list->callback([=] {
-    auto file = harness::TraceFile::Open(l->trace);
+    // The trace as `check` reads it: its manifest, when there is one, gives the disks of a set,
+    // the physical sector (the default atomic unit) and the order semantics.
+    std::optional<harness::TraceManifest> manifest;
+    const std::string manifest_path = harness::ManifestPathFor(l->trace);
+    std::error_code ec;
+    harness::TraceReadOptions read_options;
+    if (std::filesystem::exists(manifest_path, ec)) {
+      auto read = harness::ReadManifest(manifest_path);
+      auto layout = read.ok() ? harness::LayoutOf(*read) : read.status();
+      if (!layout.ok()) {
+        *exit_code = Fail(std::string(layout.status().message()));
+        return;
+      }
+      manifest = *read;
+      read_options.disks = *layout;
+    }
+    auto file = harness::TraceFile::Open(l->trace, read_options);
     if (!file.ok()) {
       *exit_code = Fail(std::string(file.status().message()));
       return;
     }
     const harness::Trace& t = (*file)->trace();
+    const uint32_t physical = manifest ? manifest->physical_sector : 0;
+    const bool flush_epoch = manifest && manifest->order == harness::OrderSemantics::kFlushEpoch;
     auto points = harness::ParsePointSelection(l->points);
     if (!points.ok()) {
       *exit_code = Fail(std::string(points.status().message()));
@@ -86,8 +106,9 @@ void AddStateCommands(CLI::App& app, int* exit_code) {
           return;
         }
       }
-      model->atomic_unit = l->unit ? l->unit : t.sector_size;
-      for (uint64_t p : harness::SelectPoints(index, *points, l->seed, false)) {
+      model->atomic_unit = l->unit ? l->unit : physical != 0 ? physical : t.sector_size;
+      const bool flush_only = flush_epoch && model->mode == harness::CacheMode::kOff;
+      for (uint64_t p : harness::SelectPoints(index, *points, l->seed, flush_only)) {
         std::vector<harness::CrashState> states;
         harness::StatesAtPoint(index, index.View(p, *model), *model, so, l->seed, &states);
         for (const auto& s : states) {
