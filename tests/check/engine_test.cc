@@ -19,6 +19,7 @@ namespace powercut::harness {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::TempDir;
 
 constexpr uint64_t kDevice = 256 * 1024;
@@ -268,16 +269,23 @@ TEST_F(RawLogEngine, TheWorstViolationLosesLostAcksMax) {
   ASSERT_TRUE(m.first_violation.has_value());
   EXPECT_EQ(m.worst_violation->lost.size(), m.lost_acks_max);
   EXPECT_EQ(m.lost_acks_max, 6u);
-  EXPECT_LT(m.first_violation->lost.size(), m.lost_acks_max);  // the first state is not the worst
+  // The states that can lose the most are checked first: the first violation is the worst.
+  EXPECT_EQ(m.first_violation->lost.size(), m.lost_acks_max);
+  EXPECT_EQ(m.first_violation->state_id, m.worst_violation->state_id);
   EXPECT_EQ(ReportToJson(r)["results"][0]["worst_violation"]["state"], m.worst_violation->state_id);
-  // Among equals the first in generation order: one worker and two agree.
+  // Every state was judged: the worst case itself, not a lower bound.
+  EXPECT_TRUE(m.lost_acks_exact());
+  EXPECT_EQ(ReportToJson(r)["results"][0]["lost_acks_max_exact"], true);
+  EXPECT_THAT(ReportSummaryTable(r), Not(HasSubstr("≥")));
+  // Among equals the first in check order: one worker and two agree.
   CheckReport one = Check(Record(RawLogBarrier::kNone, 6), "on", 1);
   EXPECT_EQ(one.results[0].worst_violation->state_id, m.worst_violation->state_id);
 }
 
 // Without --exhaustive a model stops at its first violating state in check order: the same
 // state, the same counts, whatever the number of workers; and the state the exhaustive check
-// names first.
+// names first. The states that can lose the most come first, so the loss reported at the stop is
+// the exhaustive worst case here, marked as a lower bound ("≥8") since the rest went unchecked.
 TEST_F(RawLogEngine, AModelStopsAtItsFirstViolationWhateverTheWorkers) {
   std::string log = Record(RawLogBarrier::kNone, 8);
   CheckReport all = Check(log, "on", 2, /*exhaustive=*/true);
@@ -301,10 +309,21 @@ TEST_F(RawLogEngine, AModelStopsAtItsFirstViolationWhateverTheWorkers) {
     uint64_t counted = 0;
     for (const auto& [lost, n] : m.lost_acks_distribution) counted += n;
     EXPECT_EQ(counted, m.states);
-    // The extremes at ack points come first: losing every volatile write after the first ack.
-    EXPECT_THAT(m.first_violation->state_id, HasSubstr("_kN"));
+    // The first state checked: the latest point with every volatile write dropped, which loses
+    // every ack (nothing was ever flushed).
+    EXPECT_THAT(m.first_violation->state_id,
+                HasSubstr(fmt::format("_p{:x}_kN", m.first_violation->point)));
+    EXPECT_EQ(m.first_violation->acked_before, 8u);
     EXPECT_EQ(m.states, 1u) << ReportSummaryTable(r);
+    EXPECT_EQ(m.lost_acks_max, full.lost_acks_max);
+    EXPECT_EQ(m.lost_acks_max, 8u);
+    EXPECT_FALSE(m.lost_acks_exact());
     nlohmann::json j = ReportToJson(r)["results"][0];
+    EXPECT_EQ(j["lost_acks_max"], 8);
+    EXPECT_EQ(j["lost_acks_max_exact"], false);
+    EXPECT_THAT(ReportSummaryTable(r), HasSubstr("≥8 "));
+    EXPECT_THAT(ReportSummaryTable(r), HasSubstr("≥L: "));
+    EXPECT_THAT(ReportToJunit(r), HasSubstr("losing 8 acked commits"));
     EXPECT_EQ(j["stopped"], "first_violation");
     EXPECT_EQ(j["complete"], true);
     EXPECT_EQ(j["states_checked"], m.states);
@@ -313,11 +332,15 @@ TEST_F(RawLogEngine, AModelStopsAtItsFirstViolationWhateverTheWorkers) {
     EXPECT_THAT(ReportSummaryTable(r), HasSubstr(fmt::format("1of{}*", m.states_planned)));
     EXPECT_THAT(ReportSummaryTable(r), HasSubstr("NofM*: "));
   }
-  // Deeper in the plan: a checker that never reports commit 5 (the log itself is flushed before
-  // every ack, so cache on loses nothing else) first violates at the extremes after ack 5.
+  // Deeper in the plan: a checker that hides commit 1 while commit 3 is missing (the log itself
+  // is flushed before every ack, so cache on loses nothing else) violates only at the points
+  // between ack 1 and commit 3's flush, which come after every later point's states.
   CheckOptions o;
   o.trace_path = Record(RawLogBarrier::kFlushBeforeAck, 8);
-  o.checker = fmt::format("{} | grep -v '^have 5$'", RAW_LOG_CHECKER);
+  o.checker = fmt::format(
+      "out=$({}); if echo \"$out\" | grep -qx 'have 3'; then echo \"$out\"; else echo \"$out\" "
+      "| grep -vx 'have 1'; fi",
+      RAW_LOG_CHECKER);
   o.models = {*ParseCacheModel("on")};
   o.points.every_entry = true;
   o.work_dir = dir_.File("work");
@@ -335,7 +358,7 @@ TEST_F(RawLogEngine, AModelStopsAtItsFirstViolationWhateverTheWorkers) {
   EXPECT_EQ(runs[0].lost_acks_distribution, runs[1].lost_acks_distribution);
   ASSERT_TRUE(runs[0].first_violation && runs[1].first_violation);
   EXPECT_EQ(runs[0].first_violation->state_id, runs[1].first_violation->state_id);
-  EXPECT_EQ(runs[0].first_violation->lost, (std::vector<std::string>{"5"}));
+  EXPECT_EQ(runs[0].first_violation->lost, (std::vector<std::string>{"1"}));
   o.exhaustive = true;
   auto full_late = RunCheck(o);
   ASSERT_TRUE(full_late.ok()) << full_late.status();
