@@ -231,7 +231,10 @@ TEST_F(StatePlanTest, PassZeroWalksThePointsAtMostKExposureTiersTimes) {
     exposed.push_back(StatePlan::ExposedAcks(*index_, view, states[i]));
     if (i > 0 && states[i].point > states[i - 1].point) ++walks;
   }
-  EXPECT_EQ(walks, StatePlan::kExposureTiers);
+  // 10 values, uncapped 9 walks (value 10's only point sits just after value 9's first: they
+  // share one); capped, values 3, 2 and 1 share the last walk: 7.
+  EXPECT_LE(walks, StatePlan::kExposureTiers);
+  EXPECT_EQ(walks, 7u);
   // The 7 largest values (10 down to 4) in order; 3, 2 and 1 share the last walk.
   EXPECT_EQ(exposed.front(), 10u);
   for (size_t i = 1; i < exposed.size(); ++i) {
