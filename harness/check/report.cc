@@ -241,9 +241,9 @@ std::string ReportToJunit(const CheckReport& r) {
                   m.lost_acks_max)
             : fmt::format(
                   "{} of {} crash states violate: first {}; worst case {} acked commits lost{}",
-                  m.violations, m.states, v.state_id, LostText(m.lost_acks_max,
-                  m.lost_acks_exact()), m.lost_acks_exact() ? "" : " (a lower bound: the "
-                  "budget ran out)");
+                  m.violations, m.states, v.state_id,
+                  LostText(m.lost_acks_max, m.lost_acks_exact()),
+                  m.lost_acks_exact() ? "" : " (a lower bound: the budget ran out)");
     xml += fmt::format(
         ">\n      <failure message=\"{}\" type=\"crash-consistency\">{}\nrebuild: "
         "{}</failure>\n    </testcase>\n",
@@ -274,9 +274,9 @@ std::string ReportSummaryTable(const CheckReport& r) {
   for (const ModelResult& m : r.results) {
     out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9} {:>9} {:>9}  {}\n",
                        m.workload, m.model.Code(), m.points, StatesText(m), m.checked,
-                       m.deduplicated, m.violations,
-                       LostText(m.lost_acks_max, m.lost_acks_exact()), m.fs_unrecoverable,
-                       m.fs_repaired, m.first_violation ? m.first_violation->state_id : "-");
+                       m.deduplicated, m.violations, LostText(m.lost_acks_max, m.lost_acks_exact()),
+                       m.fs_unrecoverable, m.fs_repaired,
+                       m.first_violation ? m.first_violation->state_id : "-");
   }
   if (std::string legend = StatesLegend(r.results); !legend.empty()) out += legend + "\n";
   for (const ModelResult& m : r.results) {

@@ -576,14 +576,13 @@ std::string MatrixJunit(const MatrixReport& r) {
       ++tests;
       body += fmt::format("  <testcase classname=\"powercut.matrix.{}\" name=\"{} cache={}\">\n",
                           XmlEscape(c.workload), XmlEscape(c.name), XmlEscape(m.cache));
-      std::string what =
-          fmt::format("expected {}: {} of {} states violate; worst state loses {} acks{}",
-                      c.expect.For(m.cache), m.violations, m.states, CellLostText(m),
-                      m.lost_acks_exact()
-                          ? ""
-                          : fmt::format(" (a lower bound: {} of {} planned states checked, the "
-                                        "worst first)",
-                                        m.states, m.states_planned));
+      std::string what = fmt::format(
+          "expected {}: {} of {} states violate; worst state loses {} acks{}",
+          c.expect.For(m.cache), m.violations, m.states, CellLostText(m),
+          m.lost_acks_exact() ? ""
+                              : fmt::format(" (a lower bound: {} of {} planned states checked, the "
+                                            "worst first)",
+                                            m.states, m.states_planned));
       if (!c.AsExpected(m)) {
         ++failures;
         body += fmt::format("    <failure message=\"{}\">{}</failure>\n", XmlEscape(what),

@@ -197,8 +197,7 @@ TEST_F(StatePlanTest, ThePlanHoldsExactlyTheGeneratedStates) {
       planned.insert(EncodeStateId("00000000", s));
     }
     EXPECT_EQ(planned, generated) << name;
-    EXPECT_EQ(std::set<std::string>(planned.begin(), planned.end()).size(), planned.size())
-        << name;
+    EXPECT_EQ(std::set<std::string>(planned.begin(), planned.end()).size(), planned.size()) << name;
   }
 }
 
