@@ -76,7 +76,8 @@ std::string StatesLegend(const std::vector<ModelResult>& results) {
   if (first) {
     legend +=
         "NofM*: the model's verdict is FAIL at its first violating state, where it stopped "
-        "after N of its M planned states (--exhaustive checks them all for full counts)";
+        "after N of its M planned states, the worst first (--exhaustive checks them all for full "
+        "counts)";
   }
   if (first || budget) {
     legend += fmt::format(

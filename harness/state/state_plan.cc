@@ -80,10 +80,16 @@ StatePlan::StatePlan(const TraceIndex& index, const CacheModel& model, const Sta
   uint64_t floor = 0;
   if (values.size() >= kExposureTiers) floor = *std::next(values.begin(), kExposureTiers - 2);
   auto tier = [floor](uint64_t exposed) { return exposed >= floor ? exposed : 0; };
-  std::stable_sort(worst.begin(), worst.end(), [&](const Worst& a, const Worst& b) {
+  // The latest point first, then the rest by what they can lose.
+  auto order = [&](const Worst& a, const Worst& b) {
     if (tier(a.exposed) != tier(b.exposed)) return tier(a.exposed) > tier(b.exposed);
     return a.point > b.point;
-  });
+  };
+  if (!worst.empty()) {
+    std::rotate(worst.begin(), worst.end() - 1, worst.end());  // points increase: last is latest
+    std::stable_sort(worst.begin() + 1, worst.end(), order);
+    head_ = worst.size() > 1 && worst[1].exposed > worst[0].exposed ? 2 : 1;
+  }
   for (const Worst& w : worst) steps_.push_back({w.point, true});
   for (auto it = rest.rbegin(); it != rest.rend(); ++it) steps_.push_back({*it, false});
 }

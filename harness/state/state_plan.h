@@ -3,10 +3,15 @@
 // reports is what that state lost, so the states that can lose the most come first:
 //
 //   pass 0  at every point, the state that drops every volatile write (the only untorn state
-//           where nothing is volatile), the points in decreasing order of the acks that state
-//           can lose (ExposedAcks), the latest point first among equals
+//           where nothing is volatile): first the latest point's, then the points in decreasing
+//           order of the acks that state can lose (ExposedAcks), the latest first among equals
 //   pass 1  every other state (all kept, subsets, all-but-one, samples, torn), the latest point
 //           first; a point's states in decreasing order of ExposedAcks, then StatesAtPoint's
+//
+// The head (the latest point's state, and the one that can lose the most when that is another)
+// is always judged, even after a violation: the latest point has the most acks a program may
+// lose by itself (acked, never written), the other the most the cache can take away, and which
+// of the two loses more depends on the program. An early stop's loss is the larger of them.
 //
 // Pass 0 walks the points backwards once per distinct ExposedAcks value, for at most
 // kExposureTiers values (the smaller ones share the last walk), and pass 1 once: a worker's
@@ -37,6 +42,8 @@ class StatePlan {
 
   // Every state the plan holds.
   uint64_t size() const { return size_; }
+  // The first head() states are judged whatever they find (see above): 1 or 2, 0 when empty.
+  uint64_t head() const { return head_; }
 
   // Appends the next states in check order, at least `want` unless the plan runs out; false when
   // nothing is left. Not thread-safe.
@@ -67,6 +74,7 @@ class StatePlan {
   const uint64_t seed_;
   std::vector<Step> steps_;  // check order
   uint64_t size_ = 0;
+  uint64_t head_ = 0;
   size_t next_ = 0;  // position in steps_
 };
 

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "harness/check/checker.h"
 #include "harness/check/report.h"
+#include "harness/check/state_tally.h"
 #include "harness/state/materialize.h"
 #include "harness/trace/raw_log.h"
 #include "harness/trace/raw_log_format.h"
@@ -364,6 +365,51 @@ TEST_F(RawLogEngine, AModelStopsAtItsFirstViolationWhateverTheWorkers) {
   ASSERT_TRUE(full_late.ok()) << full_late.status();
   EXPECT_EQ(runs[0].first_violation->state_id, full_late->results[0].first_violation->state_id);
   EXPECT_GT(full_late->results[0].violations, 1u);
+}
+
+// The plan's head (the latest point's worst state and the one that can lose more) is folded
+// whatever it finds: a violation in its first state stops the tally only after the second, and
+// the loss reported is the larger; past the head the first violation stops it.
+TEST(StateTally, FoldsTheHeadWhateverItFindsThenStopsAtTheFirstViolation) {
+  auto lose = [](const char* id, std::vector<std::string> lost) {
+    return Verdict{.state_id = id, .lost = std::move(lost)};
+  };
+  {
+    ModelResult m;
+    absl::flat_hash_set<Hash128> images;
+    StateTally tally(&m, 5, /*stop_at_violation=*/true, /*min_states=*/2, &images);
+    tally.Add(1, Hash128{2, 0}, lose("s1", {"1", "2", "3"}));  // out of order: waits for s0
+    EXPECT_EQ(m.states, 0u);
+    tally.Add(0, Hash128{1, 0}, lose("s0", {"3"}));
+    tally.Add(2, Hash128{3, 0}, lose("s2", {"1", "2", "3", "4"}));  // after the stop: ignored
+    EXPECT_EQ(tally.stopped_at(), 1u);
+    EXPECT_EQ(m.states, 2u);
+    EXPECT_EQ(m.violations, 2u);
+    EXPECT_EQ(m.lost_acks_max, 3u);
+    EXPECT_EQ(m.first_violation->state_id, "s0");
+    EXPECT_EQ(m.worst_violation->state_id, "s1");
+  }
+  {
+    ModelResult m;
+    absl::flat_hash_set<Hash128> images;
+    StateTally tally(&m, 5, /*stop_at_violation=*/true, /*min_states=*/2, &images);
+    tally.Add(0, Hash128{1, 0}, lose("s0", {"3"}));
+    tally.Add(1, Hash128{2, 0}, Verdict{.state_id = "s1"});  // passes: the head still ends here
+    EXPECT_EQ(tally.stopped_at(), 1u);
+    EXPECT_EQ(m.states, 2u);
+    EXPECT_EQ(m.violations, 1u);
+  }
+  {
+    ModelResult m;
+    absl::flat_hash_set<Hash128> images;
+    StateTally tally(&m, 5, /*stop_at_violation=*/true, /*min_states=*/1, &images);
+    tally.Add(0, Hash128{1, 0}, Verdict{.state_id = "s0"});
+    tally.Add(1, Hash128{2, 0}, lose("s1", {"3"}));
+    tally.Add(2, Hash128{3, 0}, lose("s2", {"1", "2", "3"}));
+    EXPECT_EQ(tally.stopped_at(), 1u);
+    EXPECT_EQ(m.states, 2u);
+    EXPECT_EQ(m.lost_acks_max, 1u);
+  }
 }
 
 // The check order changes which state comes first, not what a state id means: the first

@@ -511,7 +511,7 @@ TEST(Expect, AFailedCheckerKeepsItsStderrInTheCell) {
   out.report = harness::CheckReport{};
   harness::ModelResult m{.model = *harness::ParseCacheModel("off")};
   absl::flat_hash_set<Hash128> images;
-  harness::StateTally tally(&m, 4, /*stop_at_violation=*/false, &images);
+  harness::StateTally tally(&m, 4, /*stop_at_violation=*/false, /*min_states=*/0, &images);
   // A loss (the checker ran fine), a server that did not start, a file system that did not come
   // back (not the checker's failure), then a second server failure.
   tally.Add(0, Hash128{1, 0}, harness::Verdict{.state_id = "s0", .lost = {"1"}});

@@ -91,6 +91,7 @@ TEST_F(StatePlanTest, TheFirstStateIsTheLatestPointWithEveryVolatileWriteDropped
     const CacheModel model = Model(name);
     const std::vector<CrashState> states = Plan(model, points);
     ASSERT_FALSE(states.empty()) << name;
+    EXPECT_EQ(StatePlan(*index_, model, {}, 1, points).head(), 1u) << name;
     const CrashState& first = states.front();
     EXPECT_EQ(first.point, points.back()) << name;
     EXPECT_FALSE(first.torn_entry.has_value()) << name;
@@ -111,13 +112,15 @@ TEST_F(StatePlanTest, TheFirstStateIsTheLatestPointWithEveryVolatileWriteDropped
   EXPECT_EQ(StatePlan::ExposedAcks(*index_, view, first), 4u);
 }
 
-// Pass 0 (each point's state dropping everything) goes in decreasing order of what it can lose,
-// the later point first among equals; then every other state, the latest point first and a
-// point's states by what they can lose.
+// Pass 0 (each point's state dropping everything): the latest point's first, then decreasing
+// order of what it can lose, the later point first among equals; then every other state, the
+// latest point first and a point's states by what they can lose. The head, judged whatever it
+// finds, is the latest point's state and the one that can lose more than it.
 TEST_F(StatePlanTest, StatesComeInDecreasingOrderOfTheAcksTheyCanLose) {
   // e0 W, e1 ack:1, e2 W, e3 ack:2, e4 W, e5 W, e6 ack:3. Under lying over 2 entries the
   // last ack point (7) can lose only ack 3 (e4 and e5 are dropped), while point 4 (after ack 2)
-  // drops e0 and e2 and can lose acks 1 and 2: point 4 comes first, then 7, then 2.
+  // drops e0 and e2 and can lose acks 1 and 2: 7 comes first (the latest), then 4, then 2, and
+  // both 7 and 4 are the head.
   Record([](Recorder& r) {
     ASSERT_TRUE(r.RecordWrite(0, Sector('a'), false).ok());
     ASSERT_TRUE(r.RecordAck("1").ok());
@@ -139,8 +142,11 @@ TEST_F(StatePlanTest, StatesComeInDecreasingOrderOfTheAcksTheyCanLose) {
     worst_points.push_back(states[i].point);
     exposed.push_back(StatePlan::ExposedAcks(*index_, view, states[i]));
   }
-  EXPECT_EQ(worst_points, (std::vector<uint64_t>{4, 7, 2}));
-  EXPECT_EQ(exposed, (std::vector<uint64_t>{2, 1, 1}));
+  EXPECT_EQ(worst_points, (std::vector<uint64_t>{7, 4, 2}));
+  EXPECT_EQ(exposed, (std::vector<uint64_t>{1, 2, 1}));
+  EXPECT_EQ(StatePlan(*index_, model, {}, 1, points).head(), 2u);
+  // Where the latest point can lose the most, it alone is the head.
+  EXPECT_EQ(StatePlan(*index_, Model("on"), {}, 1, points).head(), 1u);
   // The rest: the points backwards, and within a point nonincreasing in what a state can lose.
   uint64_t last_point = UINT64_MAX, last_exposed = UINT64_MAX;
   for (size_t i = 3; i < states.size(); ++i) {
@@ -148,7 +154,9 @@ TEST_F(StatePlanTest, StatesComeInDecreasingOrderOfTheAcksTheyCanLose) {
     EXPECT_FALSE(StatePlan::DropsEverything(states[i], view)) << i;
     const uint64_t e = StatePlan::ExposedAcks(*index_, view, states[i]);
     ASSERT_LE(states[i].point, last_point) << i;
-    if (states[i].point == last_point) EXPECT_LE(e, last_exposed) << i;
+    if (states[i].point == last_point) {
+      EXPECT_LE(e, last_exposed) << i;
+    }
     last_point = states[i].point;
     last_exposed = e;
   }
@@ -237,7 +245,9 @@ TEST_F(StatePlanTest, PassZeroWalksThePointsAtMostKExposureTiersTimes) {
   // The 7 largest values (10 down to 4) in order; 3, 2 and 1 share the last walk.
   EXPECT_EQ(exposed.front(), 10u);
   for (size_t i = 1; i < exposed.size(); ++i) {
-    if (exposed[i - 1] >= 4) EXPECT_LE(exposed[i], exposed[i - 1]) << i;
+    if (exposed[i - 1] >= 4) {
+      EXPECT_LE(exposed[i], exposed[i - 1]) << i;
+    }
   }
   EXPECT_EQ(std::count(exposed.begin(), exposed.end(), 4u), 7);
 }
@@ -255,8 +265,12 @@ TEST_F(StatePlanTest, AnImageWalkedInPlanOrderMatchesOneBuiltFromTheBase) {
         two.insert(two.end(), y.begin(), y.end());
         ASSERT_TRUE(r.RecordWrite(4 * kSs, two, false).ok());
       }
-      if (i == 3) ASSERT_TRUE(r.RecordDiscard(4 * kSs, kSs).ok());
-      if (i == 4) ASSERT_TRUE(r.RecordFlush().ok());
+      if (i == 3) {
+        ASSERT_TRUE(r.RecordDiscard(4 * kSs, kSs).ok());
+      }
+      if (i == 4) {
+        ASSERT_TRUE(r.RecordFlush().ok());
+      }
       ASSERT_TRUE(r.RecordAck(std::to_string(i + 1)).ok());
     }
   });
