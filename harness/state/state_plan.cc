@@ -14,9 +14,8 @@ uint64_t FirstDropped(const SubsetSpec& kept, uint64_t m) {
       return m;
     case SubsetSpec::kNone:
       return 0;
-    case SubsetSpec::kAllBut:
-      return std::min(kept.value, m);
-    case SubsetSpec::kFirst:
+    case SubsetSpec::kAllBut:  // drops element `value`
+    case SubsetSpec::kFirst:   // keeps elements 0..value-1
       return std::min(kept.value, m);
     default:
       break;
