@@ -3,7 +3,7 @@
 // mount of the file system) and judges it with the oracle. The library entry point for
 // `powercut check`, the VM crash domain and `powercut run`.
 //
-// Each model's states are checked in the StatePlan's order (ack points' extremes first) and handed
+// Each model's states are checked in the StatePlan's order (worst first) and handed
 // to workers in batches; each worker owns a WorkingImage (and, for file systems, a scratch copy
 // and a mount point), so memory grows with the trace, not the states. Identical images (equal
 // content hashes) run the checker once: the cached output is judged against each state's own acks.
@@ -11,6 +11,8 @@
 // A model's verdict is FAIL at its first violating state, so by default a model stops there: the
 // first violation is the violating state earliest in check order, and every state before it is
 // checked, whatever the number of workers (docs/cache-models.md, "Check order and early stop").
+// The states that can lose the most come first, so the loss reported at the stop is close to the
+// worst case; it is a lower bound (ModelResult::lost_acks_exact()).
 // `exhaustive` checks every state for full counts; `budget_seconds` bounds the whole check.
 #pragma once
 
@@ -125,6 +127,10 @@ struct ModelResult {
   // Whether the verdict is decided: a violation was found, or every planned state passed. A pass
   // cut short by the budget is not (an incomplete pass).
   bool complete() const { return violations > 0 || states >= states_planned; }
+  // Whether lost_acks_max is the worst loss the model's plan allows: every planned state was
+  // judged (--exhaustive, or no violation and no budget stop). Otherwise it is the largest loss
+  // among the states judged, a lower bound, shown as "≥N" (LostText in report.h).
+  bool lost_acks_exact() const { return states >= states_planned; }
 };
 
 // One disk of a set as the report shows it: its file system and what the trace did to it.

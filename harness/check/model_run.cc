@@ -92,20 +92,21 @@ absl::Status ModelRun::Run(std::vector<CheckWorker>& workers) {
 std::vector<ModelRun::Item> ModelRun::NextBatch() {
   powercut::MutexLock lock(&mu_);
   std::vector<Item> batch;
-  if (!error_.ok() || next_seq_ > first_violation_) return batch;
+  if (!error_.ok() || next_seq_ > stop_after_) return batch;
   if (std::chrono::steady_clock::now() >= context_.deadline) {
     out_of_time_ = true;
     return batch;
   }
   std::vector<CrashState> states;
-  plan_.Next(kBatch, &states);
+  // The head one state at a time, so that the workers judge its states side by side.
+  plan_.Next(next_seq_ < plan_.head() ? 1 : kBatch, &states);
   for (const CrashState& s : states) batch.push_back({next_seq_++, s});  // trivially copyable
   return batch;
 }
 
 bool ModelRun::Skip(uint64_t seq) {
   powercut::MutexLock lock(&mu_);
-  if (!error_.ok() || seq > first_violation_ || out_of_time_) return true;
+  if (!error_.ok() || seq > stop_after_ || out_of_time_) return true;
   // Checked per state, so that one slow batch overshoots the budget by one state at most.
   if (std::chrono::steady_clock::now() >= context_.deadline) out_of_time_ = true;
   return out_of_time_;
@@ -180,7 +181,7 @@ void ModelRun::Record(uint64_t seq, const Hash128& image, Verdict verdict) {
   {
     powercut::MutexLock lock(&mu_);
     if (!context_.options.exhaustive && verdict.violation()) {
-      first_violation_ = std::min(first_violation_, seq);
+      stop_after_ = std::min(stop_after_, std::max(seq, plan_.head() - 1));
     }
     tally_.Add(seq, image, std::move(verdict));
   }

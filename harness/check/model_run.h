@@ -78,7 +78,8 @@ class ModelRun {
       : context_(context),
         plan_(plan),
         result_(result),
-        tally_(result, context.options.max_examples, !context.options.exhaustive, context.images) {}
+        tally_(result, context.options.max_examples, !context.options.exhaustive, plan.head(),
+               context.images) {}
 
   // Runs one thread per worker until the plan, the first violation or the budget ends it; fills
   // the result's counts, stop reason and time.
@@ -106,9 +107,10 @@ class ModelRun {
   ModelResult* const result_;  // written by tally_ under mu_, and by Run after the threads
   StateTally tally_ ABSL_GUARDED_BY(mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
-  // The smallest seq of a violating state judged so far (not exhaustive): states after it are
-  // skipped. The tally stops at the true first one once every state before it is folded.
-  uint64_t first_violation_ ABSL_GUARDED_BY(mu_) = UINT64_MAX;
+  // The last seq worth judging (not exhaustive): the smallest seq of a violating state judged so
+  // far, or the plan's head's last state if that comes later. States after it are skipped. The
+  // tally stops at the true first one once every state before it is folded.
+  uint64_t stop_after_ ABSL_GUARDED_BY(mu_) = UINT64_MAX;
   bool out_of_time_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };

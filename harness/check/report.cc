@@ -62,6 +62,10 @@ std::string StatesText(const ModelResult& m) {
                      m.stopped == StopReason::kFirstViolation ? "*" : "~");
 }
 
+std::string LostText(uint64_t lost_acks_max, bool exact) {
+  return fmt::format("{}{}", exact ? "" : "≥", lost_acks_max);
+}
+
 std::string StatesLegend(const std::vector<ModelResult>& results) {
   bool first = false, budget = false;
   for (const ModelResult& m : results) {
@@ -72,7 +76,15 @@ std::string StatesLegend(const std::vector<ModelResult>& results) {
   if (first) {
     legend +=
         "NofM*: the model's verdict is FAIL at its first violating state, where it stopped "
-        "after N of its M planned states (--exhaustive checks them all for full counts)";
+        "after N of its M planned states, the worst first (--exhaustive checks them all for full "
+        "counts)";
+  }
+  if (first || budget) {
+    legend += fmt::format(
+        "{}≥L: the largest loss among the states checked before the stop, a lower bound of "
+        "the worst the model allows (the states that can lose the most are checked first; "
+        "--exhaustive checks every state for the worst case, shown without ≥)",
+        legend.empty() ? "" : "\n");
   }
   if (budget) {
     legend += fmt::format(
@@ -110,6 +122,7 @@ nlohmann::json ReportToJson(const CheckReport& r) {
         {"torn_unacked", m.torn_unacked},
         {"passed", m.violations == 0},
         {"lost_acks_max", m.lost_acks_max},
+        {"lost_acks_max_exact", m.lost_acks_exact()},
         {"lost_acks_distribution", dist},
         {"first_violation",
          m.first_violation ? VerdictJson(*m.first_violation) : nlohmann::json(nullptr)},
@@ -222,12 +235,16 @@ std::string ReportToJunit(const CheckReport& r) {
     std::string message =
         m.stopped == StopReason::kFirstViolation
             ? fmt::format(
-                  "crash state {} violates (the first of {} planned; the check stopped "
-                  "there, {} states unchecked: --exhaustive counts them all)",
-                  v.state_id, m.states_planned, m.states_unchecked())
+                  "crash state {} violates, losing {} acked commits (the first of {} planned, "
+                  "the states that can lose the most first; the check stopped there, {} states "
+                  "unchecked: the worst case is at least {}, --exhaustive counts them all)",
+                  v.state_id, v.lost.size(), m.states_planned, m.states_unchecked(),
+                  m.lost_acks_max)
             : fmt::format(
-                  "{} of {} crash states violate: first {}; worst case {} acked commits lost",
-                  m.violations, m.states, v.state_id, m.lost_acks_max);
+                  "{} of {} crash states violate: first {}; worst case {} acked commits lost{}",
+                  m.violations, m.states, v.state_id,
+                  LostText(m.lost_acks_max, m.lost_acks_exact()),
+                  m.lost_acks_exact() ? "" : " (a lower bound: the budget ran out)");
     xml += fmt::format(
         ">\n      <failure message=\"{}\" type=\"crash-consistency\">{}\nrebuild: "
         "{}</failure>\n    </testcase>\n",
@@ -258,8 +275,9 @@ std::string ReportSummaryTable(const CheckReport& r) {
   for (const ModelResult& m : r.results) {
     out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9} {:>9} {:>9}  {}\n",
                        m.workload, m.model.Code(), m.points, StatesText(m), m.checked,
-                       m.deduplicated, m.violations, m.lost_acks_max, m.fs_unrecoverable,
-                       m.fs_repaired, m.first_violation ? m.first_violation->state_id : "-");
+                       m.deduplicated, m.violations, LostText(m.lost_acks_max, m.lost_acks_exact()),
+                       m.fs_unrecoverable, m.fs_repaired,
+                       m.first_violation ? m.first_violation->state_id : "-");
   }
   if (std::string legend = StatesLegend(r.results); !legend.empty()) out += legend + "\n";
   for (const ModelResult& m : r.results) {

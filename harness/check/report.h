@@ -19,6 +19,9 @@ std::string ReportSummaryTable(const CheckReport& report);
 // A model's states for the tables: "N" when every planned state was judged, "NofM*" when it
 // stopped at its first violation after N of M, "NofM~" when the budget ran out.
 std::string StatesText(const ModelResult& m);
+// A model's largest loss for the tables: "16" when it is the worst its plan allows (every state
+// judged), "≥16" when the check stopped before (a lower bound).
+std::string LostText(uint64_t lost_acks_max, bool exact);
 // The tables' legend line(s) for those markers; "" when no model stopped early.
 std::string StatesLegend(const std::vector<ModelResult>& results);
 

@@ -7,13 +7,16 @@ void StateTally::Add(uint64_t seq, const Hash128& image, Verdict verdict) {
   pending_.emplace(seq, std::make_pair(image, std::move(verdict)));
   while (!stopped_at_ && !pending_.empty() && pending_.begin()->first == next_) {
     auto node = pending_.extract(pending_.begin());
-    Fold(node.key(), node.mapped().first, node.mapped().second);
+    Fold(node.mapped().first, node.mapped().second);
     ++next_;
+    if (stop_at_violation_ && result_->violations > 0 && next_ >= min_states_) {
+      stopped_at_ = next_ - 1;
+    }
   }
   if (stopped_at_) pending_.clear();
 }
 
-void StateTally::Fold(uint64_t seq, const Hash128& image, Verdict& v) {
+void StateTally::Fold(const Hash128& image, Verdict& v) {
   ModelResult& r = *result_;
   ++r.states;
   if (images_.insert(image).second) {
@@ -46,7 +49,6 @@ void StateTally::Fold(uint64_t seq, const Hash128& image, Verdict& v) {
   if (!r.worst_violation || v.lost.size() > r.worst_violation->lost.size()) r.worst_violation = v;
   if (!r.first_violation) r.first_violation = v;
   if (r.examples.size() < max_examples_) r.examples.push_back(std::move(v));
-  if (stop_at_violation_) stopped_at_ = seq;
 }
 
 }  // namespace powercut::harness

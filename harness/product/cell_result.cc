@@ -96,6 +96,10 @@ std::string CellStatesText(const CellModel& m) {
   return harness::StatesText(r);
 }
 
+std::string CellLostText(const CellModel& m) {
+  return harness::LostText(m.lost_acks_max, m.lost_acks_exact());
+}
+
 bool CellResult::AsExpected(const CellModel& m) const {
   if (!judged) return true;
   if (!m.complete()) return expect.For(m.cache) == "may-lose";
@@ -280,6 +284,7 @@ nlohmann::json CellToJson(const CellResult& c) {
          {"expect", c.judged ? nlohmann::json(c.expect.For(m.cache)) : nlohmann::json(nullptr)},
          {"as_expected", c.AsExpected(m)},
          {"lost_acks_max", m.lost_acks_max},
+         {"lost_acks_max_exact", m.lost_acks_exact()},
          {"first_violation",
           m.first_violation.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.first_violation)},
          {"worst_violation",

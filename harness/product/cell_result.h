@@ -55,6 +55,9 @@ struct CellModel {
 
   // A violation was found, or every planned state passed (harness::ModelResult::complete()).
   bool complete() const { return violations > 0 || states >= states_planned; }
+  // lost_acks_max is the worst the plan allows: every planned state was judged
+  // (harness::ModelResult::lost_acks_exact()); else a lower bound.
+  bool lost_acks_exact() const { return states >= states_planned; }
 };
 
 // What a cell is expected to do. Built-in cells take it from the workload catalog
@@ -86,6 +89,9 @@ bool VerdictMatches(const std::string& expectation, uint64_t violations);
 // A model's states for the tables: "N", or "NofM*" / "NofM~" when it stopped at its first
 // violation / when the budget ran out (harness::StatesText, the legend in harness::StatesLegend).
 std::string CellStatesText(const CellModel& model);
+// A model's largest loss for the tables: "16", or "≥16" when it is a lower bound
+// (harness::LostText).
+std::string CellLostText(const CellModel& model);
 
 // A `powercut fstest` cell's workload (harness/product/fstest_run.h): its stable id, where it came
 // from, its text without comments and its shape (paths abstracted to their roles, the signature's

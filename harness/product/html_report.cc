@@ -130,7 +130,8 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<title>{}</title><style>{}</style></head><body>\n<h1>{}</h1>\n"
       "<p class=\"small\">Shard {}; {} of {} planned cells; {:.0f} s. Each cache cell: acks lost "
-      "in the worst crash state / crash states checked / violating states; a cell outlined in red "
+      "in the worst crash state / crash states checked / violating states; &ge;N: a lower bound, "
+      "the largest loss before the check stopped early; a cell outlined in red "
       "did not match its expected verdict (hover for it).</p>\n",
       XmlEscape(title), kCss, XmlEscape(title), XmlEscape(r.shard), r.cells.size(), r.plan_cells,
       r.seconds);
@@ -201,8 +202,10 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
                         m->stopped == "budget"
                             ? fmt::format("incomplete: budget ran out after {} of {} states",
                                           m->states, m->states_planned)
-                            : fmt::format("stopped at the first violation: {} of {} states checked",
-                                          m->states, m->states_planned));
+                            : fmt::format("stopped at the first violation: {} of {} states "
+                                          "checked, the worst first; &ge;{} acks lost is a lower "
+                                          "bound",
+                                          m->states, m->states_planned, m->lost_acks_max));
       }
       h += fmt::format("<td class=\"{} num{}\" title=\"{}{}\">{} {} / {} / {}{}</td>",
                        m->violations ? "fail" : "pass", c.AsExpected(*m) ? "" : " unexpected",
@@ -211,7 +214,7 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
                        m->violations   ? "FAIL"
                        : m->complete() ? "pass"
                                        : "incomplete",
-                       m->lost_acks_max, CellStatesText(*m), m->violations, fs_note);
+                       XmlEscape(CellLostText(*m)), CellStatesText(*m), m->violations, fs_note);
     }
     h += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td>{}</tr>\n", c.acks,
                      c.trace_entries, verdict_cell);

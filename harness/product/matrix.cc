@@ -481,7 +481,7 @@ std::string HeadlineTable(const MatrixReport& r) {
                                m.violations   ? "FAIL"
                                : m.complete() ? "pass"
                                               : "incomplete",
-                               m.lost_acks_max, CellStatesText(m), m.violations, FsMarks(m),
+                               CellLostText(m), CellStatesText(m), m.violations, FsMarks(m),
                                m.checker_failures ? fmt::format(" chk!{}", m.checker_failures) : "",
                                m.could_not_check ? fmt::format(" ?{}", m.could_not_check) : "",
                                c.AsExpected(m) ? "" : " !");
@@ -576,9 +576,13 @@ std::string MatrixJunit(const MatrixReport& r) {
       ++tests;
       body += fmt::format("  <testcase classname=\"powercut.matrix.{}\" name=\"{} cache={}\">\n",
                           XmlEscape(c.workload), XmlEscape(c.name), XmlEscape(m.cache));
-      std::string what =
-          fmt::format("expected {}: {} of {} states violate; worst state loses {} acks",
-                      c.expect.For(m.cache), m.violations, m.states, m.lost_acks_max);
+      std::string what = fmt::format(
+          "expected {}: {} of {} states violate; worst state loses {} acks{}",
+          c.expect.For(m.cache), m.violations, m.states, CellLostText(m),
+          m.lost_acks_exact() ? ""
+                              : fmt::format(" (a lower bound: {} of {} planned states checked, the "
+                                            "worst first)",
+                                            m.states, m.states_planned));
       if (!c.AsExpected(m)) {
         ++failures;
         body += fmt::format("    <failure message=\"{}\">{}</failure>\n", XmlEscape(what),

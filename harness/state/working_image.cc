@@ -111,6 +111,47 @@ int64_t WorkingImage::PrefixWriter(uint64_t g, uint64_t point) const {
   return *(pos - 1);
 }
 
+absl::Status WorkingImage::Rewind(uint64_t point) {
+  const Trace& trace = trace_->trace();
+  const uint32_t ss = trace.sector_size;
+  std::vector<uint64_t> granules;
+  for (uint64_t i = point; i < prefix_point_; ++i) {
+    const TraceEntry& e = trace.entries[i];
+    if (!e.changes_content()) continue;
+    const uint64_t first = e.header.sector * ss / granule_;
+    const uint64_t last = (e.header.sector + e.header.nr_sectors) * ss / granule_;
+    for (uint64_t g = first; g < last; ++g) granules.push_back(g);
+  }
+  std::sort(granules.begin(), granules.end());
+  granules.erase(std::unique(granules.begin(), granules.end()), granules.end());
+  // One write per run of adjacent granules whose earlier content is adjacent too (the base, or
+  // one earlier write): a rewind costs about what the forward walk over those entries cost.
+  for (size_t i = 0; i < granules.size();) {
+    const int64_t writer = PrefixWriter(granules[i], point);
+    const uint8_t* content = GranuleContent(granules[i], writer);
+    const bool zeros = writer >= 0 && trace.entries[static_cast<size_t>(writer)].is_discard();
+    size_t j = i + 1;
+    while (j < granules.size() && granules[j] == granules[j - 1] + 1 &&
+           PrefixWriter(granules[j], point) == writer) {
+      ++j;
+    }
+    const uint64_t offset = granules[i] * granule_;
+    const uint64_t length = (j - i) * granule_;
+    if (zeros) {
+      RETURN_IF_ERROR(ZeroRange(fd_, offset, length, path_));
+    } else {
+      RETURN_IF_ERROR(PwriteFull(fd_, content, length, offset, path_));
+    }
+    bytes_written_ += length;
+    for (size_t k = i; k < j; ++k) {
+      UpdateHash(granules[k], zeros ? zeros_.data() : content + (k - i) * granule_);
+    }
+    i = j;
+  }
+  prefix_point_ = point;
+  return absl::OkStatus();
+}
+
 absl::Status WorkingImage::Materialize(const CrashState& state, const PointView& view) {
   const Trace& trace = trace_->trace();
   const uint32_t ss = trace.sector_size;
@@ -133,11 +174,13 @@ absl::Status WorkingImage::Materialize(const CrashState& state, const PointView&
           state.point, t, state.model.Code()));
     }
   }
-  if (state.point < prefix_point_) RETURN_IF_ERROR(Reset());
-
   // 1. Back to the prefix image.
   for (uint64_t g : overrides_) RETURN_IF_ERROR(WriteGranule(g, PrefixWriter(g, prefix_point_)));
   overrides_.clear();
+
+  // 1b. Back to an earlier prefix: the granules the entries after it wrote get their earlier
+  // writer (the check order walks points backwards, harness/state/state_plan.h).
+  if (state.point < prefix_point_) RETURN_IF_ERROR(Rewind(state.point));
 
   // 2. Advance the prefix.
   for (uint64_t i = prefix_point_; i < state.point; ++i) {

@@ -6,7 +6,8 @@
 // "overrides": granules where the current state differs from P (dropped or torn writes). Moving
 // to a state restores the overrides, applies the entries up to the new point, then writes the new
 // state's overrides. Content comes from the mapped log and base image, so no undo data is kept.
-// Moving to an earlier point rebuilds from the base (callers walk points in increasing order).
+// Moving to an earlier point restores the granules the entries after it wrote, from the log or
+// the base: a walk backwards costs what the walk forwards did.
 //
 // The image's content hash is kept incrementally: the sum over granules that differ from the
 // base of XXH3-128(granule bytes, seed = granule number). Equal hashes mean equal images (up to
@@ -66,6 +67,9 @@ class WorkingImage {
   const uint8_t* GranuleContent(uint64_t g, int64_t writer) const;
   absl::Status WriteGranule(uint64_t g, int64_t writer);
   void UpdateHash(uint64_t g, const uint8_t* content);
+  // Moves the prefix image back to P(point), point < prefix_point_, by restoring the granules
+  // the entries in [point, prefix_point_) wrote (no overrides may be pending).
+  absl::Status Rewind(uint64_t point);
   // Last writer of g with index < point, or -1.
   int64_t PrefixWriter(uint64_t g, uint64_t point) const;
 

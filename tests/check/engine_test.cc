@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "harness/check/checker.h"
 #include "harness/check/report.h"
+#include "harness/check/state_tally.h"
 #include "harness/state/materialize.h"
 #include "harness/trace/raw_log.h"
 #include "harness/trace/raw_log_format.h"
@@ -19,6 +20,7 @@ namespace powercut::harness {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::TempDir;
 
 constexpr uint64_t kDevice = 256 * 1024;
@@ -92,7 +94,8 @@ TEST_F(RawLogEngine, NoBarrierFailsOnButPassesOff) {
 TEST_F(RawLogEngine, AckBeforeWriteFailsOff) {
   CheckReport r = Check(Record(RawLogBarrier::kAckBeforeWrite), "off");
   EXPECT_GT(r.results[0].violations, 0u);
-  EXPECT_EQ(r.results[0].first_violation->lost, (std::vector<std::string>{"0"}));
+  // The latest point comes first: the last commit (5) was acked before its write.
+  EXPECT_EQ(r.results[0].first_violation->lost, (std::vector<std::string>{"5"}));
 }
 
 TEST_F(RawLogEngine, LyingCacheLosesEvenFlushedCommits) {
@@ -268,16 +271,23 @@ TEST_F(RawLogEngine, TheWorstViolationLosesLostAcksMax) {
   ASSERT_TRUE(m.first_violation.has_value());
   EXPECT_EQ(m.worst_violation->lost.size(), m.lost_acks_max);
   EXPECT_EQ(m.lost_acks_max, 6u);
-  EXPECT_LT(m.first_violation->lost.size(), m.lost_acks_max);  // the first state is not the worst
+  // The states that can lose the most are checked first: the first violation is the worst.
+  EXPECT_EQ(m.first_violation->lost.size(), m.lost_acks_max);
+  EXPECT_EQ(m.first_violation->state_id, m.worst_violation->state_id);
   EXPECT_EQ(ReportToJson(r)["results"][0]["worst_violation"]["state"], m.worst_violation->state_id);
-  // Among equals the first in generation order: one worker and two agree.
+  // Every state was judged: the worst case itself, not a lower bound.
+  EXPECT_TRUE(m.lost_acks_exact());
+  EXPECT_EQ(ReportToJson(r)["results"][0]["lost_acks_max_exact"], true);
+  EXPECT_THAT(ReportSummaryTable(r), Not(HasSubstr("≥")));
+  // Among equals the first in check order: one worker and two agree.
   CheckReport one = Check(Record(RawLogBarrier::kNone, 6), "on", 1);
   EXPECT_EQ(one.results[0].worst_violation->state_id, m.worst_violation->state_id);
 }
 
 // Without --exhaustive a model stops at its first violating state in check order: the same
 // state, the same counts, whatever the number of workers; and the state the exhaustive check
-// names first.
+// names first. The states that can lose the most come first, so the loss reported at the stop is
+// the exhaustive worst case here, marked as a lower bound ("≥8") since the rest went unchecked.
 TEST_F(RawLogEngine, AModelStopsAtItsFirstViolationWhateverTheWorkers) {
   std::string log = Record(RawLogBarrier::kNone, 8);
   CheckReport all = Check(log, "on", 2, /*exhaustive=*/true);
@@ -301,10 +311,20 @@ TEST_F(RawLogEngine, AModelStopsAtItsFirstViolationWhateverTheWorkers) {
     uint64_t counted = 0;
     for (const auto& [lost, n] : m.lost_acks_distribution) counted += n;
     EXPECT_EQ(counted, m.states);
-    // The extremes at ack points come first: losing every volatile write after the first ack.
+    // The first state checked: the latest point with every volatile write dropped, which loses
+    // every ack (nothing was ever flushed).
     EXPECT_THAT(m.first_violation->state_id, HasSubstr("_kN"));
+    EXPECT_EQ(m.first_violation->acked_before, 8u);
     EXPECT_EQ(m.states, 1u) << ReportSummaryTable(r);
+    EXPECT_EQ(m.lost_acks_max, full.lost_acks_max);
+    EXPECT_EQ(m.lost_acks_max, 8u);
+    EXPECT_FALSE(m.lost_acks_exact());
     nlohmann::json j = ReportToJson(r)["results"][0];
+    EXPECT_EQ(j["lost_acks_max"], 8);
+    EXPECT_EQ(j["lost_acks_max_exact"], false);
+    EXPECT_THAT(ReportSummaryTable(r), HasSubstr("≥8 "));
+    EXPECT_THAT(ReportSummaryTable(r), HasSubstr("≥L: "));
+    EXPECT_THAT(ReportToJunit(r), HasSubstr("losing 8 acked commits"));
     EXPECT_EQ(j["stopped"], "first_violation");
     EXPECT_EQ(j["complete"], true);
     EXPECT_EQ(j["states_checked"], m.states);
@@ -313,11 +333,15 @@ TEST_F(RawLogEngine, AModelStopsAtItsFirstViolationWhateverTheWorkers) {
     EXPECT_THAT(ReportSummaryTable(r), HasSubstr(fmt::format("1of{}*", m.states_planned)));
     EXPECT_THAT(ReportSummaryTable(r), HasSubstr("NofM*: "));
   }
-  // Deeper in the plan: a checker that never reports commit 5 (the log itself is flushed before
-  // every ack, so cache on loses nothing else) first violates at the extremes after ack 5.
+  // Deeper in the plan: a checker that hides commit 1 while commit 3 is missing (the log itself
+  // is flushed before every ack, so cache on loses nothing else) violates only at the points
+  // between ack 1 and commit 3's flush, which come after every later point's states.
   CheckOptions o;
   o.trace_path = Record(RawLogBarrier::kFlushBeforeAck, 8);
-  o.checker = fmt::format("{} | grep -v '^have 5$'", RAW_LOG_CHECKER);
+  o.checker = fmt::format(
+      "out=$({}); if echo \"$out\" | grep -qx 'have 3'; then echo \"$out\"; else echo \"$out\" "
+      "| grep -vx 'have 1'; fi",
+      RAW_LOG_CHECKER);
   o.models = {*ParseCacheModel("on")};
   o.points.every_entry = true;
   o.work_dir = dir_.File("work");
@@ -335,12 +359,57 @@ TEST_F(RawLogEngine, AModelStopsAtItsFirstViolationWhateverTheWorkers) {
   EXPECT_EQ(runs[0].lost_acks_distribution, runs[1].lost_acks_distribution);
   ASSERT_TRUE(runs[0].first_violation && runs[1].first_violation);
   EXPECT_EQ(runs[0].first_violation->state_id, runs[1].first_violation->state_id);
-  EXPECT_EQ(runs[0].first_violation->lost, (std::vector<std::string>{"5"}));
+  EXPECT_EQ(runs[0].first_violation->lost, (std::vector<std::string>{"1"}));
   o.exhaustive = true;
   auto full_late = RunCheck(o);
   ASSERT_TRUE(full_late.ok()) << full_late.status();
   EXPECT_EQ(runs[0].first_violation->state_id, full_late->results[0].first_violation->state_id);
   EXPECT_GT(full_late->results[0].violations, 1u);
+}
+
+// The plan's head (the latest point's worst state and the one that can lose more) is folded
+// whatever it finds: a violation in its first state stops the tally only after the second, and
+// the loss reported is the larger; past the head the first violation stops it.
+TEST(StateTally, FoldsTheHeadWhateverItFindsThenStopsAtTheFirstViolation) {
+  auto lose = [](const char* id, std::vector<std::string> lost) {
+    return Verdict{.state_id = id, .lost = std::move(lost)};
+  };
+  {
+    ModelResult m;
+    absl::flat_hash_set<Hash128> images;
+    StateTally tally(&m, 5, /*stop_at_violation=*/true, /*min_states=*/2, &images);
+    tally.Add(1, Hash128{2, 0}, lose("s1", {"1", "2", "3"}));  // out of order: waits for s0
+    EXPECT_EQ(m.states, 0u);
+    tally.Add(0, Hash128{1, 0}, lose("s0", {"3"}));
+    tally.Add(2, Hash128{3, 0}, lose("s2", {"1", "2", "3", "4"}));  // after the stop: ignored
+    EXPECT_EQ(tally.stopped_at(), 1u);
+    EXPECT_EQ(m.states, 2u);
+    EXPECT_EQ(m.violations, 2u);
+    EXPECT_EQ(m.lost_acks_max, 3u);
+    EXPECT_EQ(m.first_violation->state_id, "s0");
+    EXPECT_EQ(m.worst_violation->state_id, "s1");
+  }
+  {
+    ModelResult m;
+    absl::flat_hash_set<Hash128> images;
+    StateTally tally(&m, 5, /*stop_at_violation=*/true, /*min_states=*/2, &images);
+    tally.Add(0, Hash128{1, 0}, lose("s0", {"3"}));
+    tally.Add(1, Hash128{2, 0}, Verdict{.state_id = "s1"});  // passes: the head still ends here
+    EXPECT_EQ(tally.stopped_at(), 1u);
+    EXPECT_EQ(m.states, 2u);
+    EXPECT_EQ(m.violations, 1u);
+  }
+  {
+    ModelResult m;
+    absl::flat_hash_set<Hash128> images;
+    StateTally tally(&m, 5, /*stop_at_violation=*/true, /*min_states=*/1, &images);
+    tally.Add(0, Hash128{1, 0}, Verdict{.state_id = "s0"});
+    tally.Add(1, Hash128{2, 0}, lose("s1", {"3"}));
+    tally.Add(2, Hash128{3, 0}, lose("s2", {"1", "2", "3"}));
+    EXPECT_EQ(tally.stopped_at(), 1u);
+    EXPECT_EQ(m.states, 2u);
+    EXPECT_EQ(m.lost_acks_max, 1u);
+  }
 }
 
 // The check order changes which state comes first, not what a state id means: the first

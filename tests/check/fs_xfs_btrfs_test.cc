@@ -187,8 +187,13 @@ TEST_P(XfsBtrfsCheck, CrashImagesAtFlushPointsMountAndShowTheAckedCommits) {
   }
   // Four distinct images (base, 1, 2, 3 commits): four checker runs, every other state deduped.
   EXPECT_EQ(checked, 4u);
+  // The checker saw exactly those four images. Two workers that meet one image at the same
+  // moment may both run it (the check order starts both at the latest point): at most once more
+  // per worker.
   std::vector<std::string> runs = Lines(ReadText(checker_log_));
+  EXPECT_LE(runs.size(), 4u + 2u);
   std::sort(runs.begin(), runs.end());
+  runs.erase(std::unique(runs.begin(), runs.end()), runs.end());
   std::string rw = fs_ + " rw:";
   EXPECT_THAT(runs, ElementsAre(rw, rw + " 0", rw + " 0 1", rw + " 0 1 2"));
   ExpectNothingLeft();

@@ -429,8 +429,9 @@ TEST(Expect, ARunWithoutExpectationsIsNotJudged) {
 }
 
 // The engine's coverage travels with the cell: a FAIL that stopped at its first violation reads
-// "NofM*", a pass the budget cut short is incomplete (matching only may-lose), and both survive
-// the JSON round trip that `powercut merge` relies on.
+// "NofM*" with its loss marked as a lower bound ("≥1"), a pass the budget cut short is
+// incomplete (matching only may-lose), and both survive the JSON round trip that `powercut
+// merge` relies on; a model that checked every state shows its loss without the mark.
 TEST(Expect, EarlyStopsAndIncompletePassesAreShownAndKeptByMerge) {
   CellResult c{
       .name = "xlog/none/ext4", .workload = "xlog", .setting = "none", .fs = "ext4", .ran = true};
@@ -453,12 +454,20 @@ TEST(Expect, EarlyStopsAndIncompletePassesAreShownAndKeptByMerge) {
   MatrixReport r;
   r.cells = {c};
   std::string table = HeadlineTable(r);
-  EXPECT_THAT(table, HasSubstr("FAIL 1/3of40*/1"));
-  EXPECT_THAT(table, HasSubstr("incomplete 0/7of90~/0"));
+  EXPECT_THAT(table, HasSubstr("FAIL ≥1/3of40*/1"));
+  EXPECT_THAT(table, HasSubstr("incomplete ≥0/7of90~/0"));
   EXPECT_THAT(table, HasSubstr("NofM*: "));
   EXPECT_THAT(table, HasSubstr("NofM~: "));
-  EXPECT_THAT(HtmlReport(r, "m"), HasSubstr("incomplete: budget ran out after 7 of 90 states"));
+  EXPECT_THAT(table, HasSubstr("≥L: the largest loss among the states checked"));
+  const std::string html = HtmlReport(r, "m");
+  EXPECT_THAT(html, HasSubstr("incomplete: budget ran out after 7 of 90 states"));
+  EXPECT_THAT(html, HasSubstr("FAIL ≥1 / 3of40* / 1"));
+  EXPECT_THAT(html, HasSubstr("&ge;1 acks lost is a lower bound"));
+  const std::string junit = MatrixJunit(r);
+  EXPECT_THAT(junit, HasSubstr("worst state loses ≥1 acks (a lower bound: 3 of 40 planned "
+                               "states checked, the worst first)"));
   nlohmann::json j = CellToJson(c);
+  EXPECT_EQ(j["results"][0]["lost_acks_max_exact"], false);
   EXPECT_EQ(j["results"][0]["stopped"], "first_violation");
   EXPECT_EQ(j["results"][0]["states_unchecked"], 37);
   EXPECT_EQ(j["results"][1]["complete"], false);
@@ -474,6 +483,14 @@ TEST(Expect, EarlyStopsAndIncompletePassesAreShownAndKeptByMerge) {
   auto old = CellFromJson(j);
   ASSERT_TRUE(old.ok());
   EXPECT_TRUE(old->models[1].complete());
+  // Every state judged (--exhaustive): the worst case itself, no mark.
+  c.models[0].states = 40;
+  c.models[0].lost_acks_max = 16;
+  c.models[0].stopped = "";
+  r.cells = {c};
+  EXPECT_THAT(HeadlineTable(r), HasSubstr("FAIL 16/40/1"));
+  EXPECT_EQ(CellToJson(c)["results"][0]["lost_acks_max_exact"], true);
+  EXPECT_THAT(MatrixJunit(r), HasSubstr("worst state loses 16 acks\n"));
 }
 
 TEST(Expect, StatesThatCouldNotBeCheckedAreShownNotPassed) {
@@ -504,7 +521,7 @@ TEST(Expect, AFailedCheckerKeepsItsStderrInTheCell) {
   out.report = harness::CheckReport{};
   harness::ModelResult m{.model = *harness::ParseCacheModel("off")};
   absl::flat_hash_set<Hash128> images;
-  harness::StateTally tally(&m, 4, /*stop_at_violation=*/false, &images);
+  harness::StateTally tally(&m, 4, /*stop_at_violation=*/false, /*min_states=*/0, &images);
   // A loss (the checker ran fine), a server that did not start, a file system that did not come
   // back (not the checker's failure), then a second server failure.
   tally.Add(0, Hash128{1, 0}, harness::Verdict{.state_id = "s0", .lost = {"1"}});
