@@ -225,8 +225,8 @@ TEST(DiskSetTrace, EachDiskTearsAtItsOwnUnit) {
   const std::string log = dir.File("t.log");
   const std::string base = dir.File("base.img");
   testing::MakeImage(base, layout.total_bytes());
-  auto rec = Recorder::Create(
-      {.log_path = log, .sector_size = kSs, .base_image = base, .disks = layout});
+  auto rec =
+      Recorder::Create({.log_path = log, .sector_size = kSs, .base_image = base, .disks = layout});
   ASSERT_TRUE(rec.ok()) << rec.status();
   const std::vector<uint8_t> data(8192, 'w');
   ASSERT_TRUE((*rec)->RecordDiskWrite(0, 0, data, false).ok());
