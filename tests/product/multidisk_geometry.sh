@@ -14,17 +14,10 @@ trap 'rm -rf "$out"' EXIT
 sectors='dev=$(findmnt -n -o SOURCE --target "$1") && blockdev --getss "$dev"'
 check_geometry="[ \"\$(sh -c '$sectors' - \"\$POWERCUT_DIR\")\" = 512 ] &&
 [ \"\$(sh -c '$sectors' - \"\$POWERCUT_DIR_2\")\" = 4096 ]"
-prepare='dd if=/dev/zero of="$POWERCUT_DIR/log" bs=4096 count=8 2>/dev/null &&
-dd if=/dev/zero of="$POWERCUT_DIR_2/data" bs=4096 count=8 2>/dev/null && sync'
-block='{ printf "dat %04d" $i; head -c 4088 /dev/zero; }'
-data='dd of="$POWERCUT_DIR_2/data" bs=4096 seek=$i count=1 iflag=fullblock conv=notrunc,fdatasync 2>/dev/null'
-log='printf "log %04d" $i | dd of="$POWERCUT_DIR/log" bs=4096 seek=$i conv=notrunc,fdatasync 2>/dev/null'
-workload="$check_geometry && $prepare && for i in 1 2 3; do $log && $block | $data && echo \"ack \$i\" >&\$POWERCUT_ACK_FD; done"
-checker='for i in 1 2 3; do
-l=$(dd if="$POWERCUT_DIR/log" bs=4096 skip=$i count=1 2>/dev/null | head -c 8)
-d=$(dd if="$POWERCUT_DIR_2/data" bs=4096 skip=$i count=1 2>/dev/null | head -c 8)
-[ "$l" = "$(printf "log %04d" $i)" ] && [ "$d" = "$(printf "dat %04d" $i)" ] && echo "have $i"
-done; true'
+. "$(dirname "$0")/multidisk_programs.sh"
+workload=$(multidisk_workload "1 2 3" \
+  "$multidisk_block | $multidisk_data conv=notrunc,fdatasync 2>/dev/null" "$check_geometry")
+checker=$(multidisk_checker "1 2 3")
 
 "$powercut" run --disks 2 --fs ext4,xfs --sector 512e,4kn --disk-size 512MiB,300MiB \
   --workload "$workload" --checker "$checker" --cache off,on --expect off=survives,on=survives \

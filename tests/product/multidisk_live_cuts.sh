@@ -11,18 +11,10 @@ cuts=${2:-3}
 out=$(mktemp -d /var/tmp/powercut-multidisk-cuts.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
-prepare='dd if=/dev/zero of="$POWERCUT_DIR/log" bs=4096 count=8 2>/dev/null &&
-dd if=/dev/zero of="$POWERCUT_DIR_2/data" bs=4096 count=8 2>/dev/null && sync'
-# iflag=fullblock: see multidisk_controls.sh (a short pipe read makes GNU dd drop O_DIRECT).
-data='{ printf "dat %04d" $i; head -c 4088 /dev/zero; } |
-dd of="$POWERCUT_DIR_2/data" bs=4096 seek=$i count=1 iflag=fullblock oflag=direct conv=notrunc 2>/dev/null'
-log='printf "log %04d" $i | dd of="$POWERCUT_DIR/log" bs=4096 seek=$i conv=notrunc,fdatasync 2>/dev/null'
-workload="$prepare && for i in 1 2 3 4 5; do $log && $data && echo \"ack \$i\" >&\$POWERCUT_ACK_FD; done"
-checker='for i in 1 2 3 4 5; do
-l=$(dd if="$POWERCUT_DIR/log" bs=4096 skip=$i count=1 2>/dev/null | head -c 8)
-d=$(dd if="$POWERCUT_DIR_2/data" bs=4096 skip=$i count=1 2>/dev/null | head -c 8)
-[ "$l" = "$(printf "log %04d" $i)" ] && [ "$d" = "$(printf "dat %04d" $i)" ] && echo "have $i"
-done; true'
+. "$(dirname "$0")/multidisk_programs.sh"
+workload=$(multidisk_workload "1 2 3 4 5" \
+  "$multidisk_block | $multidisk_data oflag=direct conv=notrunc 2>/dev/null")
+checker=$(multidisk_checker "1 2 3 4 5")
 
 "$powercut" run --disks 2 --fs ext4,xfs --workload "$workload" --checker "$checker" --cache on \
   --states 2 --live-cuts "$cuts" --json "$out/run.json" --quiet
