@@ -119,13 +119,13 @@ absl::StatusOr<ParsedStateId> DecodeStateId(std::string_view id) {
   out.state.model = *model;
   // One unit for every disk (a4096), or one per disk of a set (a512.4096).
   if (parts[3].size() < 2 || parts[3][0] != 'a') return bad("atomic unit must be a512 or a4096");
-  std::vector<std::string_view> units = Split(parts[3].substr(1), '.');
-  for (std::string_view text : units) {
+  const std::vector<std::string_view> unit_texts = Split(parts[3].substr(1), '.');
+  for (std::string_view text : unit_texts) {
     uint64_t unit = 0;
     if (!ParseDec(text, &unit) || (unit != 512 && unit != 4096)) {
       return bad("atomic unit must be a512 or a4096 (per disk: a512.4096)");
     }
-    if (units.size() > 1) out.state.model.disk_units.push_back(static_cast<uint32_t>(unit));
+    if (unit_texts.size() > 1) out.state.model.disk_units.push_back(static_cast<uint32_t>(unit));
     if (out.state.model.atomic_unit == 0) out.state.model.atomic_unit = static_cast<uint32_t>(unit);
   }
   if (parts[4].size() < 2 || parts[4][0] != 'p' ||
