@@ -28,9 +28,9 @@ absl::Status ValidateFlakey(const RunOptions::Flakey& f) {
 
 absl::Status ValidateFlakeyDisk(const RunOptions::Flakey& f, uint32_t disks) {
   if (f.disk >= 1 && f.disk <= disks) return absl::OkStatus();
-  return absl::InvalidArgumentError(fmt::format(
-      "--flakey-disk {}: the run has {} disk{} (--disks N); name one of 1..{}", f.disk, disks,
-      disks == 1 ? "" : "s", disks));
+  return absl::InvalidArgumentError(
+      fmt::format("--flakey-disk {}: the run has {} disk{} (--disks N); name one of 1..{}", f.disk,
+                  disks, disks == 1 ? "" : "s", disks));
 }
 
 absl::StatusOr<std::chrono::milliseconds> ParseFlakeyWindow(const std::string& text) {

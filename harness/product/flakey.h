@@ -5,8 +5,9 @@
 // after which the guest restores the pass-through table (the disk heals). After the workload the
 // guest unmounts, restores the table, remounts (journal replay) and runs the checker on the final
 // image (xfstests' way). With several disks (`--disks N --flakey-disk K`) only disk K fails; the
-// workload's writes to the others go on, and the checker sees every disk remounted. The oracle: every ack given after the failure began must be backed by
-// data on that image; an ack the disk never stored is listed in acks_after_failure.
+// workload's writes to the others go on, and the checker sees every disk remounted. The oracle:
+// every ack given after the failure began must be backed by data on that image; an ack the disk
+// never stored is listed in acks_after_failure.
 #pragma once
 
 #include <chrono>

@@ -167,9 +167,9 @@ absl::Status ValidateRunSpec(const RunSpec& spec) {
         "dm-flakey), without dm-log-writes");
   }
   if (spec.flakey_disk > spec.extra_disks.size()) {
-    return absl::InvalidArgumentError(
-        fmt::format("dm-flakey on disk {}: the run has {} disk(s)", spec.flakey_disk + 1,
-                    spec.extra_disks.size() + 1));
+    return absl::InvalidArgumentError(fmt::format("dm-flakey on disk {}: the run has {} disk(s)",
+                                                  spec.flakey_disk + 1,
+                                                  spec.extra_disks.size() + 1));
   }
   for (const RunSpec::ExtraDisk& d : spec.extra_disks) {
     RETURN_IF_ERROR(ValidateDiskSize(d.fs, d.bytes));
@@ -310,7 +310,7 @@ std::vector<GuestDisk> GuestDisksFor(const RunSpec& spec, const RecordingDisks& 
     // dm-log-writes writes its log in the data disk's logical sectors: same geometry.
     out.push_back({.nbd_socket = "", .image_file = disks.log_disk, .geometry = disks.geometry});
   }
-  for (size_t i = 0; i < disks.extras.size(); ++i) {  // disks 2..N of a set
+  for (size_t i = 0; i < disks.extras.size(); ++i) {     // disks 2..N of a set
     const bool served = i < recorders.extra_nbd.size();  // unrecorded (dm-flakey): the file
     out.push_back({.nbd_socket = served ? recorders.extra_nbd[i]->socket_path() : "",
                    .image_file = served ? "" : disks.extras[i].path,

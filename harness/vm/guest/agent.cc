@@ -230,8 +230,7 @@ class Agent {
 
   std::string FlakeyTable() const {
     // Always "down" (up 0 s, down 3600 s): every write is dropped or fails from now on.
-    return fmt::format("0 {} flakey {} 0 0 3600 1 {}", flakey_sectors_, flakey_base_,
-                       job_.flakey);
+    return fmt::format("0 {} flakey {} 0 0 3600 1 {}", flakey_sectors_, flakey_base_, job_.flakey);
   }
 
   bool Raw() const { return harness::FileSystemOf(job_.fs).raw(); }
