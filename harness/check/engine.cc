@@ -135,6 +135,25 @@ absl::StatusOr<CheckSetup> Setup(const CheckOptions& options) {
     for (const char* name : {"off", "on", "lying"}) o.models.push_back(*ParseCacheModel(name));
   }
   for (CacheModel& model : o.models) model.atomic_unit = s.unit;
+  // Several disks of their own geometries (`--sector 512e,512n`): each disk tears at its own
+  // physical sector unless --atomic names one unit for all.
+  if (o.atomic_unit == 0 && s.manifest && s.manifest->disks.size() > 1) {
+    std::vector<uint32_t> units;
+    for (const DiskManifest& d : s.manifest->disks) {
+      units.push_back(d.physical_sector != 0 ? d.physical_sector : s.unit);
+    }
+    if (std::any_of(units.begin(), units.end(), [&](uint32_t u) { return u != units[0]; })) {
+      for (uint32_t u : units) {
+        if (u != 512 && u != 4096) {
+          return absl::InvalidArgumentError(
+              fmt::format("check: a disk's physical sector {}: expected 512 or 4096", u));
+        }
+      }
+      for (CacheModel& model : o.models) model.disk_units = units;
+      s.notes.push_back(fmt::format("torn writes at each disk's physical sector: {} bytes",
+                                    o.models.front().UnitCode()));
+    }
+  }
   s.workers = o.workers > 0 ? o.workers
                             : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   if (FileSystemOf(o.fs).clones_need_temp_fsid && s.workers > 1 && !BtrfsMountsClones()) {

@@ -68,7 +68,8 @@ std::string LiveCutsText(const LiveCutsResult& r) {
 
 std::string FlakeyResult::Summary() const {
   std::string s = fmt::format(
-      "{} after ack {} {}: {} acks, {} after the failure began", mode, after_acks,
+      "{}{} after ack {} {}: {} acks, {} after the failure began", mode,
+      disks > 1 ? fmt::format(" on disk {} of {}", disk, disks) : std::string(), after_acks,
       window_seconds > 0 ? fmt::format("for {:.1f} s", window_seconds) : std::string("for good"),
       acks, acks - std::min(acks, acks_before_failure));
   auto list = [](const std::vector<std::string>& ids) {
@@ -167,6 +168,8 @@ json FlakeyToJson(const FlakeyResult& r) {
           {"after_acks", r.after_acks},
           {"window_seconds", r.window_seconds},
           {"healed", r.healed},
+          {"disk", r.disk},
+          {"disks", r.disks},
           {"acks", r.acks},
           {"acks_before_failure", r.acks_before_failure},
           {"violations", r.violations()},
@@ -184,6 +187,8 @@ FlakeyResult FlakeyFromJson(const json& j) {
   r.after_acks = j.value("after_acks", int64_t{0});
   r.window_seconds = j.value("window_seconds", 0.0);
   r.healed = j.value("healed", false);
+  r.disk = j.value("disk", uint32_t{1});
+  r.disks = j.value("disks", uint32_t{1});
   r.acks = j.value("acks", uint64_t{0});
   r.acks_before_failure = j.value("acks_before_failure", uint64_t{0});
   r.acks_after_failure = j.value("acks_after_failure", std::vector<std::string>{});

@@ -61,6 +61,8 @@ struct FlakeyResult {
   int64_t after_acks = 0;            // the failure began after this many acks
   double window_seconds = 0;         // it lasted this long, then the disk healed; 0: for good
   bool healed = false;               // the guest restored the disk before the workload ended
+  uint32_t disk = 1;                 // the failing disk of a set (`--flakey-disk`); 1 = the only
+  uint32_t disks = 1;                // disks in the run (the others kept working)
   uint64_t acks = 0;                 // acks the workload gave
   uint64_t acks_before_failure = 0;  // of those, relayed before the table switched
   // Acked after the failure began and not backed by data on the final image: the violation

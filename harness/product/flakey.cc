@@ -26,6 +26,13 @@ absl::Status ValidateFlakey(const RunOptions::Flakey& f) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateFlakeyDisk(const RunOptions::Flakey& f, uint32_t disks) {
+  if (f.disk >= 1 && f.disk <= disks) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      fmt::format("--flakey-disk {}: the run has {} disk{} (--disks N); name one of 1..{}", f.disk,
+                  disks, disks == 1 ? "" : "s", disks));
+}
+
 absl::StatusOr<std::chrono::milliseconds> ParseFlakeyWindow(const std::string& text) {
   ASSIGN_OR_RETURN(absl::Duration window, ParseDurationFlag("--flakey-for", text));
   return absl::ToChronoMilliseconds(window);
@@ -44,6 +51,7 @@ RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& o, const st
   spec.flakey = o.flakey.mode;
   spec.flakey_after_acks = o.flakey.after_acks;
   spec.flakey_for = o.flakey.window;
+  spec.flakey_disk = o.flakey.disk - 1;  // the others of a set keep working
   spec.checker = o.checker;
   const auto start = std::chrono::steady_clock::now();
   auto run = pool != nullptr ? pool->Record(spec) : vm::RunInVm(env, spec);
@@ -86,6 +94,8 @@ RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& o, const st
   r.after_acks = o.flakey.after_acks;
   r.window_seconds = static_cast<double>(o.flakey.window.count()) / 1000.0;
   r.healed = run->guest.flakey_healed;
+  r.disk = o.flakey.disk;
+  r.disks = o.disks;
   r.acks = out.acks;
   r.acks_before_failure = static_cast<uint64_t>(std::max<int64_t>(0, run->guest.acks_before_cut));
   r.workload_exit = run->guest.exit_code;

@@ -4,8 +4,10 @@
 // fails them (error_writes: EIO) or drops them silently (drop_writes), for good or for a window
 // after which the guest restores the pass-through table (the disk heals). After the workload the
 // guest unmounts, restores the table, remounts (journal replay) and runs the checker on the final
-// image (xfstests' way). The oracle: every ack given after the failure began must be backed by
-// data on that image; an ack the disk never stored is listed in acks_after_failure.
+// image (xfstests' way). With several disks (`--disks N --flakey-disk K`) only disk K fails; the
+// workload's writes to the others go on, and the checker sees every disk remounted. The oracle:
+// every ack given after the failure began must be backed by data on that image; an ack the disk
+// never stored is listed in acks_after_failure.
 #pragma once
 
 #include <chrono>
@@ -20,6 +22,9 @@ namespace powercut::product {
 
 // "error_writes" or "drop_writes"; after_acks >= 0; window >= 0 (0: for good).
 absl::Status ValidateFlakey(const RunOptions::Flakey& flakey);
+// `--flakey-disk K`: a disk of the run's `disks` (1..disks); with several disks only disk K
+// fails and the others keep working.
+absl::Status ValidateFlakeyDisk(const RunOptions::Flakey& flakey, uint32_t disks);
 // `--flakey-for`: "2s", "500ms", "1.5s"; positive.
 absl::StatusOr<std::chrono::milliseconds> ParseFlakeyWindow(const std::string& text);
 

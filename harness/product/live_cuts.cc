@@ -117,6 +117,16 @@ absl::StatusOr<ModelMatch> MatchCutToModel(const std::string& trace_path, const 
   model.atomic_unit = report.atomic_unit != 0                      ? report.atomic_unit
                       : manifest && manifest->physical_sector != 0 ? manifest->physical_sector
                                                                    : trace.sector_size;
+  // Each disk's drive tore at its own physical sector (its server's report says which).
+  if (!extra.empty()) {
+    std::vector<uint32_t> units = {model.atomic_unit};
+    for (const vm::PowerCutReport& r : extra) {
+      units.push_back(r.atomic_unit != 0 ? r.atomic_unit : model.atomic_unit);
+    }
+    if (std::any_of(units.begin(), units.end(), [&](uint32_t u) { return u != units[0]; })) {
+      model.disk_units = units;
+    }
+  }
   const harness::PointView view = index.View(m.point, model);
   m.volatile_writes = view.volatile_entries.size();
   const uint64_t ss = trace.sector_size;
@@ -191,7 +201,7 @@ absl::StatusOr<ModelMatch> MatchCutToModel(const std::string& trace_path, const 
   ASSIGN_OR_RETURN(ScratchDir work, ScratchDir::Create("powercut-livecut-model", "/var/tmp"));
   ASSIGN_OR_RETURN(auto working,
                    harness::WorkingImage::Create(work.File("model.img"), base, file.get(),
-                                                 std::min<uint32_t>(ss, model.atomic_unit)));
+                                                 std::min<uint32_t>(ss, model.SmallestUnit())));
   RETURN_IF_ERROR(working->Materialize(state, view));
   const Hash128 model_hash = working->content_hash();
   ASSIGN_OR_RETURN(auto differ, DifferingBlocks(image, working->path(), 8));

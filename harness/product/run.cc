@@ -195,35 +195,66 @@ absl::Status ValidateAtomicUnit(uint32_t unit) {
       fmt::format("--atomic {}: expected 512 or 4096 (bytes; default: the disk's sector)", unit));
 }
 
-absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& fs,
-                                                             uint32_t disks) {
+absl::StatusOr<std::vector<std::string>> PerDiskValues(const std::string& text, uint32_t disks,
+                                                       const std::string& flag,
+                                                       const std::string& what) {
   if (disks == 0) {
     return absl::InvalidArgumentError(
         "--disks 0: a run records at least one disk (--disks 1 is the default)");
   }
-  std::vector<harness::FsKind> out;
+  std::vector<std::string> out;
   size_t start = 0;
   while (true) {
-    size_t comma = fs.find(',', start);
-    auto kind =
-        harness::ParseFsKind(fs.substr(start, comma == std::string::npos ? comma : comma - start));
-    if (!kind.ok()) return kind.status();
-    out.push_back(*kind);
+    const size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (out.size() > disks) {
-    return absl::InvalidArgumentError(fmt::format(
-        "--fs {}: {} file systems for {} disk{}: give one for every disk or one per disk "
-        "(--disks N)",
-        fs, out.size(), disks, disks == 1 ? "" : "s"));
-  }
   if (out.size() != 1 && out.size() != disks) {
     return absl::InvalidArgumentError(fmt::format(
-        "--fs {}: {} file systems for {} disks: give one for every disk or one per disk", fs,
-        out.size(), disks));
+        "{} {}: {} {} for {} disk{}: give one for every disk or one per disk (--disks N)", flag,
+        text, out.size(), what, disks, disks == 1 ? "" : "s"));
   }
   out.resize(disks, out.front());
+  return out;
+}
+
+absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& fs,
+                                                             uint32_t disks) {
+  ASSIGN_OR_RETURN(std::vector<std::string> names,
+                   PerDiskValues(fs, disks, "--fs", "file systems"));
+  std::vector<harness::FsKind> out;
+  for (const std::string& name : names) {
+    ASSIGN_OR_RETURN(harness::FsKind kind, harness::ParseFsKind(name));
+    out.push_back(kind);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<harness::SectorFormat>> DiskSectors(const std::string& text,
+                                                               uint32_t disks) {
+  ASSIGN_OR_RETURN(std::vector<std::string> names,
+                   PerDiskValues(text, disks, "--sector", "sector formats"));
+  std::vector<harness::SectorFormat> out;
+  for (const std::string& name : names) {
+    ASSIGN_OR_RETURN(harness::SectorFormat format, harness::ParseSectorFormat(name));
+    out.push_back(format);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<uint64_t>> DiskSizes(const std::string& text, uint32_t disks) {
+  ASSIGN_OR_RETURN(std::vector<std::string> sizes,
+                   PerDiskValues(text, disks, "--disk-size", "sizes"));
+  std::vector<uint64_t> out;
+  for (const std::string& size : sizes) {
+    ASSIGN_OR_RETURN(uint64_t bytes, ParseByteSize(size, "--disk-size"));
+    if (bytes < (uint64_t{64} << 20)) {
+      return absl::InvalidArgumentError(
+          fmt::format("--disk-size {}: at least 64MiB (mkfs needs room for its journal)", size));
+    }
+    out.push_back(bytes);
+  }
   return out;
 }
 
@@ -232,12 +263,12 @@ absl::Status ValidateRunOptions(const RunOptions& o) {
   auto disk_fs = DiskFileSystems(o.fs, o.disks);
   if (!disk_fs.ok()) return disk_fs.status();
   auto fs = absl::StatusOr<harness::FsKind>(disk_fs->front());
-  if (o.disks > 1 &&
-      (!o.flakey.mode.empty() || o.recording != vm::Recording::kNbd || o.judge_promises)) {
+  if (o.disks > 1 && (o.recording != vm::Recording::kNbd || o.judge_promises)) {
     return absl::InvalidArgumentError(
-        "--disks N > 1 records with powercut's NBD recorder; dm-flakey (--flakey), --recorder "
-        "log-writes and fstest take one disk");
+        "--disks N > 1 records with powercut's NBD recorder; --recorder log-writes and fstest "
+        "take one disk");
   }
+  if (!o.flakey.mode.empty()) RETURN_IF_ERROR(ValidateFlakeyDisk(o.flakey, o.disks));
   if (o.disks > 1 && o.fsck) {
     return absl::InvalidArgumentError("--fsck takes one disk; drop it with --disks N > 1");
   }
@@ -346,7 +377,10 @@ vm::RunSpec RecordingSpec(const RunOptions& o, const std::string& dir) {
   spec.fs = FirstFs(o);
   if (auto disks = DiskFileSystems(o.fs, o.disks); disks.ok()) {
     for (size_t d = 1; d < disks->size(); ++d) {
-      spec.extra_disks.push_back({.fs = (*disks)[d], .bytes = o.guest.disk_bytes});
+      vm::RunSpec::ExtraDisk extra{.fs = (*disks)[d], .bytes = o.guest.disk_bytes};
+      if (d < o.disk_bytes.size()) extra.bytes = o.disk_bytes[d];
+      if (d < o.disk_sectors.size()) extra.sector = o.disk_sectors[d];
+      spec.extra_disks.push_back(extra);
     }
   }
   spec.sector = o.sector;

@@ -50,6 +50,18 @@ absl::StatusOr<CheckIn> ParseCheckIn(const std::string& text);
 // disk. Errors (usage): --disks 0, more names than disks, a count that is neither 1 nor --disks,
 // an unknown name.
 absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& fs, uint32_t disks);
+// A per-disk flag's value (`--fs`, `--sector`, `--disk-size`) over `disks` disks: one value for
+// every disk or one per disk, comma-separated; returns one value per disk. Errors (usage): --disks
+// 0, a count that is neither 1 nor `disks` (`what` names the values: "file systems").
+absl::StatusOr<std::vector<std::string>> PerDiskValues(const std::string& text, uint32_t disks,
+                                                       const std::string& flag,
+                                                       const std::string& what);
+// `--sector 512e` or `--sector 512e,4kn`: each disk's sectors (harness/trace/disk_geometry.h).
+absl::StatusOr<std::vector<harness::SectorFormat>> DiskSectors(const std::string& text,
+                                                               uint32_t disks);
+// `--disk-size 1GiB` or `--disk-size 512MiB,1GiB`: each disk's bytes, at least 64 MiB (mkfs needs
+// room for its journal).
+absl::StatusOr<std::vector<uint64_t>> DiskSizes(const std::string& text, uint32_t disks);
 const char* CheckInName(CheckIn where);
 // The guests that judge states for `where`: nullptr for host. `agent_hint` and `kernel` as for
 // vm::PrepareVm.
@@ -106,6 +118,11 @@ struct RunOptions {
   uint32_t disks = 1;
   // The recorded disk's sectors (harness/trace/disk_geometry.h; `--sector`).
   harness::SectorFormat sector = harness::kDefaultSectorFormat;
+  // Several disks of their own geometry (`--sector 512e,4kn`, `--disk-size 512MiB,1GiB`): one
+  // per disk, disk 1's also in `sector` and `guest.disk_bytes`. Empty: `sector` and
+  // `guest.disk_bytes` on every disk.
+  std::vector<harness::SectorFormat> disk_sectors;
+  std::vector<uint64_t> disk_bytes;
   std::vector<harness::CacheModel> models;  // empty: off, on, lying
   vm::Recording recording = vm::Recording::kNbd;
   harness::PointSelection points;
@@ -142,6 +159,7 @@ struct RunOptions {
     std::string mode;  // "" (off), error_writes, drop_writes
     int64_t after_acks = 0;
     std::chrono::milliseconds window{0};  // 0: fails for good
+    uint32_t disk = 1;  // the failing disk of a set (`--flakey-disk K`); the others keep working
   } flakey;
   // Added to mkfs (the recording's disk) and to every mount, recording and judging alike
   // (`--mkfs-options`, `--mount-options`; split at blanks, no quoting).

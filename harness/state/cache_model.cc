@@ -50,6 +50,23 @@ std::string CacheModel::Code() const {
   return out;
 }
 
+uint32_t CacheModel::SmallestUnit() const {
+  uint32_t unit = atomic_unit;
+  for (uint32_t u : disk_units) {
+    if (u != 0 && (unit == 0 || u < unit)) unit = u;
+  }
+  return unit;
+}
+
+std::string CacheModel::UnitCode() const {
+  if (disk_units.empty()) return std::to_string(atomic_unit);
+  std::string out;
+  for (size_t d = 0; d < disk_units.size(); ++d) {
+    out += (d ? "." : "") + std::to_string(disk_units[d]);
+  }
+  return out;
+}
+
 absl::Status ParseWindow(std::string_view text, CacheModel* model) {
   uint64_t value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);

@@ -34,10 +34,21 @@ struct CacheModel {
   // Empty: `mode` on every disk. Otherwise one mode per disk of a set (the lying ones share
   // `window`).
   std::vector<CacheMode> disk_modes;
+  // Empty: `atomic_unit` on every disk. Otherwise each disk's own torn-write unit (its physical
+  // sector: a 512e disk 1 and a 4kn disk 2 tear at 4,096 B each, a 512n disk at 512 B); the
+  // first is `atomic_unit`. State ids name them "a512.4096".
+  std::vector<uint32_t> disk_units;
 
   CacheMode ModeOf(uint32_t disk) const {
     return disk < disk_modes.size() ? disk_modes[disk] : mode;
   }
+  uint32_t UnitOf(uint32_t disk) const {
+    return disk < disk_units.size() ? disk_units[disk] : atomic_unit;
+  }
+  // The smallest unit of any disk (a materializer's granule must divide every disk's unit).
+  uint32_t SmallestUnit() const;
+  // "4096", or per disk "512.4096" (the state id's a<unit> field).
+  std::string UnitCode() const;
   // "off" / "on" / "lying"; per disk "1=on,2=lying".
   std::string Name() const;
   // Compact code used in state ids: "off", "on", "ly16e", "ly65536b"; per disk the disks' codes

@@ -96,7 +96,7 @@ absl::StatusOr<SubsetSpec> SubsetSpec::Decode(std::string_view text) {
 
 std::string EncodeStateId(std::string_view trace_hash8, const CrashState& s) {
   std::string id = fmt::format("pc1_{}_{}_a{}_p{}_k{}", std::string(trace_hash8), s.model.Code(),
-                               s.model.atomic_unit, s.point, s.kept.Encode());
+                               s.model.UnitCode(), s.point, s.kept.Encode());
   if (s.torn_entry) id += fmt::format("_t{}.{}", *s.torn_entry, s.torn_units.Encode());
   return id;
 }
@@ -117,12 +117,17 @@ absl::StatusOr<ParsedStateId> DecodeStateId(std::string_view id) {
   auto model = ParseCacheModel(parts[2]);
   if (!model.ok()) return bad(std::string(model.status().message()));
   out.state.model = *model;
-  uint64_t unit = 0;
-  if (parts[3].size() < 2 || parts[3][0] != 'a' || !ParseDec(parts[3].substr(1), &unit) ||
-      (unit != 512 && unit != 4096)) {
-    return bad("atomic unit must be a512 or a4096");
+  // One unit for every disk (a4096), or one per disk of a set (a512.4096).
+  if (parts[3].size() < 2 || parts[3][0] != 'a') return bad("atomic unit must be a512 or a4096");
+  const std::vector<std::string_view> unit_texts = Split(parts[3].substr(1), '.');
+  for (std::string_view text : unit_texts) {
+    uint64_t unit = 0;
+    if (!ParseDec(text, &unit) || (unit != 512 && unit != 4096)) {
+      return bad("atomic unit must be a512 or a4096 (per disk: a512.4096)");
+    }
+    if (unit_texts.size() > 1) out.state.model.disk_units.push_back(static_cast<uint32_t>(unit));
+    if (out.state.model.atomic_unit == 0) out.state.model.atomic_unit = static_cast<uint32_t>(unit);
   }
-  out.state.model.atomic_unit = static_cast<uint32_t>(unit);
   if (parts[4].size() < 2 || parts[4][0] != 'p' ||
       !ParseDec(parts[4].substr(1), &out.state.point)) {
     return bad("bad point");

@@ -48,7 +48,7 @@ absl::Status MaterializeState(const std::string& trace_path, const std::string& 
   }
   TraceIndex index(trace);
   PointView view = index.View(parsed.state.point, parsed.state.model);
-  uint32_t granule = std::min<uint32_t>(trace.sector_size, parsed.state.model.atomic_unit);
+  uint32_t granule = std::min<uint32_t>(trace.sector_size, parsed.state.model.SmallestUnit());
   ASSIGN_OR_RETURN(auto image, WorkingImage::Create(out, base, file.get(), granule));
   return image->Materialize(parsed.state, view);
 }

@@ -195,7 +195,8 @@ void StatesAtPoint(const TraceIndex& index, const PointView& view, const CacheMo
   const Trace& trace = index.trace();
   auto add_torn = [&](SubsetSpec kept, uint64_t entry) {
     std::vector<SubsetSpec> variants;
-    uint64_t units = AtomicUnits(trace.entries[entry], trace.sector_size, model.atomic_unit);
+    const TraceEntry& e = trace.entries[entry];
+    uint64_t units = AtomicUnits(e, trace.sector_size, model.UnitOf(e.disk));
     TornVariants(units, Mix(point_seed, entry), options, &variants);
     for (const SubsetSpec& v : variants) {
       CrashState s;

@@ -217,7 +217,7 @@ absl::Status WorkingImage::Materialize(const CrashState& state, const PointView&
   absl::flat_hash_set<uint64_t> torn_granules;
   if (state.torn_entry) {
     const TraceEntry& t = trace.entries[*state.torn_entry];
-    const uint32_t unit = state.model.atomic_unit;
+    const uint32_t unit = state.model.UnitOf(t.disk);  // the torn write's own disk
     uint64_t begin = t.header.sector * ss;
     uint64_t end = begin + t.header.nr_sectors * ss;
     uint64_t first_unit = begin / unit;

@@ -20,6 +20,7 @@ std::string GuestJobToJson(const GuestJob& job) {
             {"flakey", job.flakey},
             {"flakey_after_acks", job.flakey_after_acks},
             {"flakey_heal_ms", job.flakey_heal_ms},
+            {"flakey_disk", job.flakey_disk},
             {"command", job.command},
             {"checker", job.checker},
             {"mount_options", job.mount_options},
@@ -62,6 +63,7 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
     job.flakey = j.value("flakey", "");
     job.flakey_after_acks = j.value("flakey_after_acks", int64_t{0});
     job.flakey_heal_ms = j.value("flakey_heal_ms", int64_t{0});
+    job.flakey_disk = j.value("flakey_disk", uint32_t{0});
     job.command = j.value("command", "");
     job.checker = j.value("checker", "");
     job.mount_options = j.value("mount_options", "");

@@ -45,6 +45,8 @@ struct GuestJob {
   // > 0: the failure lasts this long, then the pass-through table is restored (the disk heals)
   // while the workload still runs; 0: it lasts until the workload ends.
   int64_t flakey_heal_ms = 0;
+  // Which disk of a set fails: 0 = disk 1, K = extra_disks[K - 1] (the others keep working).
+  uint32_t flakey_disk = 0;
   std::string command;        // the workload (kWorkload) or checker (kCheck)
   std::string checker;        // kWorkload with flakey: run after the remount
   std::string mount_options;  // passed to mount -o ("" = defaults)

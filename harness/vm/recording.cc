@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "base/image_io.h"
@@ -59,8 +60,8 @@ absl::Status WriteNbdManifest(const RunSpec& spec, const RecordingDisks& disks,
       const harness::FileSystem& file_system = harness::FileSystemOf(e.fs);
       m.disks.push_back({.offset = disks.layout.OffsetOf(static_cast<uint32_t>(i + 1)),
                          .bytes = e.bytes,
-                         .logical_sector = m.logical_sector,
-                         .physical_sector = m.physical_sector,
+                         .logical_sector = e.geometry.logical_sector,
+                         .physical_sector = e.geometry.physical_sector,
                          .fs = file_system.raw() ? "" : file_system.name,
                          .mkfs_command = e.mkfs_command,
                          .fs_block_size = e.fs_block_size});
@@ -156,11 +157,19 @@ absl::Status ValidateRunSpec(const RunSpec& spec) {
   if (!spec.flakey.empty() && LogWrites(spec)) {
     return absl::InvalidArgumentError("dm-flakey and dm-log-writes cannot be combined in one run");
   }
+  // Several disks: recorded by the NBD recorder, or not recorded at all under dm-flakey (one of
+  // them failing); never with dm-log-writes (it logs one disk).
   if (!spec.extra_disks.empty() &&
-      (spec.recording != Recording::kNbd || spec.also_log_writes || !spec.flakey.empty())) {
+      (spec.also_log_writes || spec.recording == Recording::kLogWrites ||
+       (spec.recording == Recording::kNone && spec.flakey.empty()))) {
     return absl::InvalidArgumentError(
-        "several disks are recorded by the NBD recorder only, without dm-log-writes or "
-        "dm-flakey");
+        "several disks are recorded by the NBD recorder only (or run unrecorded under "
+        "dm-flakey), without dm-log-writes");
+  }
+  if (spec.flakey_disk > spec.extra_disks.size()) {
+    return absl::InvalidArgumentError(fmt::format("dm-flakey on disk {}: the run has {} disk(s)",
+                                                  spec.flakey_disk + 1,
+                                                  spec.extra_disks.size() + 1));
   }
   for (const RunSpec::ExtraDisk& d : spec.extra_disks) {
     RETURN_IF_ERROR(ValidateDiskSize(d.fs, d.bytes));
@@ -227,15 +236,16 @@ absl::StatusOr<RecordingDisks> PrepareDisks(const RunSpec& spec, RunResult* resu
       RecordingDisks::Extra e;
       e.fs = d.fs;
       e.bytes = d.bytes != 0 ? d.bytes : harness::FileSystemOf(d.fs).default_image_bytes;
+      e.geometry = harness::GeometryOf(d.sector.value_or(spec.sector));
       e.path = fmt::format("{}/disk-{}.img", disks.out, i + 2);
       RunResult made;  // mkfs_command and fs_block_size of this disk
       if (cache != nullptr) {
         RETURN_IF_ERROR(
-            cache->MakeDisk(d.fs, disks.geometry, e.bytes, e.path, &made, spec.mkfs_options));
+            cache->MakeDisk(d.fs, e.geometry, e.bytes, e.path, &made, spec.mkfs_options));
       } else {
         RETURN_IF_ERROR(CreateSparseImage(e.path, e.bytes));
         ASSIGN_OR_RETURN(made.mkfs_command,
-                         MakeFileSystem(d.fs, disks.geometry, e.path, spec.mkfs_options));
+                         MakeFileSystem(d.fs, e.geometry, e.path, spec.mkfs_options));
         ASSIGN_OR_RETURN(made.fs_block_size, FileSystemBlockSize(d.fs, e.path));
       }
       e.mkfs_command = made.mkfs_command;
@@ -262,7 +272,11 @@ absl::StatusOr<Recorders> StartRecorder(const RunSpec& spec, const RecordingDisk
   result->trace = disks.out + "/trace.log";
   harness::Recorder::Options ro;
   ro.log_path = result->trace;
+  // One log over the set: its sectorsize addresses every disk, so the smallest logical sector.
   ro.sector_size = disks.geometry.logical_sector;
+  for (const RecordingDisks::Extra& e : disks.extras) {
+    ro.sector_size = std::min(ro.sector_size, e.geometry.logical_sector);
+  }
   ro.device_bytes = disks.bytes;
   ro.disks = disks.layout;
   ro.base_image = result->base_image;
@@ -278,6 +292,7 @@ absl::StatusOr<Recorders> StartRecorder(const RunSpec& spec, const RecordingDisk
     extra.socket_path = fmt::format("{}.disk{}", socket_path, i + 2);
     extra.image_path = disks.extras[i].path;
     extra.disk = static_cast<uint32_t>(i + 1);
+    extra.atomic_unit = disks.extras[i].geometry.physical_sector;
     ASSIGN_OR_RETURN(auto server, NbdServer::Start(extra));
     r.extra_nbd.push_back(std::move(server));
   }
@@ -295,11 +310,12 @@ std::vector<GuestDisk> GuestDisksFor(const RunSpec& spec, const RecordingDisks& 
     // dm-log-writes writes its log in the data disk's logical sectors: same geometry.
     out.push_back({.nbd_socket = "", .image_file = disks.log_disk, .geometry = disks.geometry});
   }
-  for (const auto& server : recorders.extra_nbd) {  // disks 2..N of a set
-    out.push_back({.nbd_socket = server->socket_path(),
-                   .image_file = "",
+  for (size_t i = 0; i < disks.extras.size(); ++i) {     // disks 2..N of a set
+    const bool served = i < recorders.extra_nbd.size();  // unrecorded (dm-flakey): the file
+    out.push_back({.nbd_socket = served ? recorders.extra_nbd[i]->socket_path() : "",
+                   .image_file = served ? "" : disks.extras[i].path,
                    .cache = spec.disk_cache,
-                   .geometry = disks.geometry});
+                   .geometry = disks.extras[i].geometry});
   }
   return out;
 }

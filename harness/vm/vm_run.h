@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,11 +117,13 @@ struct RunSpec {
   // Several recorded disks on one clock (docs/vm.md, "Several disks"): disks 2..N, each with its
   // own file system and size (0: that file system's default), recorded by one recorder into one
   // trace over the set (harness/trace/disk_layout.h); the workload sees POWERCUT_DIR_2 ... Disk 1
-  // is `fs` and `disk_bytes`; every disk has `sector`'s geometry. Empty: one disk. NBD recording
-  // only, without dm-flakey or a live cut.
+  // is `fs`, `disk_bytes` and `sector`; each other disk has its own sectors (unset: `sector`'s).
+  // The trace's sectorsize is then the smallest logical sector of the set. Empty: one disk. NBD
+  // recording only, without dm-flakey or a live cut.
   struct ExtraDisk {
     harness::FsKind fs = harness::FsKind::kExt4;
     uint64_t bytes = 0;
+    std::optional<harness::SectorFormat> sector;
   };
   std::vector<ExtraDisk> extra_disks;
   // The guest's memory and CPUs (`--guest-memory`, `--guest-cpus`); 0 = QemuOptions' defaults
@@ -139,6 +142,8 @@ struct RunSpec {
   int64_t flakey_after_acks = 0;
   // > 0: the disk fails for this long, then heals (pass-through again) while the workload runs.
   std::chrono::milliseconds flakey_for{0};
+  // Several disks: which one fails (0 = disk 1, K = extra_disks[K - 1]); the others keep working.
+  uint32_t flakey_disk = 0;
   std::string checker;
   std::chrono::seconds timeout{300};
   // Host folders the workload needs that lie under /tmp, /run, /var/tmp or /mnt (tmpfs in the

@@ -318,6 +318,7 @@ GuestJob WarmGuest::JobFor(const RunSpec& spec, const Job& job) {
   j.flakey = spec.flakey;
   j.flakey_after_acks = spec.flakey_after_acks;
   j.flakey_heal_ms = spec.flakey_for.count();
+  j.flakey_disk = spec.flakey_disk;
   j.sync_acks = spec.sync_acks;
   j.head_hash_bytes = std::min(kHeadHashBytes, job.bytes);
   return j;

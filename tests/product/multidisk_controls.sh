@@ -9,25 +9,14 @@ fs=${2:-ext4}
 out=$(mktemp -d /var/tmp/powercut-multidisk.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
-# Both files are preallocated and synced before the first ack, so every later write overwrites
-# data in place (no metadata), as the design brief's barrier table assumes.
-prepare='dd if=/dev/zero of="$POWERCUT_DIR/log" bs=4096 count=8 2>/dev/null &&
-dd if=/dev/zero of="$POWERCUT_DIR_2/data" bs=4096 count=8 2>/dev/null && sync'
-block='{ printf "dat %04d" $i; head -c 4088 /dev/zero; }'
-# iflag=fullblock: the block reaches dd's pipe in two writes, and a read that returns only the
-# first 8 bytes makes GNU dd write that short block without O_DIRECT and then fsync the file
-# (coreutils' iwrite), which turned the O_DIRECT control into a synced one on a loaded machine.
-data='dd of="$POWERCUT_DIR_2/data" bs=4096 seek=$i count=1 iflag=fullblock'
-log='printf "log %04d" $i | dd of="$POWERCUT_DIR/log" bs=4096 seek=$i conv=notrunc,fdatasync 2>/dev/null'
-checker='for i in 1 2 3 4 5; do
-l=$(dd if="$POWERCUT_DIR/log" bs=4096 skip=$i count=1 2>/dev/null | head -c 8)
-d=$(dd if="$POWERCUT_DIR_2/data" bs=4096 skip=$i count=1 2>/dev/null | head -c 8)
-[ "$l" = "$(printf "log %04d" $i)" ] && [ "$d" = "$(printf "dat %04d" $i)" ] && echo "have $i"
-done; true'
+. "$(dirname "$0")/multidisk_programs.sh"
+checker=$(multidisk_checker "1 2 3 4 5")
+block=$multidisk_block
+data=$multidisk_data
 
 run() {  # name, data write, expectation
   name=$1
-  workload="$prepare && for i in 1 2 3 4 5; do $log && $2 && echo \"ack \$i\" >&\$POWERCUT_ACK_FD; done"
+  workload=$(multidisk_workload "1 2 3 4 5" "$2")
   echo "== $name (expect $3)"
   "$powercut" run --disks 2 --fs "$fs" --workload "$workload" --checker "$checker" --cache all \
     --expect "$3" --json "$out/$name.json" --quiet

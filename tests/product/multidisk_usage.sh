@@ -21,5 +21,13 @@ expect_usage "--disks 0" --disks 0
 expect_usage "--cache-per-disk naming disk 3 of 2" --disks 2 --cache-per-disk 3=on
 expect_usage "more --fs values than disks" --disks 2 --fs ext4,xfs,ext4
 expect_usage "--fs values for 3 disks on 2... of 3" --disks 3 --fs ext4,xfs
-expect_usage "--disks 2 with --flakey" --disks 2 --flakey error_writes
+expect_usage "--sector values for 3 disks on 2" --disks 2 --sector 512e,4kn,512n
+expect_usage "--sector values for 2 disks on 3" --disks 3 --sector 512e,4kn
+expect_usage "an unknown --sector on disk 2" --disks 2 --sector 512e,1k
+expect_usage "--disk-size values for 3 disks on 2" --disks 2 --disk-size 1GiB,1GiB,1GiB
+expect_usage "a --disk-size too small for mkfs on disk 2" --disks 2 --disk-size 1GiB,1MiB
+expect_usage "--flakey-disk 3 of 2" --disks 2 --flakey error_writes --flakey-disk 3
+expect_usage "--flakey-disk 0" --disks 2 --flakey error_writes --flakey-disk 0
+expect_usage "--flakey-disk 2 of 1" --flakey error_writes --flakey-disk 2
+expect_usage "--flakey-disk without --flakey" --disks 2 --flakey-disk 2
 exit $failed

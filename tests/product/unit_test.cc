@@ -101,6 +101,38 @@ TEST(DiskFileSystems, OneForAllOrOnePerDisk) {
   EXPECT_FALSE(DiskFileSystems("ext4,zfs", 2).ok());
 }
 
+TEST(DiskSectors, OneForAllOrOnePerDisk) {
+  using harness::SectorFormat;
+  auto two = DiskSectors("512e,4kn", 2);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(*two, (std::vector<SectorFormat>{SectorFormat::k512e, SectorFormat::k4kn}));
+  auto all = DiskSectors("512n", 3);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(*all, std::vector<SectorFormat>(3, SectorFormat::k512n));
+  EXPECT_THAT(DiskSectors("512e,4kn,512n", 2).status().message(),
+              HasSubstr("--sector 512e,4kn,512n: 3 sector formats for 2 disks"));
+  EXPECT_THAT(DiskSectors("512e,4kn", 3).status().message(),
+              HasSubstr("2 sector formats for 3 disks"));
+  EXPECT_THAT(DiskSectors("512e,4kn", 1).status().message(),
+              HasSubstr("2 sector formats for 1 disk:"));
+  EXPECT_THAT(DiskSectors("512e", 0).status().message(), HasSubstr("--disks 0"));
+  EXPECT_FALSE(DiskSectors("512e,1k", 2).ok());
+  EXPECT_FALSE(DiskSectors("512e,", 2).ok());
+}
+
+TEST(DiskSizes, OneForAllOrOnePerDisk) {
+  auto two = DiskSizes("512MiB,1GiB", 2);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(*two, (std::vector<uint64_t>{uint64_t{512} << 20, uint64_t{1} << 30}));
+  auto all = DiskSizes("300MiB", 2);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(*all, std::vector<uint64_t>(2, uint64_t{300} << 20));
+  EXPECT_THAT(DiskSizes("1GiB,1GiB,1GiB", 2).status().message(),
+              HasSubstr("--disk-size 1GiB,1GiB,1GiB: 3 sizes for 2 disks"));
+  EXPECT_THAT(DiskSizes("1GiB,1MiB", 2).status().message(), HasSubstr("at least 64MiB"));
+  EXPECT_FALSE(DiskSizes("1GiB,big", 2).ok());
+}
+
 TEST(TimelineSvg, OneLanePerDisk) {
   Timeline one{.kinds = "wfa", .acks = {{2, "1"}}};
   const std::string single = TimelineSvg(one, "t");

@@ -1,8 +1,15 @@
 // Several disks on one clock: the two-disk trace as the real Recorder writes it (manifest,
 // reader, layout). Each disk's own cache model and flush epochs and the crash images of a set are
-// data-driven cases (testdata/disks).
+// data-driven cases (testdata/disks); what needs the Recorder's own log (each disk's torn-write
+// unit through a state id and its rebuilt image) stays here.
+#include <string>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "harness/state/cache_model.h"
+#include "harness/state/crash_state.h"
+#include "harness/state/materialize.h"
 #include "harness/trace/disk_layout.h"
 #include "harness/trace/manifest.h"
 #include "harness/trace/recorder.h"
@@ -14,6 +21,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::ReadAll;
 using testing::TempDir;
 
 constexpr uint32_t kSs = 512;
@@ -99,6 +107,53 @@ TEST_F(TwoDisks, TheTraceSaysWhichDiskEachEntryWrote) {
   ASSERT_TRUE(flat.ok()) << flat.status();
   EXPECT_EQ(flat->get()->trace().disks, 1u);
   EXPECT_EQ(flat->get()->trace().hash, t.hash);
+}
+
+// Each disk tears at its own physical sector (`--sector 512n,512e`): one 8 KiB write per disk,
+// unflushed, torn keeping only its first unit. On disk 1 (512 B units) that is 512 bytes; on
+// disk 2 (4 KiB units) 4 KiB. The state id names both units and rebuilds the same image.
+TEST(DiskSetTrace, EachDiskTearsAtItsOwnUnit) {
+  TempDir dir;
+  const DiskLayout layout = DiskLayout::Packed({32 * kSs, 32 * kSs});
+  const std::string log = dir.File("t.log");
+  const std::string base = dir.File("base.img");
+  testing::MakeImage(base, layout.total_bytes());
+  auto rec =
+      Recorder::Create({.log_path = log, .sector_size = kSs, .base_image = base, .disks = layout});
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  const std::vector<uint8_t> data(8192, 'w');
+  ASSERT_TRUE((*rec)->RecordDiskWrite(0, 0, data, false).ok());
+  ASSERT_TRUE((*rec)->RecordDiskWrite(1, 0, data, false).ok());
+  ASSERT_TRUE((*rec)->RecordAck("1").ok());
+  ASSERT_TRUE((*rec)->Finish().ok());
+  auto file = TraceFile::Open(log, {.disks = layout});
+  ASSERT_TRUE(file.ok()) << file.status();
+  CacheModel on = *ParseCacheModel("on");
+  on.atomic_unit = 512;
+  on.disk_units = {512, 4096};
+  EXPECT_EQ(AtomicUnits(file->get()->trace().entries[0], kSs, on.UnitOf(0)), 16u);
+  EXPECT_EQ(AtomicUnits(file->get()->trace().entries[1], kSs, on.UnitOf(1)), 2u);
+  for (uint64_t torn : {0, 1}) {
+    CrashState s{.point = 3,
+                 .model = on,
+                 .kept = {SubsetSpec::kAll, 0},
+                 .torn_entry = torn,
+                 .torn_units = {SubsetSpec::kMask, 1}};
+    const std::string id = EncodeStateId((*file)->trace().ShortHash(), s);
+    EXPECT_THAT(id, HasSubstr("_a512.4096_"));
+    auto parsed = DecodeStateId(id);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(parsed->state.model.disk_units, on.disk_units);
+    const std::string out = dir.File("torn" + std::to_string(torn) + ".img");
+    ASSERT_TRUE(MaterializeState(log, "", id, out).ok()) << id;
+    const std::vector<uint8_t> img = ReadAll(out);
+    const uint64_t at = layout.OffsetOf(static_cast<uint32_t>(torn));
+    const uint64_t kept_bytes = torn == 0 ? 512 : 4096;
+    EXPECT_EQ(img[at + kept_bytes - 1], 'w') << id;
+    EXPECT_EQ(img[at + kept_bytes], 0) << id;
+    EXPECT_EQ(img[layout.OffsetOf(static_cast<uint32_t>(1 - torn)) + 8191], 'w') << id;
+  }
+  EXPECT_FALSE(DecodeStateId("pc1_00000000_on_a512.1024_p3_kA").ok());
 }
 
 TEST(DiskSetTrace, AnEntryOutsideEveryDiskIsAnError) {

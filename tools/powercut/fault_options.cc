@@ -17,15 +17,18 @@ void AddFaultOptions(CLI::App* c, FaultArgs* a) {
                 "the disk fails after this many acks (default 3)");
   c->add_option("--flakey-for", a->flakey_for,
                 "the disk heals after this long (2s, 500ms); default: it fails for good");
+  c->add_option("--flakey-disk", a->flakey_disk,
+                "with --disks N: the disk that fails (1..N, default 1); the others keep working");
 }
 
 absl::Status ApplyFaultArgs(const FaultArgs& a, int64_t default_after, uint64_t* live_cuts,
                             product::RunOptions::Flakey* flakey) {
   *live_cuts = a.live_cuts;
   if (a.flakey.empty()) {
-    if (a.flakey_after_acks >= 0 || !a.flakey_for.empty()) {
+    if (a.flakey_after_acks >= 0 || !a.flakey_for.empty() || a.flakey_disk >= 0) {
       return absl::InvalidArgumentError(
-          "--flakey-after-acks and --flakey-for need --flakey error_writes|drop_writes");
+          "--flakey-after-acks, --flakey-for and --flakey-disk need --flakey "
+          "error_writes|drop_writes");
     }
     return absl::OkStatus();
   }
@@ -35,6 +38,9 @@ absl::Status ApplyFaultArgs(const FaultArgs& a, int64_t default_after, uint64_t*
         "cuts are compared with; give one of them");
   }
   flakey->mode = a.flakey;
+  if (a.flakey_disk >= 0) {  // a disk the run does not have: ValidateFlakeyDisk
+    flakey->disk = a.flakey_disk > 1000000 ? 0 : static_cast<uint32_t>(a.flakey_disk);
+  }
   flakey->after_acks = a.flakey_after_acks >= 0 ? a.flakey_after_acks : default_after;
   if (!a.flakey_for.empty()) {
     absl::StatusOr<std::chrono::milliseconds> w = product::ParseFlakeyWindow(a.flakey_for);

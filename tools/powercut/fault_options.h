@@ -1,5 +1,5 @@
 // The fault-mode flags `powercut run` and `powercut matrix` share (docs/live-cuts.md):
-// --live-cuts N, --flakey MODE, --flakey-after-acks N, --flakey-for DURATION.
+// --live-cuts N, --flakey MODE, --flakey-after-acks N, --flakey-for DURATION, --flakey-disk K.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,7 @@ struct FaultArgs {
   uint64_t live_cuts = 0;
   std::string flakey, flakey_for;
   int64_t flakey_after_acks = -1;  // -1: not given
+  int64_t flakey_disk = -1;        // -1: not given (disk 1)
 };
 
 void AddFaultOptions(CLI::App* command, FaultArgs* args);

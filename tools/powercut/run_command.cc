@@ -30,7 +30,7 @@ void AddGuestSizeOptions(CLI::App* command, product::GuestSize* guest, std::stri
       ->check(CLI::Range(1, 64));
   command->add_option("--disk-size", *disk,
                       "the disk under test, e.g. 1GiB (default: ext4 512MiB, xfs 300MiB, btrfs "
-                      "128MiB)");
+                      "128MiB); run --disks N: one for every disk or one per disk (512MiB,1GiB)");
 }
 
 void AddKernelOption(CLI::App* command, std::string* path) {
@@ -43,15 +43,26 @@ void AddKernelOption(CLI::App* command, std::string* path) {
 
 absl::Status ParseGuestDisk(const std::string& disk, product::GuestSize* guest) {
   if (disk.empty()) return absl::OkStatus();
-  absl::StatusOr<uint64_t> bytes = product::ParseByteSize(disk, "--disk-size");
-  if (!bytes.ok()) return bytes.status();
-  if (*bytes < (uint64_t{64} << 20)) {
-    return absl::InvalidArgumentError(
-        fmt::format("--disk-size {}: at least 64MiB (mkfs needs room for its journal)", disk));
-  }
-  guest->disk_bytes = *bytes;
+  ASSIGN_OR_RETURN(std::vector<uint64_t> bytes, product::DiskSizes(disk, 1));
+  guest->disk_bytes = bytes.front();
   return absl::OkStatus();
 }
+
+namespace {
+
+// `--sector` and `--disk-size` of `run`: one value for every disk or one per disk (--disks N).
+absl::Status ParseDiskGeometry(const std::string& sector, const std::string& disk_size,
+                               product::RunOptions* o) {
+  ASSIGN_OR_RETURN(o->disk_sectors, product::DiskSectors(sector, o->disks));
+  o->sector = o->disk_sectors.front();
+  if (!disk_size.empty()) {
+    ASSIGN_OR_RETURN(o->disk_bytes, product::DiskSizes(disk_size, o->disks));
+    o->guest.disk_bytes = o->disk_bytes.front();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 void AddRecordingsOptions(CLI::App* command, std::string* dir, std::string* cap) {
   command->add_option("--recordings", *dir,
@@ -99,7 +110,7 @@ void AddRunOptions(CLI::App* run, RunArgs* a) {
                   "each disk's own cache model on top of --cache, e.g. 1=on,2=lying");
   run->add_option("--sector", a->sector,
                   "the recorded disk's sectors: 512n, 512e (512-byte logical, 4,096-byte "
-                  "physical) or 4kn")
+                  "physical) or 4kn; with --disks N one for every disk or one per disk (512e,4kn)")
       ->capture_default_str();
   run->add_option("--cache", a->cache, "off,on,lying or all")->capture_default_str();
   run->add_option("--window", a->window, "lying window: entries (16) or bytes (64KiB)")
@@ -163,13 +174,12 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
   auto points = product::ParsePoints(a.points);
   auto states = product::ParseStates(a.states);
   auto recorder = product::ParseRecorder(a.recorder);
-  auto sector = harness::ParseSectorFormat(a.sector);
   auto store =
       product::RecordingStoreFor(a.recordings, a.recordings_cap, {a.html, a.json, a.junit});
   absl::StatusOr<double> budget = a.budget.empty() ? 0.0 : harness::ParseBudget(a.budget);
   for (const absl::Status& s :
-       {models.status(), points.status(), states.status(), recorder.status(), sector.status(),
-        store.status(), budget.status(), ParseGuestDisk(a.disk_size, &o.guest),
+       {models.status(), points.status(), states.status(), recorder.status(), store.status(),
+        budget.status(), ParseDiskGeometry(a.sector, a.disk_size, &o),
         ApplyFaultArgs(a.faults, product::kFaultsFlakeyAfterAcks, &o.live_cuts, &o.flakey),
         product::ValidateRunOptions(o)}) {  // last: it reads what the fault flags set
     if (!s.ok()) return s;
@@ -198,7 +208,6 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
   o.states = *states;
   o.states.torn = !a.no_torn;
   o.recording = *recorder;
-  o.sector = *sector;
   if (o.name.empty()) o.name = "run";
   return o;
 }
@@ -237,6 +246,19 @@ absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, product::Ru
 }
 
 // The JSON report: the engine's report (or an empty one) with the run's own section.
+// "512e", or per disk "512e,4kn" when the disks differ (`--sector`).
+std::string SectorText(const product::RunOptions& o) {
+  std::string text = harness::SectorFormatName(o.sector);
+  bool differ = false;
+  for (harness::SectorFormat f : o.disk_sectors) differ = differ || f != o.sector;
+  if (!differ) return text;
+  text.clear();
+  for (harness::SectorFormat f : o.disk_sectors) {
+    text += (text.empty() ? "" : ",") + std::string(harness::SectorFormatName(f));
+  }
+  return text;
+}
+
 nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOptions& o,
                        const product::CellResult& cell, const product::RecordingStore& recordings) {
   nlohmann::json j;
@@ -248,7 +270,7 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
   j["run"] = {{"workload", o.workload},
               {"checker", o.checker},
               {"fs", o.fs},
-              {"sector", harness::SectorFormatName(o.sector)},
+              {"sector", SectorText(o)},
               {"guest", product::GuestSizeToJson(o.guest)},
               {"status", !outcome.ran                                          ? "error"
                          : outcome.exit_code() == 1                            ? "fail"

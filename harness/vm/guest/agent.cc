@@ -186,19 +186,33 @@ class Agent {
       log_writes_ = true;
     }
     if (!job_.flakey.empty()) {
-      flakey_base_ = device_;
+      // The failing disk: disk 1 (over dm-log-writes when both run) or disk K of a set, whose
+      // device the workload then reaches through the flakey target; the others keep working.
+      std::string* failing = &device_;
+      flakey_sectors_ = sectors;
+      if (job_.flakey_disk > 0) {
+        if (job_.flakey_disk > extra_devices_.size()) {
+          return Fail("dm-flakey", fmt::format("flakey disk {} of a set of {}",
+                                               job_.flakey_disk + 1, extra_devices_.size() + 1));
+        }
+        failing = &extra_devices_[job_.flakey_disk - 1];
+        if (!DeviceSectors(*failing, &flakey_sectors_)) {
+          return Fail("dm-flakey", fmt::format("cannot read the size of {}", *failing));
+        }
+      }
+      flakey_base_ = *failing;
       if (!Cmd("dm-flakey",
                {"dmsetup", "--noudevsync", "create", kFlakeyName, "--table", PassThroughTable()})) {
         return false;
       }
-      device_ = FindDmDevice(kFlakeyName);
-      if (device_.empty()) return Fail("dm-flakey", "the dm device did not appear");
+      *failing = FindDmDevice(kFlakeyName);
+      if (failing->empty()) return Fail("dm-flakey", "the dm device did not appear");
     }
     return true;
   }
 
   std::string PassThroughTable() const {
-    return fmt::format("0 {} linear {} 0", sectors_, flakey_base_);
+    return fmt::format("0 {} linear {} 0", flakey_sectors_, flakey_base_);
   }
 
   bool SwitchFlakey(const std::string& table) {
@@ -209,7 +223,7 @@ class Agent {
 
   std::string FlakeyTable() const {
     // Always "down" (up 0 s, down 3600 s): every write is dropped or fails from now on.
-    return fmt::format("0 {} flakey {} 0 0 3600 1 {}", sectors_, flakey_base_, job_.flakey);
+    return fmt::format("0 {} flakey {} 0 0 3600 1 {}", flakey_sectors_, flakey_base_, job_.flakey);
   }
 
   bool Raw() const { return harness::FileSystemOf(job_.fs).raw(); }
@@ -761,6 +775,7 @@ class Agent {
   std::string disk_;
   std::string device_;
   std::string flakey_base_;
+  uint64_t flakey_sectors_ = 0;  // the failing disk's size in 512-byte sectors
   uint64_t sectors_ = 0;
   bool log_writes_ = false;
   bool flakey_switched_ = false;
