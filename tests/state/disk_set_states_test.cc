@@ -10,6 +10,7 @@
 #include "harness/state/cache_model.h"
 #include "harness/state/crash_state.h"
 #include "harness/state/materialize.h"
+#include "harness/state/state_generator.h"
 #include "harness/trace/disk_layout.h"
 #include "harness/trace/manifest.h"
 #include "harness/trace/recorder.h"
