@@ -219,43 +219,48 @@ absl::StatusOr<std::vector<std::string>> PerDiskValues(const std::string& text, 
   return out;
 }
 
-absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& fs,
-                                                             uint32_t disks) {
-  ASSIGN_OR_RETURN(std::vector<std::string> names,
-                   PerDiskValues(fs, disks, "--fs", "file systems"));
-  std::vector<harness::FsKind> out;
-  for (const std::string& name : names) {
-    ASSIGN_OR_RETURN(harness::FsKind kind, harness::ParseFsKind(name));
-    out.push_back(kind);
+namespace {
+
+// Each disk's value of a per-disk flag (PerDiskValues), each parsed by `parse`.
+template <typename T, typename Parse>
+absl::StatusOr<std::vector<T>> ParsePerDisk(const std::string& text, uint32_t disks,
+                                            const std::string& flag, const std::string& what,
+                                            Parse parse) {
+  ASSIGN_OR_RETURN(std::vector<std::string> values, PerDiskValues(text, disks, flag, what));
+  std::vector<T> out;
+  for (const std::string& value : values) {
+    ASSIGN_OR_RETURN(T parsed, parse(value));
+    out.push_back(parsed);
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& fs,
+                                                             uint32_t disks) {
+  return ParsePerDisk<harness::FsKind>(
+      fs, disks, "--fs", "file systems",
+      [](const std::string& name) { return harness::ParseFsKind(name); });
 }
 
 absl::StatusOr<std::vector<harness::SectorFormat>> DiskSectors(const std::string& text,
                                                                uint32_t disks) {
-  ASSIGN_OR_RETURN(std::vector<std::string> names,
-                   PerDiskValues(text, disks, "--sector", "sector formats"));
-  std::vector<harness::SectorFormat> out;
-  for (const std::string& name : names) {
-    ASSIGN_OR_RETURN(harness::SectorFormat format, harness::ParseSectorFormat(name));
-    out.push_back(format);
-  }
-  return out;
+  return ParsePerDisk<harness::SectorFormat>(
+      text, disks, "--sector", "sector formats",
+      [](const std::string& name) { return harness::ParseSectorFormat(name); });
 }
 
 absl::StatusOr<std::vector<uint64_t>> DiskSizes(const std::string& text, uint32_t disks) {
-  ASSIGN_OR_RETURN(std::vector<std::string> sizes,
-                   PerDiskValues(text, disks, "--disk-size", "sizes"));
-  std::vector<uint64_t> out;
-  for (const std::string& size : sizes) {
-    ASSIGN_OR_RETURN(uint64_t bytes, ParseByteSize(size, "--disk-size"));
-    if (bytes < (uint64_t{64} << 20)) {
-      return absl::InvalidArgumentError(
-          fmt::format("--disk-size {}: at least 64MiB (mkfs needs room for its journal)", size));
-    }
-    out.push_back(bytes);
-  }
-  return out;
+  return ParsePerDisk<uint64_t>(
+      text, disks, "--disk-size", "sizes", [](const std::string& size) -> absl::StatusOr<uint64_t> {
+        ASSIGN_OR_RETURN(uint64_t bytes, ParseByteSize(size, "--disk-size"));
+        if (bytes < (uint64_t{64} << 20)) {
+          return absl::InvalidArgumentError(fmt::format(
+              "--disk-size {}: at least 64MiB (mkfs needs room for its journal)", size));
+        }
+        return bytes;
+      });
 }
 
 absl::Status ValidateRunOptions(const RunOptions& o) {
