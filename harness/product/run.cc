@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -290,6 +291,15 @@ absl::Status ValidateRunOptions(const RunOptions& o) {
     return absl::InvalidArgumentError(
         "--fsck runs on a host copy of each state; with --check-in guest the guest's boot path "
         "judges them: drop --fsck, or pass --check-in host (needs root)");
+  }
+  const bool set_has_fs = std::any_of(disk_fs->begin(), disk_fs->end(), [](harness::FsKind k) {
+    return !harness::FileSystemOf(k).raw();
+  });
+  if (o.disks > 1 && set_has_fs && !MayLoopMount()) {
+    // Said before a guest boots, not after the recording: the guest judge takes one disk.
+    return absl::InvalidArgumentError(
+        "--disks N > 1: a set of several disks is judged on this host's loop mounts, which needs "
+        "root (CAP_SYS_ADMIN and /dev/loop-control): run as root, or record one disk");
   }
   return absl::OkStatus();
 }
