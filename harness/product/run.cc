@@ -295,8 +295,9 @@ absl::Status ValidateRunOptions(const RunOptions& o) {
   const bool set_has_fs = std::any_of(disk_fs->begin(), disk_fs->end(), [](harness::FsKind k) {
     return !harness::FileSystemOf(k).raw();
   });
-  if (o.disks > 1 && set_has_fs && !MayLoopMount()) {
-    // Said before a guest boots, not after the recording: the guest judge takes one disk.
+  if (o.disks > 1 && set_has_fs && o.flakey.mode.empty() && !MayLoopMount()) {
+    // Said before a guest boots, not after the recording: the guest judge takes one disk. A
+    // --flakey run is not replayed: its disks are checked in the guest that ran it.
     return absl::InvalidArgumentError(
         "--disks N > 1: a set of several disks is judged on this host's loop mounts, which needs "
         "root (CAP_SYS_ADMIN and /dev/loop-control): run as root, or record one disk");
