@@ -6,10 +6,9 @@
 set -u
 powercut=$1
 fs=${2:-ext4}
-out=$(mktemp -d /var/tmp/powercut-multidisk.XXXXXX)
-trap 'rm -rf "$out"' EXIT
 
 . "$(dirname "$0")/multidisk_programs.sh"
+multidisk_scratch multidisk
 checker=$(multidisk_checker "1 2 3 4 5")
 block=$multidisk_block
 data=$multidisk_data

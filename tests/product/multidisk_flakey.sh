@@ -8,8 +8,8 @@
 # Usage: multidisk_flakey.sh POWERCUT
 set -u
 powercut=$1
-out=$(mktemp -d /var/tmp/powercut-multidisk-flakey.XXXXXX)
-trap 'rm -rf "$out"' EXIT
+. "$(dirname "$0")/multidisk_programs.sh"
+multidisk_scratch multidisk-flakey
 
 prepare='dd if=/dev/zero of="$POWERCUT_DIR/log" bs=4096 count=8 2>/dev/null &&
 dd if=/dev/zero of="$POWERCUT_DIR_2/data" bs=4096 count=8 2>/dev/null && sync'

@@ -7,14 +7,13 @@
 # Usage: multidisk_geometry.sh POWERCUT
 set -u
 powercut=$1
-out=$(mktemp -d /var/tmp/powercut-multidisk-geometry.XXXXXX)
-trap 'rm -rf "$out"' EXIT
 
 # The device under a folder and its logical sector as the guest kernel reports it.
 sectors='dev=$(findmnt -n -o SOURCE --target "$1") && blockdev --getss "$dev"'
 check_geometry="[ \"\$(sh -c '$sectors' - \"\$POWERCUT_DIR\")\" = 512 ] &&
 [ \"\$(sh -c '$sectors' - \"\$POWERCUT_DIR_2\")\" = 4096 ]"
 . "$(dirname "$0")/multidisk_programs.sh"
+multidisk_scratch multidisk-geometry
 workload=$(multidisk_workload "1 2 3" \
   "$multidisk_block | $multidisk_data conv=notrunc,fdatasync 2>/dev/null" "$check_geometry")
 checker=$(multidisk_checker "1 2 3")

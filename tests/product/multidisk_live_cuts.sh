@@ -8,10 +8,9 @@
 set -u
 powercut=$1
 cuts=${2:-3}
-out=$(mktemp -d /var/tmp/powercut-multidisk-cuts.XXXXXX)
-trap 'rm -rf "$out"' EXIT
 
 . "$(dirname "$0")/multidisk_programs.sh"
+multidisk_scratch multidisk-cuts
 workload=$(multidisk_workload "1 2 3 4 5" \
   "$multidisk_block | $multidisk_data oflag=direct conv=notrunc 2>/dev/null")
 checker=$(multidisk_checker "1 2 3 4 5")

@@ -2,6 +2,17 @@
 # ("log %04d") on disk 1 with fdatasync and a data block ("dat %04d") on disk 2, then acks.
 # Both files are preallocated and synced before the first ack, so every later write overwrites
 # data in place (no metadata), as the design brief's barrier table assumes.
+# The test's scratch folder $out under /var/tmp, removed when the test ends, also when it is
+# stopped (ctest's timeout, ^C): sh runs no EXIT trap when a signal kills it, so each signal
+# becomes an exit.
+multidisk_scratch() {  # NAME
+  out=$(mktemp -d "/var/tmp/powercut-$1.XXXXXX") || exit 2
+  trap 'rm -rf "$out"' EXIT
+  trap 'exit 129' HUP
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}
+
 multidisk_prepare='dd if=/dev/zero of="$POWERCUT_DIR/log" bs=4096 count=8 2>/dev/null &&
 dd if=/dev/zero of="$POWERCUT_DIR_2/data" bs=4096 count=8 2>/dev/null && sync'
 multidisk_log='printf "log %04d" $i | dd of="$POWERCUT_DIR/log" bs=4096 seek=$i conv=notrunc,fdatasync 2>/dev/null'
