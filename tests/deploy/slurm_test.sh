@@ -104,17 +104,26 @@ echo "unsharded: $(($(date +%s) - start)) s"
 python3 - "$home/out/matrix.json" "$home/full.json" <<'PY'
 # Each run records its own trace (a VM run's write order and count vary), so the number of
 # crash states differs between two recordings of one cell (measured: 22 against 28); the verdict
-# per cell and cache model, the acks lost, and that every model checked states, may not.
+# per cell and cache model, and that every model checked states, may not. The acks lost are
+# compared where both runs judged every planned state: a model that stopped at its first
+# violation reports a lower bound ("≥10"), which depends on the recording (CI saw ≥10 against
+# ≥12 for xlog/fsync/ext4 under lying), so there both must only have lost something.
 import json, sys
 def cells(path):
     out = {}
     for c in json.load(open(path))["cells"]:
         for m in c["results"]:
             assert m["states"] > 0 and m["could_not_check"] == 0, (c["cell"], m)
-            out[(c["cell"], m["cache"])] = (m["violations"] > 0, m.get("lost_acks_max"))
+            failed = m["violations"] > 0
+            assert not failed or m["lost_acks_max"] > 0, (c["cell"], m)
+            out[(c["cell"], m["cache"])] = (failed, m["lost_acks_max"], m["lost_acks_max_exact"])
     return out
+def same(a, b):
+    if a is None or b is None or a[0] != b[0]:
+        return False
+    return a[1] == b[1] if a[2] and b[2] else True
 merged, full = cells(sys.argv[1]), cells(sys.argv[2])
-diff = {k: (merged.get(k), full.get(k)) for k in set(merged) | set(full) if merged.get(k) != full.get(k)}
+diff = {k: (merged.get(k), full.get(k)) for k in set(merged) | set(full) if not same(merged.get(k), full.get(k))}
 assert not diff, f"(verdict, acks lost) merged vs unsharded differ: {diff}"
 assert len({k[0] for k in merged}) == 10, merged
 print(f"merged == unsharded: {len(merged)} cell x cache verdicts")
