@@ -290,6 +290,47 @@ absl::StatusOr<std::optional<std::string>> PointWalLinkAtSecondDisk(const std::s
                      kPostgresWalDiskDir, *wal, target);
 }
 
+// amcheck: every heap tuple has its index entry (heapallindexed), the B-tree is ordered, and
+// verify_heapam finds no damaged tuple or page. Documented for torn pages without
+// full_page_writes (https://www.postgresql.org/docs/15/amcheck.html).
+absl::Status VerifyCommitsTable(PGconn* conn) {
+  constexpr auto kLoss = absl::StatusCode::kDataLoss;
+  RETURN_IF_ERROR(Exec(conn, "CREATE EXTENSION IF NOT EXISTS amcheck").status());
+  RETURN_IF_ERROR(
+      Exec(conn, "SELECT bt_index_check('commits_pkey', true)", {}, PGRES_TUPLES_OK, kLoss)
+          .status());
+  ASSIGN_OR_RETURN(Result heap, Exec(conn,
+                                     "SELECT blkno, offnum, msg FROM verify_heapam('commits', "
+                                     "check_toast => true)",
+                                     {}, PGRES_TUPLES_OK, kLoss));
+  if (PQntuples(heap.get()) > 0) {
+    std::string problems;
+    for (int i = 0; i < PQntuples(heap.get()) && i < 10; ++i) {
+      problems += fmt::format("\n  block {} offset {}: {}", PQgetvalue(heap.get(), i, 0),
+                              PQgetvalue(heap.get(), i, 1), PQgetvalue(heap.get(), i, 2));
+    }
+    return absl::DataLossError(fmt::format("amcheck verify_heapam('commits') found {} problems:{}",
+                                           PQntuples(heap.get()), problems));
+  }
+  return absl::OkStatus();
+}
+
+// The commits table's rows, each with whether its payload still matches its checksum.
+absl::StatusOr<std::vector<DatabaseWorkload::Record>> ReadCommits(PGconn* conn) {
+  constexpr auto kLoss = absl::StatusCode::kDataLoss;
+  std::vector<DatabaseWorkload::Record> records;
+  ASSIGN_OR_RETURN(Result rows, Exec(conn, "SELECT id, payload, checksum FROM commits ORDER BY id",
+                                     {}, PGRES_TUPLES_OK, kLoss));
+  for (int i = 0; i < PQntuples(rows.get()); ++i) {
+    const std::string payload = PQgetvalue(rows.get(), i, 1);
+    records.push_back(
+        {.id = PQgetvalue(rows.get(), i, 0),
+         .value = payload,
+         .intact = PQgetvalue(rows.get(), i, 2) == std::to_string(Checksum(payload))});
+  }
+  return records;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DatabaseWorkload::Session>> OpenPostgres(
@@ -351,36 +392,8 @@ absl::StatusOr<std::vector<DatabaseWorkload::Record>> ReadBackPostgres(
     RETURN_IF_ERROR(server.Stop(SIGINT));
     return records;
   }
-  // amcheck: every heap tuple has its index entry (heapallindexed), the B-tree is ordered, and
-  // verify_heapam finds no damaged tuple or page. Documented for torn pages without
-  // full_page_writes (https://www.postgresql.org/docs/15/amcheck.html).
-  RETURN_IF_ERROR(Exec(conn.get(), "CREATE EXTENSION IF NOT EXISTS amcheck").status());
-  RETURN_IF_ERROR(
-      Exec(conn.get(), "SELECT bt_index_check('commits_pkey', true)", {}, PGRES_TUPLES_OK, kLoss)
-          .status());
-  ASSIGN_OR_RETURN(Result heap, Exec(conn.get(),
-                                     "SELECT blkno, offnum, msg FROM verify_heapam('commits', "
-                                     "check_toast => true)",
-                                     {}, PGRES_TUPLES_OK, kLoss));
-  if (PQntuples(heap.get()) > 0) {
-    std::string problems;
-    for (int i = 0; i < PQntuples(heap.get()) && i < 10; ++i) {
-      problems += fmt::format("\n  block {} offset {}: {}", PQgetvalue(heap.get(), i, 0),
-                              PQgetvalue(heap.get(), i, 1), PQgetvalue(heap.get(), i, 2));
-    }
-    return absl::DataLossError(fmt::format("amcheck verify_heapam('commits') found {} problems:{}",
-                                           PQntuples(heap.get()), problems));
-  }
-  ASSIGN_OR_RETURN(Result rows,
-                   Exec(conn.get(), "SELECT id, payload, checksum FROM commits ORDER BY id", {},
-                        PGRES_TUPLES_OK, kLoss));
-  for (int i = 0; i < PQntuples(rows.get()); ++i) {
-    const std::string payload = PQgetvalue(rows.get(), i, 1);
-    records.push_back(
-        {.id = PQgetvalue(rows.get(), i, 0),
-         .value = payload,
-         .intact = PQgetvalue(rows.get(), i, 2) == std::to_string(Checksum(payload))});
-  }
+  RETURN_IF_ERROR(VerifyCommitsTable(conn.get()));
+  ASSIGN_OR_RETURN(records, ReadCommits(conn.get()));
   conn.reset();
   RETURN_IF_ERROR(server.Stop(SIGINT));
   return records;

@@ -33,6 +33,88 @@ absl::StatusOr<int> FreshFile(const std::string& path, uint64_t bytes) {
   return fd;
 }
 
+// The loop mounts of one check, unmounted newest first.
+class DiskMounts {
+ public:
+  DiskMounts() = default;
+  DiskMounts(const DiskMounts&) = delete;
+  DiskMounts& operator=(const DiskMounts&) = delete;
+
+  absl::Status Mount(const FileSystem& fs, const std::string& scratch,
+                     const std::string& mountpoint) {
+    auto m = LoopMount::Mount(scratch, fs.name, mountpoint, fs.mount_options);
+    if (!m.ok()) {
+      if (absl::IsPermissionDenied(m.status())) {
+        return absl::PermissionDeniedError(fmt::format(
+            "{}: checking a set of several disks loop-mounts each of them, which needs root "
+            "(CAP_SYS_ADMIN) here: run as root",
+            std::string(m.status().message())));
+      }
+      return m.status();
+    }
+    mounts_.push_back(*std::move(m));
+    return absl::OkStatus();
+  }
+
+  absl::Status UnmountAll() {
+    absl::Status first = absl::OkStatus();
+    for (auto it = mounts_.rbegin(); it != mounts_.rend(); ++it) {
+      absl::Status s = (*it)->Unmount();
+      if (first.ok()) first = s;
+    }
+    mounts_.clear();
+    return first;
+  }
+
+ private:
+  std::vector<std::unique_ptr<LoopMount>> mounts_;
+};
+
+// Copies disk d of the set out of the image into a scratch file of its own; returns its path.
+absl::StatusOr<std::string> CopyDiskOut(int image_fd, const std::string& image_path,
+                                        const DiskSetCheckOptions& o, uint32_t d) {
+  const DiskExtent& extent = o.layout.extents()[d];
+  const std::string scratch = fmt::format("{}.disk{}.img", o.work_prefix, d + 1);
+  ASSIGN_OR_RETURN(int fd, FreshFile(scratch, extent.bytes));
+  absl::Status copied =
+      CopyRangeOnto(image_fd, extent.offset, fd, 0, extent.bytes, image_path, scratch);
+  ::close(fd);
+  RETURN_IF_ERROR(copied);
+  return scratch;
+}
+
+// Recovers disk d's file system and mounts it at `mountpoint`: true when mounted, false when
+// the disk cannot be set up (r says why; the state is judged not recoverable).
+absl::StatusOr<bool> RecoverAndMount(const FileSystem& fs, const std::string& scratch,
+                                     const std::string& label, const std::string& mountpoint,
+                                     const DiskSetCheckOptions& o, DiskMounts& mounts,
+                                     ImageCheckResult& r) {
+  if (o.before_mount) {
+    if (std::string problem = o.before_mount(scratch); !problem.empty()) {
+      r.checker.exit_code = -1;
+      r.checker.setup_error = fmt::format("{}: {}", label, problem);
+      return false;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(mountpoint, ec);
+  auto mount = [&]() -> absl::Status { return mounts.Mount(fs, scratch, mountpoint); };
+  ASSIGN_OR_RETURN(FsRecovery recovery, RecoverFileSystem(fs, scratch, mount, o.timeout_seconds));
+  for (FsStepResult& step : recovery.steps) {
+    step.disk = label;
+    r.fs.steps.push_back(std::move(step));
+  }
+  r.fs.repaired = r.fs.repaired || recovery.repaired;
+  if (recovery.unrecoverable) {
+    r.fs.unrecoverable = true;
+    r.checker.exit_code = -1;
+    r.checker.setup_error =
+        fmt::format("{}: file system unrecoverable: {}", label, recovery.Describe());
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string DiskVariable(uint32_t disk, bool raw) {
@@ -50,78 +132,27 @@ absl::StatusOr<ImageCheckResult> CheckDiskSetImage(int image_fd, const std::stri
   ImageCheckResult r;
   r.kernel = HostKernelRelease();
   r.method = "loop mount per disk";
-  std::vector<std::unique_ptr<LoopMount>> mounts;
+  DiskMounts mounts;
   std::vector<std::pair<std::string, std::string>> env;
-  auto unmount_all = [&]() -> absl::Status {
-    absl::Status first = absl::OkStatus();
-    for (auto it = mounts.rbegin(); it != mounts.rend(); ++it) {
-      absl::Status s = (*it)->Unmount();
-      if (first.ok()) first = s;
-    }
-    mounts.clear();
-    return first;
-  };
   for (uint32_t d = 0; d < disks; ++d) {
-    const DiskExtent& extent = o.layout.extents()[d];
     const std::string label = fmt::format("disk {}", d + 1);
-    const std::string scratch = fmt::format("{}.disk{}.img", o.work_prefix, d + 1);
-    ASSIGN_OR_RETURN(int fd, FreshFile(scratch, extent.bytes));
-    absl::Status copied =
-        CopyRangeOnto(image_fd, extent.offset, fd, 0, extent.bytes, image_path, scratch);
-    ::close(fd);
-    RETURN_IF_ERROR(copied);
+    ASSIGN_OR_RETURN(const std::string scratch, CopyDiskOut(image_fd, image_path, o, d));
     const FileSystem& fs = FileSystemOf(o.fs[d]);
     if (fs.raw()) {
       env.emplace_back(DiskVariable(d, /*raw=*/true), scratch);
       continue;
     }
-    if (o.before_mount) {
-      if (std::string problem = o.before_mount(scratch); !problem.empty()) {
-        RETURN_IF_ERROR(unmount_all());
-        r.checker.exit_code = -1;
-        r.checker.setup_error = fmt::format("{}: {}", label, problem);
-        return r;  // judged as not recoverable
-      }
-    }
     const std::string mountpoint = fmt::format("{}.disk{}.mnt", o.work_prefix, d + 1);
-    std::error_code ec;
-    std::filesystem::create_directories(mountpoint, ec);
-    auto mount = [&]() -> absl::Status {
-      auto m = LoopMount::Mount(scratch, fs.name, mountpoint, fs.mount_options);
-      if (!m.ok()) {
-        if (absl::IsPermissionDenied(m.status())) {
-          return absl::PermissionDeniedError(fmt::format(
-              "{}: checking a set of several disks loop-mounts each of them, which needs root "
-              "(CAP_SYS_ADMIN) here: run as root",
-              std::string(m.status().message())));
-        }
-        return m.status();
-      }
-      mounts.push_back(*std::move(m));
-      return absl::OkStatus();
-    };
-    auto recovery = RecoverFileSystem(fs, scratch, mount, o.timeout_seconds);
-    if (!recovery.ok()) {
-      RETURN_IF_ERROR(unmount_all());
-      return recovery.status();
-    }
-    for (FsStepResult& step : recovery->steps) {
-      step.disk = label;
-      r.fs.steps.push_back(std::move(step));
-    }
-    r.fs.repaired = r.fs.repaired || recovery->repaired;
-    if (recovery->unrecoverable) {
-      RETURN_IF_ERROR(unmount_all());
-      r.fs.unrecoverable = true;
-      r.checker.exit_code = -1;
-      r.checker.setup_error =
-          fmt::format("{}: file system unrecoverable: {}", label, recovery->Describe());
-      return r;
+    absl::StatusOr<bool> mounted = RecoverAndMount(fs, scratch, label, mountpoint, o, mounts, r);
+    if (!mounted.ok() || !*mounted) {
+      RETURN_IF_ERROR(mounts.UnmountAll());
+      if (!mounted.ok()) return mounted.status();
+      return r;  // judged as not recoverable
     }
     env.emplace_back(DiskVariable(d, /*raw=*/false), mountpoint);
   }
   auto out = RunChecker(o.checker, env, o.timeout_seconds);
-  absl::Status unmounted = unmount_all();
+  absl::Status unmounted = mounts.UnmountAll();
   if (!out.ok()) return out.status();
   RETURN_IF_ERROR(unmounted);
   r.checker = *std::move(out);

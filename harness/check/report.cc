@@ -54,6 +54,95 @@ nlohmann::json DisksJson(const CheckReport& r) {
   return disks;
 }
 
+// One model's result: its counts, its loss, and the verdicts that stand for it.
+nlohmann::json ModelResultJson(const ModelResult& m) {
+  nlohmann::json dist = nlohmann::json::object();
+  for (const auto& [lost, count] : m.lost_acks_distribution) dist[std::to_string(lost)] = count;
+  nlohmann::json examples = nlohmann::json::array();
+  for (const Verdict& v : m.examples) examples.push_back(VerdictJson(v));
+  nlohmann::json j = {
+      {"workload", m.workload},
+      {"cache", m.model.Name()},
+      {"cache_code", m.model.Code()},
+      {"points", m.points},
+      {"states", m.states},
+      {"states_planned", m.states_planned},
+      {"states_checked", m.states},
+      {"states_unchecked", m.states_unchecked()},
+      {"complete", m.complete()},
+      {"stopped", m.stopped == StopReason::kNone ? nlohmann::json(nullptr)
+                                                 : nlohmann::json(StopReasonName(m.stopped))},
+      {"checked", m.checked},
+      {"deduplicated", m.deduplicated},
+      {"violations", m.violations},
+      {"fs_unrecoverable", m.fs_unrecoverable},
+      {"fs_repaired", m.fs_repaired},
+      {"torn_unacked", m.torn_unacked},
+      {"passed", m.violations == 0},
+      {"lost_acks_max", m.lost_acks_max},
+      {"lost_acks_max_exact", m.lost_acks_exact()},
+      {"lost_acks_distribution", dist},
+      {"first_violation",
+       m.first_violation ? VerdictJson(*m.first_violation) : nlohmann::json(nullptr)},
+      {"first_fs_unrecoverable",
+       m.first_fs_unrecoverable ? VerdictJson(*m.first_fs_unrecoverable) : nlohmann::json(nullptr)},
+      {"first_fs_repaired",
+       m.first_fs_repaired ? VerdictJson(*m.first_fs_repaired) : nlohmann::json(nullptr)},
+      {"worst_violation",
+       m.worst_violation ? VerdictJson(*m.worst_violation) : nlohmann::json(nullptr)},
+      {"could_not_check", m.could_not_check},
+      {"first_could_not_check",
+       m.first_could_not_check ? VerdictJson(*m.first_could_not_check) : nlohmann::json(nullptr)},
+      {"checker_failures", m.checker_failures},
+      {"first_checker_failure",
+       m.first_checker_failure ? VerdictJson(*m.first_checker_failure) : nlohmann::json(nullptr)},
+      {"examples", examples},
+      {"seconds", m.seconds},
+      {"states_per_second", m.seconds > 0 ? m.states / m.seconds : 0.0},
+      {"notes", m.notes}};
+  if (m.model.mode == CacheMode::kLying) {
+    j["lying_window"] = {{"value", m.model.window},
+                         {"unit", m.model.window_in_bytes ? "bytes" : "entries"}};
+  }
+  return j;
+}
+
+// What was checked: the recording.
+nlohmann::json TraceJson(const CheckReport& r) {
+  return {{"path", r.trace_path},
+          {"hash", r.trace_hash},
+          {"entries", r.trace_entries},
+          {"acks", r.trace_acks},
+          {"sector_size", r.sector_size},
+          {"physical_sector", r.physical_sector},
+          {"order", r.order},
+          {"notes", r.trace_notes}};
+}
+
+// How it was checked: the options that decide the states and the verdicts.
+nlohmann::json ParametersJson(const CheckReport& r) {
+  return {{"base_image", r.base_image},
+          {"checker", r.checker},
+          {"fs", r.fs},
+          {"mkfs", r.mkfs_command},
+          {"fs_block_size", r.fs_block_size},
+          {"check_method", r.check_method},
+          {"check_kernel", r.check_kernel},
+          {"fs_failures_are_violations", r.fs_failures_are_violations},
+          {"atomic_unit", r.atomic_unit},
+          {"points", r.points},
+          {"max_exhaustive", r.states.max_exhaustive},
+          {"samples", r.states.samples},
+          {"torn", r.states.torn},
+          {"torn_inflight", r.states.torn_inflight},
+          {"seed", r.seed},
+          {"ordered", r.ordered},
+          {"oracle", r.latest_ack_only ? "latest-ack" : "every-ack"},
+          {"workers", r.workers},
+          {"exhaustive", r.exhaustive},
+          {"budget_seconds", r.budget_seconds}};
+}
+
 }  // namespace
 
 std::string StatesText(const ModelResult& m) {
@@ -97,93 +186,11 @@ std::string StatesLegend(const std::vector<ModelResult>& results) {
 
 nlohmann::json ReportToJson(const CheckReport& r) {
   nlohmann::json results = nlohmann::json::array();
-  for (const ModelResult& m : r.results) {
-    nlohmann::json dist = nlohmann::json::object();
-    for (const auto& [lost, count] : m.lost_acks_distribution) dist[std::to_string(lost)] = count;
-    nlohmann::json examples = nlohmann::json::array();
-    for (const Verdict& v : m.examples) examples.push_back(VerdictJson(v));
-    nlohmann::json j = {
-        {"workload", m.workload},
-        {"cache", m.model.Name()},
-        {"cache_code", m.model.Code()},
-        {"points", m.points},
-        {"states", m.states},
-        {"states_planned", m.states_planned},
-        {"states_checked", m.states},
-        {"states_unchecked", m.states_unchecked()},
-        {"complete", m.complete()},
-        {"stopped", m.stopped == StopReason::kNone ? nlohmann::json(nullptr)
-                                                   : nlohmann::json(StopReasonName(m.stopped))},
-        {"checked", m.checked},
-        {"deduplicated", m.deduplicated},
-        {"violations", m.violations},
-        {"fs_unrecoverable", m.fs_unrecoverable},
-        {"fs_repaired", m.fs_repaired},
-        {"torn_unacked", m.torn_unacked},
-        {"passed", m.violations == 0},
-        {"lost_acks_max", m.lost_acks_max},
-        {"lost_acks_max_exact", m.lost_acks_exact()},
-        {"lost_acks_distribution", dist},
-        {"first_violation",
-         m.first_violation ? VerdictJson(*m.first_violation) : nlohmann::json(nullptr)},
-        {"first_fs_unrecoverable", m.first_fs_unrecoverable ? VerdictJson(*m.first_fs_unrecoverable)
-                                                            : nlohmann::json(nullptr)},
-        {"first_fs_repaired",
-         m.first_fs_repaired ? VerdictJson(*m.first_fs_repaired) : nlohmann::json(nullptr)},
-        {"worst_violation",
-         m.worst_violation ? VerdictJson(*m.worst_violation) : nlohmann::json(nullptr)},
-        {"could_not_check", m.could_not_check},
-        {"first_could_not_check",
-         m.first_could_not_check ? VerdictJson(*m.first_could_not_check) : nlohmann::json(nullptr)},
-        {"checker_failures", m.checker_failures},
-        {"first_checker_failure",
-         m.first_checker_failure ? VerdictJson(*m.first_checker_failure) : nlohmann::json(nullptr)},
-        {"examples", examples},
-        {"seconds", m.seconds},
-        {"states_per_second", m.seconds > 0 ? m.states / m.seconds : 0.0},
-        {"notes", m.notes}};
-    if (m.model.mode == CacheMode::kLying) {
-      j["lying_window"] = {{"value", m.model.window},
-                           {"unit", m.model.window_in_bytes ? "bytes" : "entries"}};
-    }
-    results.push_back(j);
-  }
-  return {{"schema", "powercut-report/1"},
-          {"trace",
-           {{"path", r.trace_path},
-            {"hash", r.trace_hash},
-            {"entries", r.trace_entries},
-            {"acks", r.trace_acks},
-            {"sector_size", r.sector_size},
-            {"physical_sector", r.physical_sector},
-            {"order", r.order},
-            {"notes", r.trace_notes}}},
-          {"parameters",
-           {{"base_image", r.base_image},
-            {"checker", r.checker},
-            {"fs", r.fs},
-            {"mkfs", r.mkfs_command},
-            {"fs_block_size", r.fs_block_size},
-            {"check_method", r.check_method},
-            {"check_kernel", r.check_kernel},
-            {"fs_failures_are_violations", r.fs_failures_are_violations},
-            {"atomic_unit", r.atomic_unit},
-            {"points", r.points},
-            {"max_exhaustive", r.states.max_exhaustive},
-            {"samples", r.states.samples},
-            {"torn", r.states.torn},
-            {"torn_inflight", r.states.torn_inflight},
-            {"seed", r.seed},
-            {"ordered", r.ordered},
-            {"oracle", r.latest_ack_only ? "latest-ack" : "every-ack"},
-            {"workers", r.workers},
-            {"exhaustive", r.exhaustive},
-            {"budget_seconds", r.budget_seconds}}},
-          {"disks", DisksJson(r)},
-          {"results", results},
-          {"passed", r.passed()},
-          {"complete", r.complete()},
-          {"seconds", r.seconds}};
+  for (const ModelResult& m : r.results) results.push_back(ModelResultJson(m));
+  return {
+      {"schema", "powercut-report/1"}, {"trace", TraceJson(r)}, {"parameters", ParametersJson(r)},
+      {"disks", DisksJson(r)},         {"results", results},    {"passed", r.passed()},
+      {"complete", r.complete()},      {"seconds", r.seconds}};
 }
 
 std::string ReportToJunit(const CheckReport& r) {

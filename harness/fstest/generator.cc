@@ -256,38 +256,9 @@ class Builder {
       case OpKind::kWrite:
       case OpKind::kFalloc:
       case OpKind::kDwrite:
-      case OpKind::kMmapwrite: {
-        // ACE gives every falloc, and every overwrite, data to work on first.
-        if (c.range == Range::kAppend && c.kind != OpKind::kFalloc) {
-          EnsureFile(c.a);
-        } else {
-          EnsureData(c.a);
-        }
-        const uint64_t size = Size(c.a);
-        const bool aligned = c.kind == OpKind::kDwrite || c.kind == OpKind::kMmapwrite;
-        switch (c.range) {
-          case Range::kAppend:
-            op.offset = aligned
-                            ? (size + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment
-                            : size;
-            op.length = kAppendBytes;
-            break;
-          case Range::kOverlapUnalignedStart:
-            op.length = kUnalignedBytes;
-            break;
-          case Range::kOverlapExtend:
-            op.offset = size > kExtendBefore ? size - kExtendBefore : 0;
-            op.length = kUnalignedBytes;
-            break;
-          case Range::kOverlapStart:
-            op.length = kOverlapBytes;
-            break;
-          default:
-            break;
-        }
-        op.mode = c.mode;
+      case OpKind::kMmapwrite:
+        PrepareDataOp(c, op);
         break;
-      }
       case OpKind::kTruncate:
         EnsureData(c.a);
         op.length = c.range == Range::kAligned ? 0 : kUnalignedTruncate;
@@ -314,15 +285,9 @@ class Builder {
         op.name = kXattrName;
         op.value = kXattrValue;
         break;
-      case OpKind::kRemovexattr: {
-        EnsureFile(c.a);
-        const std::optional<uint64_t> n = model_.Lookup(c.a);
-        if (model_.inode(*n).xattrs.count(kXattrName) == 0) {
-          Emit({.kind = OpKind::kSetxattr, .path = c.a, .name = kXattrName, .value = kXattrValue});
-        }
-        op.name = kXattrName;
+      case OpKind::kRemovexattr:
+        PrepareRemovexattr(c, op);
         break;
-      }
       default:
         break;
     }
@@ -341,6 +306,49 @@ class Builder {
   }
 
  private:
+  // A write, falloc, direct write or mmap write: a file with data to work on, and the range
+  // the core's Range names.
+  void PrepareDataOp(const Core& c, Op& op) {
+    // ACE gives every falloc, and every overwrite, data to work on first.
+    if (c.range == Range::kAppend && c.kind != OpKind::kFalloc) {
+      EnsureFile(c.a);
+    } else {
+      EnsureData(c.a);
+    }
+    const uint64_t size = Size(c.a);
+    const bool aligned = c.kind == OpKind::kDwrite || c.kind == OpKind::kMmapwrite;
+    switch (c.range) {
+      case Range::kAppend:
+        op.offset =
+            aligned ? (size + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment : size;
+        op.length = kAppendBytes;
+        break;
+      case Range::kOverlapUnalignedStart:
+        op.length = kUnalignedBytes;
+        break;
+      case Range::kOverlapExtend:
+        op.offset = size > kExtendBefore ? size - kExtendBefore : 0;
+        op.length = kUnalignedBytes;
+        break;
+      case Range::kOverlapStart:
+        op.length = kOverlapBytes;
+        break;
+      default:
+        break;
+    }
+    op.mode = c.mode;
+  }
+
+  // removexattr needs an xattr to remove: set one first where the file has none.
+  void PrepareRemovexattr(const Core& c, Op& op) {
+    EnsureFile(c.a);
+    const std::optional<uint64_t> n = model_.Lookup(c.a);
+    if (model_.inode(*n).xattrs.count(kXattrName) == 0) {
+      Emit({.kind = OpKind::kSetxattr, .path = c.a, .name = kXattrName, .value = kXattrValue});
+    }
+    op.name = kXattrName;
+  }
+
   Workload* w_;
   ModelFs model_;
 };

@@ -244,44 +244,111 @@ absl::Status ModelFs::ApplyRename(const Op& op, Effects* effects) {
   return absl::OkStatus();
 }
 
+// creat(2): a new empty file, or an existing one truncated.
+absl::Status ModelFs::ApplyCreat(const Op& op, Effects& fx) {
+  ASSIGN_OR_RETURN(Parent parent, ParentOf(op.path));
+  if (Exists(op.path)) {
+    // creat(2) of an existing file truncates it.
+    ASSIGN_OR_RETURN(uint64_t file, ExistingFile(op.path));
+    inodes_.at(file).data.clear();
+    fx.data.insert(file);
+    fx.meta.insert(file);
+    return absl::OkStatus();
+  }
+  inodes_[next_] = Inode{};
+  inodes_.at(parent.dir).entries[parent.name] = next_++;
+  fx.entries.insert(parent.dir);
+  fx.meta.insert(parent.dir);
+  return absl::OkStatus();
+}
+
+// mkdir(2) or symlink(2): a new folder or link that must not exist yet.
+absl::Status ModelFs::ApplyNewNode(const Op& op, Effects& fx) {
+  ASSIGN_OR_RETURN(Parent parent, ParentOf(op.path));
+  if (Exists(op.path)) return Errno("EEXIST", op.path, "already exists");
+  Inode node;
+  node.type = op.kind == OpKind::kMkdir ? NodeType::kDir : NodeType::kSymlink;
+  if (op.kind == OpKind::kMkdir) {
+    node.nlink = 2;
+    ++inodes_.at(parent.dir).nlink;
+  } else {
+    node.data = op.path2;
+  }
+  inodes_[next_] = node;
+  inodes_.at(parent.dir).entries[parent.name] = next_++;
+  fx.entries.insert(parent.dir);
+  fx.meta.insert(parent.dir);
+  return absl::OkStatus();
+}
+
+// link(2): one more name for an existing non-folder.
+absl::Status ModelFs::ApplyLink(const Op& op, Effects& fx) {
+  ASSIGN_OR_RETURN(uint64_t file, Existing(op.path));
+  if (inodes_.at(file).type == NodeType::kDir) {
+    return Errno("EPERM", op.path, "is a folder (hard links to folders are not allowed)");
+  }
+  ASSIGN_OR_RETURN(Parent parent, ParentOf(op.path2));
+  if (Exists(op.path2)) return Errno("EEXIST", op.path2, "already exists");
+  ++inodes_.at(file).nlink;
+  inodes_.at(parent.dir).entries[parent.name] = file;
+  fx.meta.insert({file, parent.dir});
+  fx.entries.insert(parent.dir);
+  return absl::OkStatus();
+}
+
+// unlink(2) of a file, or remove(3) of a file or an empty folder.
+absl::Status ModelFs::ApplyUnlink(const Op& op, Effects& fx) {
+  ASSIGN_OR_RETURN(uint64_t node, Existing(op.path));
+  ASSIGN_OR_RETURN(Parent parent, ParentOf(op.path));
+  const Inode& n = inodes_.at(node);
+  if (n.type == NodeType::kDir) {
+    if (op.kind == OpKind::kUnlink) {
+      return Errno("EISDIR", op.path, "is a folder (unlink removes files; use remove)");
+    }
+    if (!n.entries.empty()) return Errno("ENOTEMPTY", op.path, "is a folder that is not empty");
+  }
+  fx.unnamed.emplace_back(op.path);
+  fx.entries.insert(parent.dir);
+  fx.meta.insert(parent.dir);
+  if (n.nlink > 1 && n.type != NodeType::kDir) fx.meta.insert(node);
+  Unlink(parent.dir, parent.name);
+  return absl::OkStatus();
+}
+
+// setxattr(2) or removexattr(2) of a user xattr; links have none.
+absl::Status ModelFs::ApplyXattr(const Op& op, Effects& fx) {
+  ASSIGN_OR_RETURN(uint64_t node, Existing(op.path));
+  Inode& n = inodes_.at(node);
+  if (n.type == NodeType::kSymlink) {
+    return Errno("EPERM", op.path, "is a symbolic link (user xattrs are not allowed on links)");
+  }
+  if (op.kind == OpKind::kSetxattr) {
+    n.xattrs[op.name] = op.value;
+  } else if (n.xattrs.erase(op.name) == 0) {
+    return Errno("ENODATA", op.path, fmt::format("has no xattr {}", op.name));
+  }
+  fx.meta.insert(node);
+  return absl::OkStatus();
+}
+
+// fsync(2) or fdatasync(2): changes no content, but needs a node that is not a link.
+absl::Status ModelFs::ApplySync(const Op& op) const {
+  ASSIGN_OR_RETURN(uint64_t node, Existing(op.path));
+  if (inodes_.at(node).type == NodeType::kSymlink) {
+    return Errno("ELOOP", op.path, "is a symbolic link (the language does not follow links)");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ModelFs::Apply(const Op& op, Effects* effects) {
   Effects ignored;
   Effects* fx = effects != nullptr ? effects : &ignored;
   switch (op.kind) {
-    case OpKind::kCreat: {
-      ASSIGN_OR_RETURN(Parent parent, ParentOf(op.path));
-      if (Exists(op.path)) {
-        // creat(2) of an existing file truncates it.
-        ASSIGN_OR_RETURN(uint64_t file, ExistingFile(op.path));
-        inodes_.at(file).data.clear();
-        fx->data.insert(file);
-        fx->meta.insert(file);
-        return absl::OkStatus();
-      }
-      inodes_[next_] = Inode{};
-      inodes_.at(parent.dir).entries[parent.name] = next_++;
-      fx->entries.insert(parent.dir);
-      fx->meta.insert(parent.dir);
-      return absl::OkStatus();
-    }
+    case OpKind::kCreat:
+      return ApplyCreat(op, *fx);
     case OpKind::kMkdir:
-    case OpKind::kSymlink: {
-      ASSIGN_OR_RETURN(Parent parent, ParentOf(op.path));
-      if (Exists(op.path)) return Errno("EEXIST", op.path, "already exists");
-      Inode node;
-      node.type = op.kind == OpKind::kMkdir ? NodeType::kDir : NodeType::kSymlink;
-      if (op.kind == OpKind::kMkdir) {
-        node.nlink = 2;
-        ++inodes_.at(parent.dir).nlink;
-      } else {
-        node.data = op.path2;
-      }
-      inodes_[next_] = node;
-      inodes_.at(parent.dir).entries[parent.name] = next_++;
-      fx->entries.insert(parent.dir);
-      fx->meta.insert(parent.dir);
-      return absl::OkStatus();
-    }
+    case OpKind::kSymlink:
+      return ApplyNewNode(op, *fx);
     case OpKind::kWrite:
     case OpKind::kDwrite:
     case OpKind::kMmapwrite:
@@ -290,62 +357,19 @@ absl::Status ModelFs::Apply(const Op& op, Effects* effects) {
       ASSIGN_OR_RETURN(uint64_t file, ExistingFile(op.path));
       return ApplyData(op, file, fx);
     }
-    case OpKind::kLink: {
-      ASSIGN_OR_RETURN(uint64_t file, Existing(op.path));
-      if (inodes_.at(file).type == NodeType::kDir) {
-        return Errno("EPERM", op.path, "is a folder (hard links to folders are not allowed)");
-      }
-      ASSIGN_OR_RETURN(Parent parent, ParentOf(op.path2));
-      if (Exists(op.path2)) return Errno("EEXIST", op.path2, "already exists");
-      ++inodes_.at(file).nlink;
-      inodes_.at(parent.dir).entries[parent.name] = file;
-      fx->meta.insert({file, parent.dir});
-      fx->entries.insert(parent.dir);
-      return absl::OkStatus();
-    }
+    case OpKind::kLink:
+      return ApplyLink(op, *fx);
     case OpKind::kUnlink:
-    case OpKind::kRemove: {
-      ASSIGN_OR_RETURN(uint64_t node, Existing(op.path));
-      ASSIGN_OR_RETURN(Parent parent, ParentOf(op.path));
-      const Inode& n = inodes_.at(node);
-      if (n.type == NodeType::kDir) {
-        if (op.kind == OpKind::kUnlink) {
-          return Errno("EISDIR", op.path, "is a folder (unlink removes files; use remove)");
-        }
-        if (!n.entries.empty()) return Errno("ENOTEMPTY", op.path, "is a folder that is not empty");
-      }
-      fx->unnamed.emplace_back(op.path);
-      fx->entries.insert(parent.dir);
-      fx->meta.insert(parent.dir);
-      if (n.nlink > 1 && n.type != NodeType::kDir) fx->meta.insert(node);
-      Unlink(parent.dir, parent.name);
-      return absl::OkStatus();
-    }
+    case OpKind::kRemove:
+      return ApplyUnlink(op, *fx);
     case OpKind::kRename:
       return ApplyRename(op, fx);
     case OpKind::kSetxattr:
-    case OpKind::kRemovexattr: {
-      ASSIGN_OR_RETURN(uint64_t node, Existing(op.path));
-      Inode& n = inodes_.at(node);
-      if (n.type == NodeType::kSymlink) {
-        return Errno("EPERM", op.path, "is a symbolic link (user xattrs are not allowed on links)");
-      }
-      if (op.kind == OpKind::kSetxattr) {
-        n.xattrs[op.name] = op.value;
-      } else if (n.xattrs.erase(op.name) == 0) {
-        return Errno("ENODATA", op.path, fmt::format("has no xattr {}", op.name));
-      }
-      fx->meta.insert(node);
-      return absl::OkStatus();
-    }
+    case OpKind::kRemovexattr:
+      return ApplyXattr(op, *fx);
     case OpKind::kFsync:
-    case OpKind::kFdatasync: {
-      ASSIGN_OR_RETURN(uint64_t node, Existing(op.path));
-      if (inodes_.at(node).type == NodeType::kSymlink) {
-        return Errno("ELOOP", op.path, "is a symbolic link (the language does not follow links)");
-      }
-      return absl::OkStatus();
-    }
+    case OpKind::kFdatasync:
+      return ApplySync(op);
     case OpKind::kSyncFileRange: {
       ASSIGN_OR_RETURN(uint64_t file, ExistingFile(op.path));
       (void)file;

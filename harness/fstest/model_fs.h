@@ -76,6 +76,12 @@ class ModelFs {
   void Unlink(uint64_t dir, const std::string& name);
   absl::Status ApplyData(const Op& op, uint64_t file, Effects* effects);
   absl::Status ApplyRename(const Op& op, Effects* effects);
+  absl::Status ApplyCreat(const Op& op, Effects& fx);
+  absl::Status ApplyNewNode(const Op& op, Effects& fx);
+  absl::Status ApplyLink(const Op& op, Effects& fx);
+  absl::Status ApplyUnlink(const Op& op, Effects& fx);
+  absl::Status ApplyXattr(const Op& op, Effects& fx);
+  absl::Status ApplySync(const Op& op) const;
 
   std::map<uint64_t, Inode> inodes_;
   uint64_t next_ = 2;

@@ -128,6 +128,84 @@ absl::Status CheckXattr(std::string_view name, std::string_view value, bool has_
   return absl::OkStatus();
 }
 
+// One argument of an operation: args[i] is its letter in OpArguments (numbers counts the
+// numbers already read, since OFF comes before LEN).
+absl::Status ParseArgument(OpKind kind, std::string_view args, size_t i, std::string_view w,
+                           int& numbers, Op& op) {
+  const bool root_allowed = kind == OpKind::kFsync || kind == OpKind::kFdatasync;
+  switch (args[i]) {
+    case 'P':
+      RETURN_IF_ERROR(CheckPath(w, root_allowed));
+      op.path = std::string(w);
+      break;
+    case 'Q':
+      RETURN_IF_ERROR(CheckPath(w, false));
+      (kind == OpKind::kSymlink ? op.path : op.path2) = std::string(w);
+      break;
+    case 'T':
+      if (w.size() > kMaxPathBytes) {
+        return absl::InvalidArgumentError(
+            fmt::format("symlink target is longer than {} bytes", kMaxPathBytes));
+      }
+      op.path2 = std::string(w);
+      break;
+    case 'N': {
+      const bool is_length = std::count(args.begin(), args.end(), 'N') == 1 || numbers == 1;
+      ASSIGN_OR_RETURN(uint64_t v, Number(w, is_length ? "LEN" : "OFF"));
+      if (is_length) {
+        op.length = v;
+      } else {
+        op.offset = v;
+      }
+      ++numbers;
+      break;
+    }
+    case 'M': {
+      const std::optional<FallocMode> mode = FallocModeFromName(w);
+      if (!mode) {
+        return absl::InvalidArgumentError(
+            fmt::format("falloc MODE {} is not one of default, keep_size, punch_hole, zero_range, "
+                        "zero_range_keep_size",
+                        w));
+      }
+      op.mode = *mode;
+      break;
+    }
+    case 'X':
+      op.name = std::string(w);
+      break;
+    case 'V':
+      op.value = std::string(w);
+      break;
+    default:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+// What the operation's arguments must satisfy together: xattr names, ranges, alignment.
+absl::Status CheckOpArguments(const Op& op, std::string_view name, std::string_view args) {
+  if (op.kind == OpKind::kSetxattr || op.kind == OpKind::kRemovexattr) {
+    RETURN_IF_ERROR(CheckXattr(op.name, op.value, op.kind == OpKind::kSetxattr));
+  }
+  const bool ranged = args.find('N') != std::string_view::npos && op.kind != OpKind::kTruncate;
+  if (ranged && op.kind != OpKind::kSyncFileRange && op.length == 0) {
+    return absl::InvalidArgumentError(fmt::format("{}: LEN must be at least 1", name));
+  }
+  if (op.offset + op.length > kMaxFileBytes ||
+      (op.kind == OpKind::kTruncate && op.length > kMaxFileBytes)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} reaches past {} bytes, the largest file the language models", name, kMaxFileBytes));
+  }
+  if (op.kind == OpKind::kDwrite &&
+      (op.offset % kDirectAlignment != 0 || op.length % kDirectAlignment != 0)) {
+    return absl::InvalidArgumentError(
+        fmt::format("dwrite (O_DIRECT): OFF and LEN must be multiples of {} (got {} and {})",
+                    kDirectAlignment, op.offset, op.length));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Op> ParseOp(const std::vector<std::string_view>& words) {
   const std::optional<OpKind> kind = OpKindFromName(words[0]);
   if (!kind) {
@@ -142,76 +220,11 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string_view>& words) {
   }
   Op op;
   op.kind = *kind;
-  const bool root_allowed = *kind == OpKind::kFsync || *kind == OpKind::kFdatasync;
   int numbers = 0;
   for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view w = words[i + 1];
-    switch (args[i]) {
-      case 'P':
-        RETURN_IF_ERROR(CheckPath(w, root_allowed));
-        op.path = std::string(w);
-        break;
-      case 'Q':
-        RETURN_IF_ERROR(CheckPath(w, false));
-        (*kind == OpKind::kSymlink ? op.path : op.path2) = std::string(w);
-        break;
-      case 'T':
-        if (w.size() > kMaxPathBytes) {
-          return absl::InvalidArgumentError(
-              fmt::format("symlink target is longer than {} bytes", kMaxPathBytes));
-        }
-        op.path2 = std::string(w);
-        break;
-      case 'N': {
-        const bool is_length = std::count(args.begin(), args.end(), 'N') == 1 || numbers == 1;
-        ASSIGN_OR_RETURN(uint64_t v, Number(w, is_length ? "LEN" : "OFF"));
-        if (is_length) {
-          op.length = v;
-        } else {
-          op.offset = v;
-        }
-        ++numbers;
-        break;
-      }
-      case 'M': {
-        const std::optional<FallocMode> mode = FallocModeFromName(w);
-        if (!mode) {
-          return absl::InvalidArgumentError(fmt::format(
-              "falloc MODE {} is not one of default, keep_size, punch_hole, zero_range, "
-              "zero_range_keep_size",
-              w));
-        }
-        op.mode = *mode;
-        break;
-      }
-      case 'X':
-        op.name = std::string(w);
-        break;
-      case 'V':
-        op.value = std::string(w);
-        break;
-      default:
-        break;
-    }
+    RETURN_IF_ERROR(ParseArgument(*kind, args, i, words[i + 1], numbers, op));
   }
-  if (op.kind == OpKind::kSetxattr || op.kind == OpKind::kRemovexattr) {
-    RETURN_IF_ERROR(CheckXattr(op.name, op.value, op.kind == OpKind::kSetxattr));
-  }
-  const bool ranged = args.find('N') != std::string_view::npos && op.kind != OpKind::kTruncate;
-  if (ranged && op.kind != OpKind::kSyncFileRange && op.length == 0) {
-    return absl::InvalidArgumentError(fmt::format("{}: LEN must be at least 1", words[0]));
-  }
-  if (op.offset + op.length > kMaxFileBytes ||
-      (op.kind == OpKind::kTruncate && op.length > kMaxFileBytes)) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{} reaches past {} bytes, the largest file the language models", words[0], kMaxFileBytes));
-  }
-  if (op.kind == OpKind::kDwrite &&
-      (op.offset % kDirectAlignment != 0 || op.length % kDirectAlignment != 0)) {
-    return absl::InvalidArgumentError(
-        fmt::format("dwrite (O_DIRECT): OFF and LEN must be multiples of {} (got {} and {})",
-                    kDirectAlignment, op.offset, op.length));
-  }
+  RETURN_IF_ERROR(CheckOpArguments(op, words[0], args));
   return op;
 }
 

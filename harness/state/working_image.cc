@@ -152,28 +152,72 @@ absl::Status WorkingImage::Rewind(uint64_t point) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A torn entry must be one the state may tear: the in-flight write or a volatile one.
+absl::Status CheckTornEntry(const Trace& trace, const CrashState& state, const PointView& view) {
+  if (!state.torn_entry) return absl::OkStatus();
+  uint64_t t = *state.torn_entry;
+  auto has = [t](const std::vector<uint64_t>& list) {
+    return std::find(list.begin(), list.end(), t) != list.end();
+  };
+  bool ok = (view.inflight && *view.inflight == t) || has(view.volatile_entries) ||
+            has(view.inflight_other_disks);
+  if (!ok || trace.entries[t].is_discard()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "state at point {} tears entry {}, which is neither the in-flight write nor a volatile "
+        "write at that point under cache {}",
+        state.point, t, state.model.Code()));
+  }
+  return absl::OkStatus();
+}
+
+// The granules of the torn entry's units that `state` keeps (written).
+absl::flat_hash_set<uint64_t> TornGranules(const Trace& trace, const CrashState& state,
+                                           uint32_t granule) {
+  absl::flat_hash_set<uint64_t> torn_granules;
+  if (!state.torn_entry) return torn_granules;
+  const uint32_t ss = trace.sector_size;
+  const TraceEntry& t = trace.entries[*state.torn_entry];
+  const uint32_t unit = state.model.UnitOf(t.disk);  // the torn write's own disk
+  uint64_t begin = t.header.sector * ss;
+  uint64_t end = begin + t.header.nr_sectors * ss;
+  uint64_t first_unit = begin / unit;
+  uint64_t units = (end - 1) / unit - first_unit + 1;
+  for (uint64_t g = begin / granule; g < end / granule; ++g) {
+    uint64_t u = g * granule / unit - first_unit;
+    if (state.torn_units.Contains(u, units)) torn_granules.insert(g);
+  }
+  return torn_granules;
+}
+
+// The granules the dropped entries and the torn units cover, ascending and unique.
+std::vector<uint64_t> AffectedGranules(const Trace& trace, const std::vector<uint64_t>& dropped,
+                                       const absl::flat_hash_set<uint64_t>& torn_granules,
+                                       uint32_t granule) {
+  const uint32_t ss = trace.sector_size;
+  std::vector<uint64_t> affected;
+  for (uint64_t d : dropped) {
+    const TraceEntry& e = trace.entries[d];
+    uint64_t first = e.header.sector * ss / granule;
+    uint64_t last = (e.header.sector + e.header.nr_sectors) * ss / granule;
+    for (uint64_t g = first; g < last; ++g) affected.push_back(g);
+  }
+  affected.insert(affected.end(), torn_granules.begin(), torn_granules.end());
+  std::sort(affected.begin(), affected.end());
+  affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
+  return affected;
+}
+
+}  // namespace
+
 absl::Status WorkingImage::Materialize(const CrashState& state, const PointView& view) {
   const Trace& trace = trace_->trace();
-  const uint32_t ss = trace.sector_size;
   if (state.point > trace.entries.size()) {
     return absl::OutOfRangeError(fmt::format("state point {} is past the trace's {} entries",
                                              state.point, trace.entries.size()));
   }
-  const uint64_t m = view.volatile_entries.size();
-  if (state.torn_entry) {
-    uint64_t t = *state.torn_entry;
-    auto has = [t](const std::vector<uint64_t>& list) {
-      return std::find(list.begin(), list.end(), t) != list.end();
-    };
-    bool ok = (view.inflight && *view.inflight == t) || has(view.volatile_entries) ||
-              has(view.inflight_other_disks);
-    if (!ok || trace.entries[t].is_discard()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "state at point {} tears entry {}, which is neither the in-flight write nor a volatile "
-          "write at that point under cache {}",
-          state.point, t, state.model.Code()));
-    }
-  }
+  RETURN_IF_ERROR(CheckTornEntry(trace, state, view));
   // 1. Back to the prefix image.
   for (uint64_t g : overrides_) RETURN_IF_ERROR(WriteGranule(g, PrefixWriter(g, prefix_point_)));
   overrides_.clear();
@@ -183,7 +227,17 @@ absl::Status WorkingImage::Materialize(const CrashState& state, const PointView&
   if (state.point < prefix_point_) RETURN_IF_ERROR(Rewind(state.point));
 
   // 2. Advance the prefix.
-  for (uint64_t i = prefix_point_; i < state.point; ++i) {
+  RETURN_IF_ERROR(AdvancePrefix(state.point));
+
+  // 3. Overrides: granules of dropped entries and of torn units.
+  CollectDropped(state, view);
+  return ApplyOverrides(state);
+}
+
+absl::Status WorkingImage::AdvancePrefix(uint64_t point) {
+  const Trace& trace = trace_->trace();
+  const uint32_t ss = trace.sector_size;
+  for (uint64_t i = prefix_point_; i < point; ++i) {
     const TraceEntry& e = trace.entries[i];
     if (!e.changes_content()) continue;
     uint64_t offset = e.header.sector * ss;
@@ -200,9 +254,12 @@ absl::Status WorkingImage::Materialize(const CrashState& state, const PointView&
       UpdateHash((offset + b) / granule_, data ? data + b : zeros_.data());
     }
   }
-  prefix_point_ = state.point;
+  prefix_point_ = point;
+  return absl::OkStatus();
+}
 
-  // 3. Overrides: granules of dropped entries and of torn units.
+void WorkingImage::CollectDropped(const CrashState& state, const PointView& view) {
+  const uint64_t m = view.volatile_entries.size();
   dropped_.clear();
   for (uint64_t i = 0; i < m; ++i) {
     if (!state.kept.Contains(i, m)) dropped_.push_back(view.volatile_entries[i]);
@@ -213,46 +270,29 @@ absl::Status WorkingImage::Materialize(const CrashState& state, const PointView&
     dropped_.push_back(*state.torn_entry);
   }
   std::sort(dropped_.begin(), dropped_.end());
+}
+
+int64_t WorkingImage::LastAppliedWriter(uint64_t g, uint64_t point,
+                                        const absl::flat_hash_set<uint64_t>& dropped) const {
+  auto it = writers_.find(g);
+  if (it == writers_.end()) return -1;
+  const auto& list = it->second;
+  auto pos = std::lower_bound(list.begin(), list.end(), point);
+  while (pos != list.begin()) {
+    --pos;
+    if (!dropped.contains(*pos)) return *pos;
+  }
+  return -1;
+}
+
+absl::Status WorkingImage::ApplyOverrides(const CrashState& state) {
+  const Trace& trace = trace_->trace();
   absl::flat_hash_set<uint64_t> dropped_set(dropped_.begin(), dropped_.end());
-  absl::flat_hash_set<uint64_t> torn_granules;
-  if (state.torn_entry) {
-    const TraceEntry& t = trace.entries[*state.torn_entry];
-    const uint32_t unit = state.model.UnitOf(t.disk);  // the torn write's own disk
-    uint64_t begin = t.header.sector * ss;
-    uint64_t end = begin + t.header.nr_sectors * ss;
-    uint64_t first_unit = begin / unit;
-    uint64_t units = (end - 1) / unit - first_unit + 1;
-    for (uint64_t g = begin / granule_; g < end / granule_; ++g) {
-      uint64_t u = g * granule_ / unit - first_unit;
-      if (state.torn_units.Contains(u, units)) torn_granules.insert(g);
-    }
-  }
-  std::vector<uint64_t> affected;
-  for (uint64_t d : dropped_) {
-    const TraceEntry& e = trace.entries[d];
-    uint64_t first = e.header.sector * ss / granule_;
-    uint64_t last = (e.header.sector + e.header.nr_sectors) * ss / granule_;
-    for (uint64_t g = first; g < last; ++g) affected.push_back(g);
-  }
-  affected.insert(affected.end(), torn_granules.begin(), torn_granules.end());
-  std::sort(affected.begin(), affected.end());
-  affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
-  for (uint64_t g : affected) {
+  absl::flat_hash_set<uint64_t> torn_granules = TornGranules(trace, state, granule_);
+  for (uint64_t g : AffectedGranules(trace, dropped_, torn_granules, granule_)) {
     int64_t prefix_writer = PrefixWriter(g, state.point);
     // The last applied writer: skip dropped entries.
-    int64_t target = -1;
-    auto it = writers_.find(g);
-    if (it != writers_.end()) {
-      const auto& list = it->second;
-      auto pos = std::lower_bound(list.begin(), list.end(), state.point);
-      while (pos != list.begin()) {
-        --pos;
-        if (!dropped_set.contains(*pos)) {
-          target = *pos;
-          break;
-        }
-      }
-    }
+    int64_t target = LastAppliedWriter(g, state.point, dropped_set);
     if (torn_granules.contains(g) && static_cast<int64_t>(*state.torn_entry) > target) {
       target = static_cast<int64_t>(*state.torn_entry);
     }

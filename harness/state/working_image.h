@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "base/hash.h"
 #include "base/image_io.h"
@@ -72,6 +73,15 @@ class WorkingImage {
   absl::Status Rewind(uint64_t point);
   // Last writer of g with index < point, or -1.
   int64_t PrefixWriter(uint64_t g, uint64_t point) const;
+  // Moves the prefix image forward to P(point), point >= prefix_point_ (no overrides pending).
+  absl::Status AdvancePrefix(uint64_t point);
+  // The volatile entries `state` drops, plus a torn entry inside the prefix, into dropped_.
+  void CollectDropped(const CrashState& state, const PointView& view);
+  // Last writer of g with index < point that `state` does not drop, or -1.
+  int64_t LastAppliedWriter(uint64_t g, uint64_t point,
+                            const absl::flat_hash_set<uint64_t>& dropped) const;
+  // Writes the granules where `state` differs from the prefix image, into overrides_.
+  absl::Status ApplyOverrides(const CrashState& state);
 
   const std::string path_;
   const std::string base_path_;

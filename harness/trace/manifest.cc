@@ -26,7 +26,9 @@ absl::StatusOr<OrderSemantics> ParseOrderSemantics(const std::string& name) {
 
 std::string ManifestPathFor(const std::string& log_path) { return log_path + ".manifest.json"; }
 
-absl::StatusOr<TraceManifest> ReadManifest(const std::string& manifest_path) {
+namespace {
+
+absl::StatusOr<nlohmann::json> ReadJsonObject(const std::string& manifest_path) {
   std::ifstream in(manifest_path);
   if (!in) {
     return absl::NotFoundError(fmt::format(
@@ -39,7 +41,12 @@ absl::StatusOr<TraceManifest> ReadManifest(const std::string& manifest_path) {
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError(fmt::format("manifest {}: not a JSON object", manifest_path));
   }
-  TraceManifest m;
+  return j;
+}
+
+// The fields every manifest has: the base image, the block size and the order semantics.
+absl::Status ReadRequiredFields(const nlohmann::json& j, const std::string& manifest_path,
+                                TraceManifest& m) {
   auto need = [&](const char* key, auto check) -> absl::Status {
     if (!j.contains(key) || !check(j[key])) {
       return absl::InvalidArgumentError(fmt::format(
@@ -69,6 +76,12 @@ absl::StatusOr<TraceManifest> ReadManifest(const std::string& manifest_path) {
         fmt::format("manifest {}: {}", manifest_path, std::string(order.status().message())));
   }
   m.order = *order;
+  return absl::OkStatus();
+}
+
+// The optional fields of the whole device: entry count, sector sizes, file system.
+absl::Status ReadDeviceFields(const nlohmann::json& j, const std::string& manifest_path,
+                              TraceManifest& m) {
   if (j.contains("log_entries") && j["log_entries"].is_number_unsigned()) {
     m.log_entries = j["log_entries"].get<uint64_t>();
   }
@@ -90,44 +103,67 @@ absl::StatusOr<TraceManifest> ReadManifest(const std::string& manifest_path) {
   }
   if (j.contains("fs") && j["fs"].is_string()) m.fs = j["fs"].get<std::string>();
   if (j.contains("mkfs") && j["mkfs"].is_string()) m.mkfs_command = j["mkfs"].get<std::string>();
-  if (j.contains("disks")) {
-    if (!j["disks"].is_array()) {
-      return absl::InvalidArgumentError(
-          fmt::format("manifest {}: field \"disks\" is not a list", manifest_path));
-    }
-    for (const nlohmann::json& d : j["disks"]) {
-      if (!d.is_object() || !d.contains("offset") || !d["offset"].is_number_unsigned() ||
-          !d.contains("bytes") || !d["bytes"].is_number_unsigned()) {
-        return absl::InvalidArgumentError(
-            fmt::format("manifest {}: disk {} of \"disks\" needs unsigned \"offset\" and \"bytes\"",
-                        manifest_path, m.disks.size() + 1));
-      }
-      DiskManifest disk;
-      disk.offset = d["offset"].get<uint64_t>();
-      disk.bytes = d["bytes"].get<uint64_t>();
-      auto number = [&](const char* key) -> uint32_t {
-        return d.contains(key) && d[key].is_number_unsigned() ? d[key].get<uint32_t>() : 0;
-      };
-      disk.logical_sector = number("logical_sector");
-      disk.physical_sector = number("physical_sector");
-      disk.fs_block_size = number("fs_block_size");
-      if (d.contains("fs") && d["fs"].is_string()) disk.fs = d["fs"].get<std::string>();
-      if (d.contains("mkfs") && d["mkfs"].is_string()) {
-        disk.mkfs_command = d["mkfs"].get<std::string>();
-      }
-      m.disks.push_back(std::move(disk));
-    }
-    auto layout = LayoutOf(m);
-    if (!layout.ok()) {
-      return absl::InvalidArgumentError(
-          fmt::format("manifest {}: {}", manifest_path, std::string(layout.status().message())));
-    }
-    if (layout->several() && layout->total_bytes() > m.base_image_bytes) {
-      return absl::InvalidArgumentError(
-          fmt::format("manifest {}: its disks end at byte {}, beyond the {}-byte base image",
-                      manifest_path, layout->total_bytes(), m.base_image_bytes));
-    }
+  return absl::OkStatus();
+}
+
+// One disk of "disks": where it lies in the recorded device and how it was formatted.
+absl::StatusOr<DiskManifest> ReadDisk(const nlohmann::json& d, const std::string& manifest_path,
+                                      size_t number_in_list) {
+  if (!d.is_object() || !d.contains("offset") || !d["offset"].is_number_unsigned() ||
+      !d.contains("bytes") || !d["bytes"].is_number_unsigned()) {
+    return absl::InvalidArgumentError(
+        fmt::format("manifest {}: disk {} of \"disks\" needs unsigned \"offset\" and \"bytes\"",
+                    manifest_path, number_in_list));
   }
+  DiskManifest disk;
+  disk.offset = d["offset"].get<uint64_t>();
+  disk.bytes = d["bytes"].get<uint64_t>();
+  auto number = [&](const char* key) -> uint32_t {
+    return d.contains(key) && d[key].is_number_unsigned() ? d[key].get<uint32_t>() : 0;
+  };
+  disk.logical_sector = number("logical_sector");
+  disk.physical_sector = number("physical_sector");
+  disk.fs_block_size = number("fs_block_size");
+  if (d.contains("fs") && d["fs"].is_string()) disk.fs = d["fs"].get<std::string>();
+  if (d.contains("mkfs") && d["mkfs"].is_string()) {
+    disk.mkfs_command = d["mkfs"].get<std::string>();
+  }
+  return disk;
+}
+
+// The disks of a set recorded as one device, checked to tile the base image.
+absl::Status ReadDisks(const nlohmann::json& j, const std::string& manifest_path,
+                       TraceManifest& m) {
+  if (!j.contains("disks")) return absl::OkStatus();
+  if (!j["disks"].is_array()) {
+    return absl::InvalidArgumentError(
+        fmt::format("manifest {}: field \"disks\" is not a list", manifest_path));
+  }
+  for (const nlohmann::json& d : j["disks"]) {
+    ASSIGN_OR_RETURN(DiskManifest disk, ReadDisk(d, manifest_path, m.disks.size() + 1));
+    m.disks.push_back(std::move(disk));
+  }
+  auto layout = LayoutOf(m);
+  if (!layout.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("manifest {}: {}", manifest_path, std::string(layout.status().message())));
+  }
+  if (layout->several() && layout->total_bytes() > m.base_image_bytes) {
+    return absl::InvalidArgumentError(
+        fmt::format("manifest {}: its disks end at byte {}, beyond the {}-byte base image",
+                    manifest_path, layout->total_bytes(), m.base_image_bytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TraceManifest> ReadManifest(const std::string& manifest_path) {
+  ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonObject(manifest_path));
+  TraceManifest m;
+  RETURN_IF_ERROR(ReadRequiredFields(j, manifest_path, m));
+  RETURN_IF_ERROR(ReadDeviceFields(j, manifest_path, m));
+  RETURN_IF_ERROR(ReadDisks(j, manifest_path, m));
   return m;
 }
 

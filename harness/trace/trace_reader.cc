@@ -53,131 +53,186 @@ std::string EntryProblem(const uint8_t* block, uint32_t ss, const EntryHeader& h
   return "";
 }
 
-}  // namespace
+// Reads a dm-log-writes log: the superblock, then entry blocks until the log ends, is cut, or
+// holds a block that is not an entry. One parser a log; Parse() is its one use.
+class TraceParser {
+ public:
+  TraceParser(absl::Span<const uint8_t> log, const TraceReadOptions& options)
+      : log_(log), options_(options), name_(options.name) {}
 
-absl::StatusOr<Trace> ParseTrace(absl::Span<const uint8_t> log, const TraceReadOptions& options) {
-  const std::string& name = options.name;
-  if (log.size() < kSuperBytes) {
-    return absl::InvalidArgumentError(
-        fmt::format("trace {}: {} bytes is too short for the {}-byte superblock at byte 0: not a "
-                    "dm-log-writes log",
-                    name, log.size(), kSuperBytes));
+  absl::StatusOr<Trace> Parse() {
+    if (absl::Status s = ReadSuperblock(); !s.ok()) return s;
+    if (absl::Status s = ReadEntries(); !s.ok()) return s;
+    NoteEntryCountMismatch();
+    t_.hash = hasher_.Digest();
+    return std::move(t_);
   }
-  const uint8_t* p = log.data();
-  const SuperFields super = DecodeSuper(p);
-  uint64_t magic = super.magic;
-  if (magic != kLogMagic) {
-    return absl::InvalidArgumentError(fmt::format(
-        "trace {}: superblock at byte 0 has magic 0x{:x}, expected 0x{:x}: not a dm-log-writes log",
-        name, magic, kLogMagic));
-  }
-  uint64_t version = super.version;
-  if (version != kLogVersion) {
-    return absl::InvalidArgumentError(
-        fmt::format("trace {}: superblock at byte 0 has version {}, only version 1 is supported",
-                    name, version));
-  }
-  Trace t;
-  t.super_nr_entries = super.nr_entries;
-  uint32_t ss = super.sectorsize;
-  if (!ValidSectorSize(ss)) {
-    return absl::InvalidArgumentError(fmt::format(
-        "trace {}: superblock at byte 0 has sectorsize {}, expected a power of two in [512, 65536]",
-        name, ss));
-  }
-  t.sector_size = ss;
-  t.disks = options.disks.count();
-  const uint64_t size = log.size();
-  const uint64_t device_sectors = options.device_bytes / ss;
 
-  Hasher hasher;
-  hasher.UpdateU64(ss);
-  uint64_t offset = ss;
-  if (size < ss) {
-    t.notes.push_back(
-        fmt::format("log is {} bytes, cut inside the {}-byte superblock block; no "
-                    "entries",
-                    size, ss));
+ private:
+  // Checks the superblock at byte 0 and takes the sector size and entry count from it.
+  absl::Status ReadSuperblock() {
+    if (log_.size() < kSuperBytes) {
+      return absl::InvalidArgumentError(
+          fmt::format("trace {}: {} bytes is too short for the {}-byte superblock at byte 0: not a "
+                      "dm-log-writes log",
+                      name_, log_.size(), kSuperBytes));
+    }
+    const SuperFields super = DecodeSuper(log_.data());
+    uint64_t magic = super.magic;
+    if (magic != kLogMagic) {
+      return absl::InvalidArgumentError(
+          fmt::format("trace {}: superblock at byte 0 has magic 0x{:x}, expected 0x{:x}: not a "
+                      "dm-log-writes log",
+                      name_, magic, kLogMagic));
+    }
+    uint64_t version = super.version;
+    if (version != kLogVersion) {
+      return absl::InvalidArgumentError(
+          fmt::format("trace {}: superblock at byte 0 has version {}, only version 1 is supported",
+                      name_, version));
+    }
+    t_.super_nr_entries = super.nr_entries;
+    ss_ = super.sectorsize;
+    if (!ValidSectorSize(ss_)) {
+      return absl::InvalidArgumentError(
+          fmt::format("trace {}: superblock at byte 0 has sectorsize {}, expected a power of two "
+                      "in [512, 65536]",
+                      name_, ss_));
+    }
+    t_.sector_size = ss_;
+    t_.disks = options_.disks.count();
+    device_sectors_ = options_.device_bytes / ss_;
+    return absl::OkStatus();
   }
-  for (uint64_t index = 0; offset < size; ++index) {
-    const bool claimed = index < t.super_nr_entries;
-    if (size - offset < ss) {
-      t.notes.push_back(fmt::format(
+
+  // Reads entry after entry; the log's end or a cut stops it with a note, corruption with an
+  // error.
+  absl::Status ReadEntries() {
+    const uint64_t size = log_.size();
+    hasher_.UpdateU64(ss_);
+    offset_ = ss_;
+    if (size < ss_) {
+      t_.notes.push_back(
+          fmt::format("log is {} bytes, cut inside the {}-byte superblock block; no "
+                      "entries",
+                      size, ss_));
+    }
+    for (uint64_t index = 0; offset_ < size; ++index) {
+      absl::StatusOr<bool> more = ReadEntry(index);
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+    }
+    t_.parsed_bytes = std::max<uint64_t>(offset_, std::min<uint64_t>(size, ss_));
+    return absl::OkStatus();
+  }
+
+  // Reads the entry at offset_ and moves past it: true to go on, false at the log's end.
+  absl::StatusOr<bool> ReadEntry(uint64_t index) {
+    const uint64_t size = log_.size();
+    const uint64_t offset = offset_;
+    const bool claimed = index < t_.super_nr_entries;
+    if (size - offset < ss_) {
+      t_.notes.push_back(fmt::format(
           "log cut inside the block of entry {} at byte {} ({} of {} bytes present): read the {} "
           "whole entries before it",
-          index, offset, size - offset, ss, index));
-      break;
+          index, offset, size - offset, ss_, index));
+      return false;
     }
-    const uint8_t* block = p + offset;
+    const uint8_t* block = log_.data() + offset;
     EntryHeader h = DecodeEntryHeader(block);
-    std::string problem = EntryProblem(block, ss, h);
+    std::string problem = EntryProblem(block, ss_, h);
     if (!problem.empty()) {
       if (claimed) {
         return absl::DataLossError(fmt::format(
             "trace {}: entry {} at byte {}: {} (the superblock says {} entries): the log is "
             "corrupt",
-            name, index, offset, problem, t.super_nr_entries));
+            name_, index, offset, problem, t_.super_nr_entries));
       }
       // Past what the superblock promises, a malformed block is the end of the log (e.g. the
       // zeroed rest of a log device).
-      if (!AllZero(block, ss)) {
-        t.notes.push_back(
+      if (!AllZero(block, ss_)) {
+        t_.notes.push_back(
             fmt::format("stopped at byte {}: the block after the last entry is not an entry ({})",
                         offset, problem));
       }
-      break;
+      return false;
     }
-    if (device_sectors != 0 && !(h.flags & kFlagMark) &&
-        (h.sector > device_sectors || h.nr_sectors > device_sectors - h.sector)) {
-      return absl::OutOfRangeError(
-          fmt::format("trace {}: entry {} at byte {}: sectors [{}, {}) lie beyond the device's {} "
-                      "sectors of {} "
-                      "bytes: wrong base image or block size",
-                      name, index, offset, h.sector, h.sector + h.nr_sectors, device_sectors, ss));
+    if (device_sectors_ != 0 && !(h.flags & kFlagMark) &&
+        (h.sector > device_sectors_ || h.nr_sectors > device_sectors_ - h.sector)) {
+      return absl::OutOfRangeError(fmt::format(
+          "trace {}: entry {} at byte {}: sectors [{}, {}) lie beyond the device's {} "
+          "sectors of {} "
+          "bytes: wrong base image or block size",
+          name_, index, offset, h.sector, h.sector + h.nr_sectors, device_sectors_, ss_));
     }
-    const uint64_t data_bytes = LoggedDataBytes(h, ss);
-    if (data_bytes > size - offset - ss) {
-      t.notes.push_back(fmt::format(
+    const uint64_t data_bytes = LoggedDataBytes(h, ss_);
+    if (data_bytes > size - offset - ss_) {
+      t_.notes.push_back(fmt::format(
           "log cut inside the data of entry {} at byte {} ({} of {} data bytes present): read the "
           "{} whole entries before it",
-          index, offset, size - offset - ss, data_bytes, index));
-      break;
+          index, offset, size - offset - ss_, data_bytes, index));
+      return false;
     }
+    absl::StatusOr<TraceEntry> e = MakeEntry(index, block, h);
+    if (!e.ok()) return e.status();
+    hasher_.Update(block, ss_ + data_bytes);
+    t_.entries.push_back(*std::move(e));
+    offset_ += ss_ + data_bytes;
+    return true;
+  }
+
+  // The entry at offset_, with the disk of a set it lies in.
+  absl::StatusOr<TraceEntry> MakeEntry(uint64_t index, const uint8_t* block,
+                                       const EntryHeader& h) const {
     TraceEntry e;
-    if (options.disks.several() && !(h.flags & kFlagMark)) {
-      const uint64_t byte = h.sector * ss;
-      const uint64_t length = h.nr_sectors * ss;
-      e.disk = options.disks.DiskAt(byte);
-      if (e.disk == options.disks.count() || !options.disks.Inside(e.disk, byte, length)) {
+    if (options_.disks.several() && !(h.flags & kFlagMark)) {
+      const uint64_t byte = h.sector * ss_;
+      const uint64_t length = h.nr_sectors * ss_;
+      e.disk = options_.disks.DiskAt(byte);
+      if (e.disk == options_.disks.count() || !options_.disks.Inside(e.disk, byte, length)) {
         return absl::OutOfRangeError(fmt::format(
             "trace {}: entry {} at byte {}: bytes [{}, {}) lie in no disk of the set of {} (or "
             "across two): wrong manifest `disks`",
-            name, index, offset, byte, byte + length, options.disks.count()));
+            name_, index, offset_, byte, byte + length, options_.disks.count()));
       }
     }
     e.index = index;
-    e.log_offset = offset;
+    e.log_offset = offset_;
     e.header = h;
-    e.data_offset = offset + ss;
+    e.data_offset = offset_ + ss_;
     if (h.flags & kFlagMark) {
       e.mark.assign(reinterpret_cast<const char*>(block + kEntryHeaderBytes), h.data_len);
     }
-    hasher.Update(block, ss + data_bytes);
-    t.entries.push_back(std::move(e));
-    offset += ss + data_bytes;
+    return e;
   }
-  t.parsed_bytes = std::max<uint64_t>(offset, std::min<uint64_t>(size, ss));
-  if (t.entries.size() > t.super_nr_entries) {
-    t.notes.push_back(fmt::format(
-        "superblock says {} entries but {} whole entries follow (the kernel rewrites the "
-        "superblock only after FUA and MARK entries): read all {}",
-        t.super_nr_entries, t.entries.size(), t.entries.size()));
-  } else if (t.entries.size() < t.super_nr_entries) {
-    t.notes.push_back(fmt::format("superblock says {} entries but only {} are present",
-                                  t.super_nr_entries, t.entries.size()));
+
+  // The superblock's count is rewritten only now and then; a difference is a note, not an error.
+  void NoteEntryCountMismatch() {
+    if (t_.entries.size() > t_.super_nr_entries) {
+      t_.notes.push_back(fmt::format(
+          "superblock says {} entries but {} whole entries follow (the kernel rewrites the "
+          "superblock only after FUA and MARK entries): read all {}",
+          t_.super_nr_entries, t_.entries.size(), t_.entries.size()));
+    } else if (t_.entries.size() < t_.super_nr_entries) {
+      t_.notes.push_back(fmt::format("superblock says {} entries but only {} are present",
+                                     t_.super_nr_entries, t_.entries.size()));
+    }
   }
-  t.hash = hasher.Digest();
-  return t;
+
+  absl::Span<const uint8_t> log_;
+  const TraceReadOptions& options_;
+  const std::string& name_;
+  uint32_t ss_ = 0;
+  uint64_t device_sectors_ = 0;
+  uint64_t offset_ = 0;
+  Hasher hasher_;
+  Trace t_;
+};
+
+}  // namespace
+
+absl::StatusOr<Trace> ParseTrace(absl::Span<const uint8_t> log, const TraceReadOptions& options) {
+  return TraceParser(log, options).Parse();
 }
 
 absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& path,
