@@ -256,49 +256,97 @@ std::string RecordPhasesSummary(const std::vector<CellResult>& cells) {
   return s + ")";
 }
 
+namespace {
+
+// One cache model's result in a cell's "results".
+nlohmann::json ModelToJson(const CellResult& c, const CellModel& m) {
+  return {{"cache", m.cache},
+          {"points", m.points},
+          {"states", m.states},
+          {"states_planned", m.states_planned},
+          {"states_checked", m.states},
+          {"states_unchecked", m.states_planned - std::min(m.states, m.states_planned)},
+          {"complete", m.complete()},
+          {"stopped", m.stopped.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.stopped)},
+          {"checked", m.checked},
+          {"violations", m.violations},
+          {"fs_unrecoverable", m.fs_unrecoverable},
+          {"fs_repaired", m.fs_repaired},
+          {"torn_unacked", m.torn_unacked},
+          {"first_fs_unrecoverable", m.first_fs_unrecoverable.empty()
+                                         ? nlohmann::json(nullptr)
+                                         : nlohmann::json(m.first_fs_unrecoverable)},
+          {"fs_summary", m.fs_summary},
+          {"first_fs_repaired", m.first_fs_repaired.empty() ? nlohmann::json(nullptr)
+                                                            : nlohmann::json(m.first_fs_repaired)},
+          {"fs_repair_steps", m.fs_repair_steps},
+          {"passed", m.violations == 0},
+          {"expect", c.judged ? nlohmann::json(c.expect.For(m.cache)) : nlohmann::json(nullptr)},
+          {"as_expected", c.AsExpected(m)},
+          {"lost_acks_max", m.lost_acks_max},
+          {"lost_acks_max_exact", m.lost_acks_exact()},
+          {"first_violation",
+           m.first_violation.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.first_violation)},
+          {"worst_violation",
+           m.worst_violation.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.worst_violation)},
+          {"could_not_check", m.could_not_check},
+          {"checker_failures", m.checker_failures},
+          {"first_checker_failure", m.first_checker_failure.empty()
+                                        ? nlohmann::json(nullptr)
+                                        : nlohmann::json(m.first_checker_failure)},
+          {"checker_stderr", m.checker_stderr},
+          {"summary", m.summary},
+          {"why", m.why},
+          {"rebuild", m.rebuild}};
+}
+
+// The inverse of ModelToJson; throws nlohmann::json::exception on a missing or mistyped field.
+CellModel ModelFromJson(const nlohmann::json& r) {
+  CellModel m{.cache = r.at("cache").get<std::string>(),
+              .points = r.value("points", uint64_t{0}),
+              .states = r.at("states").get<uint64_t>(),
+              .checked = r.value("checked", uint64_t{0}),
+              .violations = r.at("violations").get<uint64_t>(),
+              .fs_unrecoverable = r.value("fs_unrecoverable", uint64_t{0}),
+              .fs_repaired = r.value("fs_repaired", uint64_t{0}),
+              .torn_unacked = r.value("torn_unacked", uint64_t{0}),
+              .lost_acks_max = r.at("lost_acks_max").get<uint64_t>(),
+              .summary = r.value("summary", ""),
+              .why = r.value("why", ""),
+              .rebuild = r.value("rebuild", ""),
+              .could_not_check = r.value("could_not_check", uint64_t{0}),
+              .fs_summary = r.value("fs_summary", ""),
+              .fs_repair_steps = r.value("fs_repair_steps", ""),
+              // Reports from before the early stop judged every state they planned.
+              .states_planned = r.value("states_planned", r.at("states").get<uint64_t>())};
+  if (r.contains("stopped") && r.at("stopped").is_string()) {
+    m.stopped = r.at("stopped").get<std::string>();
+  }
+  if (r.contains("first_fs_unrecoverable") && r.at("first_fs_unrecoverable").is_string()) {
+    m.first_fs_unrecoverable = r.at("first_fs_unrecoverable").get<std::string>();
+  }
+  if (r.contains("first_fs_repaired") && r.at("first_fs_repaired").is_string()) {
+    m.first_fs_repaired = r.at("first_fs_repaired").get<std::string>();
+  }
+  m.checker_failures = r.value("checker_failures", uint64_t{0});
+  m.checker_stderr = r.value("checker_stderr", "");
+  if (r.contains("first_checker_failure") && r.at("first_checker_failure").is_string()) {
+    m.first_checker_failure = r.at("first_checker_failure").get<std::string>();
+  }
+  if (r.contains("worst_violation") && !r.at("worst_violation").is_null()) {
+    m.worst_violation = r.at("worst_violation").get<std::string>();
+  }
+  if (!r.at("first_violation").is_null()) {
+    m.first_violation = r.at("first_violation").get<std::string>();
+  }
+  return m;
+}
+
+}  // namespace
+
 nlohmann::json CellToJson(const CellResult& c) {
   nlohmann::json results = nlohmann::json::array();
-  for (const CellModel& m : c.models) {
-    results.push_back(
-        {{"cache", m.cache},
-         {"points", m.points},
-         {"states", m.states},
-         {"states_planned", m.states_planned},
-         {"states_checked", m.states},
-         {"states_unchecked", m.states_planned - std::min(m.states, m.states_planned)},
-         {"complete", m.complete()},
-         {"stopped", m.stopped.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.stopped)},
-         {"checked", m.checked},
-         {"violations", m.violations},
-         {"fs_unrecoverable", m.fs_unrecoverable},
-         {"fs_repaired", m.fs_repaired},
-         {"torn_unacked", m.torn_unacked},
-         {"first_fs_unrecoverable", m.first_fs_unrecoverable.empty()
-                                        ? nlohmann::json(nullptr)
-                                        : nlohmann::json(m.first_fs_unrecoverable)},
-         {"fs_summary", m.fs_summary},
-         {"first_fs_repaired", m.first_fs_repaired.empty() ? nlohmann::json(nullptr)
-                                                           : nlohmann::json(m.first_fs_repaired)},
-         {"fs_repair_steps", m.fs_repair_steps},
-         {"passed", m.violations == 0},
-         {"expect", c.judged ? nlohmann::json(c.expect.For(m.cache)) : nlohmann::json(nullptr)},
-         {"as_expected", c.AsExpected(m)},
-         {"lost_acks_max", m.lost_acks_max},
-         {"lost_acks_max_exact", m.lost_acks_exact()},
-         {"first_violation",
-          m.first_violation.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.first_violation)},
-         {"worst_violation",
-          m.worst_violation.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.worst_violation)},
-         {"could_not_check", m.could_not_check},
-         {"checker_failures", m.checker_failures},
-         {"first_checker_failure", m.first_checker_failure.empty()
-                                       ? nlohmann::json(nullptr)
-                                       : nlohmann::json(m.first_checker_failure)},
-         {"checker_stderr", m.checker_stderr},
-         {"summary", m.summary},
-         {"why", m.why},
-         {"rebuild", m.rebuild}});
-  }
+  for (const CellModel& m : c.models) results.push_back(ModelToJson(c, m));
   nlohmann::json j = {{"index", c.index},
                       {"cell", c.name},
                       {"workload", c.workload},
@@ -381,46 +429,7 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
       c.judged = !j.at("expect").is_null();
       if (c.judged) c.expect = CellExpect::FromJson(j.at("expect"));
     }
-    for (const auto& r : j.at("results")) {
-      CellModel m{.cache = r.at("cache").get<std::string>(),
-                  .points = r.value("points", uint64_t{0}),
-                  .states = r.at("states").get<uint64_t>(),
-                  .checked = r.value("checked", uint64_t{0}),
-                  .violations = r.at("violations").get<uint64_t>(),
-                  .fs_unrecoverable = r.value("fs_unrecoverable", uint64_t{0}),
-                  .fs_repaired = r.value("fs_repaired", uint64_t{0}),
-                  .torn_unacked = r.value("torn_unacked", uint64_t{0}),
-                  .lost_acks_max = r.at("lost_acks_max").get<uint64_t>(),
-                  .summary = r.value("summary", ""),
-                  .why = r.value("why", ""),
-                  .rebuild = r.value("rebuild", ""),
-                  .could_not_check = r.value("could_not_check", uint64_t{0}),
-                  .fs_summary = r.value("fs_summary", ""),
-                  .fs_repair_steps = r.value("fs_repair_steps", ""),
-                  // Reports from before the early stop judged every state they planned.
-                  .states_planned = r.value("states_planned", r.at("states").get<uint64_t>())};
-      if (r.contains("stopped") && r.at("stopped").is_string()) {
-        m.stopped = r.at("stopped").get<std::string>();
-      }
-      if (r.contains("first_fs_unrecoverable") && r.at("first_fs_unrecoverable").is_string()) {
-        m.first_fs_unrecoverable = r.at("first_fs_unrecoverable").get<std::string>();
-      }
-      if (r.contains("first_fs_repaired") && r.at("first_fs_repaired").is_string()) {
-        m.first_fs_repaired = r.at("first_fs_repaired").get<std::string>();
-      }
-      m.checker_failures = r.value("checker_failures", uint64_t{0});
-      m.checker_stderr = r.value("checker_stderr", "");
-      if (r.contains("first_checker_failure") && r.at("first_checker_failure").is_string()) {
-        m.first_checker_failure = r.at("first_checker_failure").get<std::string>();
-      }
-      if (r.contains("worst_violation") && !r.at("worst_violation").is_null()) {
-        m.worst_violation = r.at("worst_violation").get<std::string>();
-      }
-      if (!r.at("first_violation").is_null()) {
-        m.first_violation = r.at("first_violation").get<std::string>();
-      }
-      c.models.push_back(std::move(m));
-    }
+    for (const auto& r : j.at("results")) c.models.push_back(ModelFromJson(r));
     if (j.contains("timeline") && !j.at("timeline").is_null()) {
       auto t = TimelineFromJson(j.at("timeline"));
       if (!t.ok()) return t.status();

@@ -38,6 +38,61 @@ absl::StatusOr<std::chrono::milliseconds> ParseFlakeyWindow(const std::string& t
   return absl::ToChronoMilliseconds(window);
 }
 
+namespace {
+
+// Why the flakey run could not run, as the outcome's error kind and message.
+void RecordRunError(const RunOptions& o, const absl::Status& status, RunOutcome& out) {
+  const std::string why(status.message());
+  if (absl::IsDeadlineExceeded(status)) {
+    out.error_kind = "timeout";
+    out.error = fmt::format(
+        "the guest hung on the failing disk ({} after ack {}) and was killed after {} s: {}",
+        o.flakey.mode, o.flakey.after_acks, o.timeout.count(), why);
+  } else if (why.find("dm-flakey") != std::string::npos) {
+    out.error_kind = "flakey-unsupported";
+    out.error = fmt::format(
+        "the guest kernel's dm-flakey refused the table for {} (is the dm-flakey module there, "
+        "and does this kernel know the mode? drop_writes needs Linux 3.x, error_writes 4.17): {}",
+        o.flakey.mode, why);
+  } else {
+    out.error_kind = "vm";
+    out.error = fmt::format("the VM could not run the workload: {}", why);
+  }
+}
+
+// The acks the failing disk lost (before the failure: a violation) or never stored (after it),
+// and the corrupt ones, from the final image's read-back.
+FlakeyResult JudgeFlakeyRun(const RunOptions& o, const vm::RunResult& run, uint64_t acks) {
+  FlakeyResult r;
+  r.mode = o.flakey.mode;
+  r.after_acks = o.flakey.after_acks;
+  r.window_seconds = static_cast<double>(o.flakey.window.count()) / 1000.0;
+  r.healed = run.guest.flakey_healed;
+  r.disk = o.flakey.disk;
+  r.disks = o.disks;
+  r.acks = acks;
+  r.acks_before_failure = static_cast<uint64_t>(std::max<int64_t>(0, run.guest.acks_before_cut));
+  r.workload_exit = run.guest.exit_code;
+  r.checker_exit = run.guest.checker_exit_code;
+  r.seconds = run.wall_seconds;
+  const absl::flat_hash_set<std::string> have(run.guest.have.begin(), run.guest.have.end());
+  const absl::flat_hash_set<std::string> corrupt(run.guest.corrupt.begin(),
+                                                 run.guest.corrupt.end());
+  absl::flat_hash_set<std::string> seen;
+  for (size_t i = 0; i < run.guest.acked.size(); ++i) {
+    const std::string& id = run.guest.acked[i];
+    if (!seen.insert(id).second) continue;
+    if (corrupt.contains(id)) {
+      r.corrupt.push_back(id);
+    } else if (!have.contains(id)) {
+      (i < r.acks_before_failure ? r.lost_before_failure : r.acks_after_failure).push_back(id);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
 RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& o, const std::string& dir,
                      vm::GuestPool* pool) {
   RunOutcome out;
@@ -58,22 +113,7 @@ RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& o, const st
   out.record_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!run.ok()) {
-    const std::string why(run.status().message());
-    if (absl::IsDeadlineExceeded(run.status())) {
-      out.error_kind = "timeout";
-      out.error = fmt::format(
-          "the guest hung on the failing disk ({} after ack {}) and was killed after {} s: {}",
-          o.flakey.mode, o.flakey.after_acks, o.timeout.count(), why);
-    } else if (why.find("dm-flakey") != std::string::npos) {
-      out.error_kind = "flakey-unsupported";
-      out.error = fmt::format(
-          "the guest kernel's dm-flakey refused the table for {} (is the dm-flakey module there, "
-          "and does this kernel know the mode? drop_writes needs Linux 3.x, error_writes 4.17): {}",
-          o.flakey.mode, why);
-    } else {
-      out.error_kind = "vm";
-      out.error = fmt::format("the VM could not run the workload: {}", why);
-    }
+    RecordRunError(o, run.status(), out);
     return out;
   }
   out.workload_exit = run->guest.exit_code;
@@ -89,31 +129,7 @@ RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& o, const st
         run->guest.exit_code);
     return out;
   }
-  FlakeyResult r;
-  r.mode = o.flakey.mode;
-  r.after_acks = o.flakey.after_acks;
-  r.window_seconds = static_cast<double>(o.flakey.window.count()) / 1000.0;
-  r.healed = run->guest.flakey_healed;
-  r.disk = o.flakey.disk;
-  r.disks = o.disks;
-  r.acks = out.acks;
-  r.acks_before_failure = static_cast<uint64_t>(std::max<int64_t>(0, run->guest.acks_before_cut));
-  r.workload_exit = run->guest.exit_code;
-  r.checker_exit = run->guest.checker_exit_code;
-  r.seconds = run->wall_seconds;
-  const absl::flat_hash_set<std::string> have(run->guest.have.begin(), run->guest.have.end());
-  const absl::flat_hash_set<std::string> corrupt(run->guest.corrupt.begin(),
-                                                 run->guest.corrupt.end());
-  absl::flat_hash_set<std::string> seen;
-  for (size_t i = 0; i < run->guest.acked.size(); ++i) {
-    const std::string& id = run->guest.acked[i];
-    if (!seen.insert(id).second) continue;
-    if (corrupt.contains(id)) {
-      r.corrupt.push_back(id);
-    } else if (!have.contains(id)) {
-      (i < r.acks_before_failure ? r.lost_before_failure : r.acks_after_failure).push_back(id);
-    }
-  }
+  FlakeyResult r = JudgeFlakeyRun(o, *run, out.acks);
   if (r.workload_exit != 0) {
     out.notes.push_back(fmt::format(
         "the workload exited {} on the failing disk (a program that stops at a failed barrier "

@@ -163,6 +163,64 @@ absl::StatusOr<Workload> FindFsTestWorkload(const std::string& id_or_file,
       source.generator.seq, id_or_file));
 }
 
+namespace {
+
+// The workload: delta debugging over its operations, each candidate recorded and judged; the
+// operations kept (all of them without o.shrink).
+std::vector<size_t> ShrinkOps(const FsTestReproOptions& o, Runner& runner, FsTestReproResult& r) {
+  std::vector<size_t> all(r.original.ops.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  std::vector<size_t> minimal = all;
+  if (o.shrink) {
+    std::map<std::string, bool> seen;
+    minimal = DeltaDebug(all, [&](const std::vector<size_t>& subset) {
+      const Workload c = WithOps(r.original, subset);
+      if (!fstest::ValidateWorkload(c).ok()) return false;
+      const std::string text = fstest::WorkloadText(c, false);
+      auto it = seen.find(text);
+      if (it != seen.end()) return it->second;
+      const RunOutcome out = runner.Run(c, "");
+      const harness::Verdict* cv = FirstViolation(out);
+      const bool still = cv != nullptr && ClassOf(*cv) == r.failure_class;
+      r.tries.push_back({text, still});
+      return seen[text] = still;
+    });
+  }
+  return minimal;
+}
+
+// Its recording, kept in the bundle, and its first violating state shrunk.
+absl::Status ShrinkState(const FsTestReproOptions& o, harness::FsKind fs, Runner& runner,
+                         FsTestReproResult& r) {
+  std::error_code ec;
+  std::filesystem::create_directories(o.bundle, ec);
+  const std::string recording = o.bundle + "/recording";
+  std::filesystem::remove_all(recording, ec);
+  RunOutcome last = runner.Run(r.minimal, recording);
+  const harness::Verdict* lv = FirstViolation(last);
+  if (lv == nullptr) {
+    return absl::FailedPreconditionError(
+        "the minimal workload violated while shrinking but not when recorded again: the "
+        "violation depends on timing; the tries are in the bundle's fstest-repro.json");
+  }
+  ASSIGN_OR_RETURN(std::string promises, FsTestPromises(r.minimal, recording + "/output.txt"));
+  ReproOptions ro;
+  ro.state_id = lv->state_id;
+  ro.trace = recording + "/trace.log";
+  ro.bundle = o.bundle + "/state";
+  ro.checker = kFsTestJudge;
+  ro.fs = fs;
+  ro.latest_ack_only = true;
+  ro.shrink = o.shrink;
+  ro.powercut = o.powercut;
+  ro.kernel = o.kernel;
+  ro.judges = runner.Judges(promises);
+  ASSIGN_OR_RETURN(r.state, Repro(ro));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<FsTestReproResult> ReproFsTest(const FsTestReproOptions& o) {
   if (o.bundle.empty()) return absl::InvalidArgumentError("fstest repro: pass --bundle DIR");
   ASSIGN_OR_RETURN(harness::FsKind fs, harness::ParseFsKind(o.fs));
@@ -192,53 +250,11 @@ absl::StatusOr<FsTestReproResult> ReproFsTest(const FsTestReproOptions& o) {
   r.failure_class = ClassOf(*v);
   r.verdict = v->Describe();
 
-  // The workload: delta debugging over its operations, each candidate recorded and judged.
-  std::vector<size_t> all(r.original.ops.size());
-  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  std::vector<size_t> minimal = all;
-  if (o.shrink) {
-    std::map<std::string, bool> seen;
-    minimal = DeltaDebug(all, [&](const std::vector<size_t>& subset) {
-      const Workload c = WithOps(r.original, subset);
-      if (!fstest::ValidateWorkload(c).ok()) return false;
-      const std::string text = fstest::WorkloadText(c, false);
-      auto it = seen.find(text);
-      if (it != seen.end()) return it->second;
-      const RunOutcome out = runner.Run(c, "");
-      const harness::Verdict* cv = FirstViolation(out);
-      const bool still = cv != nullptr && ClassOf(*cv) == r.failure_class;
-      r.tries.push_back({text, still});
-      return seen[text] = still;
-    });
-  }
+  const std::vector<size_t> minimal = ShrinkOps(o, runner, r);
   r.minimal = WithOps(r.original, minimal);
   r.minimal.source = "workload.fst";
 
-  // Its recording, kept in the bundle, and its first violating state shrunk.
-  std::error_code ec;
-  std::filesystem::create_directories(o.bundle, ec);
-  const std::string recording = o.bundle + "/recording";
-  std::filesystem::remove_all(recording, ec);
-  RunOutcome last = runner.Run(r.minimal, recording);
-  const harness::Verdict* lv = FirstViolation(last);
-  if (lv == nullptr) {
-    return absl::FailedPreconditionError(
-        "the minimal workload violated while shrinking but not when recorded again: the "
-        "violation depends on timing; the tries are in the bundle's fstest-repro.json");
-  }
-  ASSIGN_OR_RETURN(std::string promises, FsTestPromises(r.minimal, recording + "/output.txt"));
-  ReproOptions ro;
-  ro.state_id = lv->state_id;
-  ro.trace = recording + "/trace.log";
-  ro.bundle = o.bundle + "/state";
-  ro.checker = kFsTestJudge;
-  ro.fs = fs;
-  ro.latest_ack_only = true;
-  ro.shrink = o.shrink;
-  ro.powercut = o.powercut;
-  ro.kernel = o.kernel;
-  ro.judges = runner.Judges(promises);
-  ASSIGN_OR_RETURN(r.state, Repro(ro));
+  RETURN_IF_ERROR(ShrinkState(o, fs, runner, r));
   RETURN_IF_ERROR(PublishFile(o.bundle + "/workload.fst", fstest::WorkloadText(r.minimal)));
   RETURN_IF_ERROR(PublishFile(o.bundle + "/original.fst", fstest::WorkloadText(r.original)));
   RETURN_IF_ERROR(PublishFile(o.bundle + "/README.md", Readme(o, r)));

@@ -103,6 +103,114 @@ std::string ReproCommand(const nlohmann::json& params, const std::string& powerc
   return cmd;
 }
 
+// The fstest cells of a report, tallied per file system and cache model, and their violations
+// grouped by signature (class | shape | fs).
+class FsTestTally {
+ public:
+  explicit FsTestTally(const nlohmann::json& parameters) : parameters_(parameters) {}
+
+  void Add(const CellResult& c) {
+    if (!c.fstest) return;
+    if (!c.kernel.empty()) kernels_.insert(c.kernel);
+    if (!c.ran) {
+      not_run_.push_back({{"workload", c.workload},
+                          {"fs", c.fs},
+                          {"error_kind", c.error_kind},
+                          {"error", c.error},
+                          {"text", c.fstest->text}});
+      for (const CellModel& m : c.models) ++rows_[{c.fs, m.cache}].could_not_run;
+      return;
+    }
+    for (const CellModel& m : c.models) AddModel(c, m);
+  }
+
+  const std::set<std::string>& kernels() const { return kernels_; }
+  const nlohmann::json& not_run() const { return not_run_; }
+
+  nlohmann::json Table() const {
+    nlohmann::json table = nlohmann::json::array();
+    for (const auto& [key, row] : rows_) {
+      table.push_back({{"fs", key.first},
+                       {"cache", key.second},
+                       {"workloads", row.workloads.size()},
+                       {"states", row.states},
+                       {"violating_workloads", row.violating.size()},
+                       {"fs_unrecoverable_workloads", row.unrecoverable.size()},
+                       {"could_not_run", row.could_not_run},
+                       {"classes", row.classes}});
+    }
+    return table;
+  }
+
+  nlohmann::json Signatures() const {
+    nlohmann::json signatures = nlohmann::json::array();
+    for (const auto& [signature, g] : groups_) {
+      signatures.push_back({{"signature", signature},
+                            {"class", g.klass},
+                            {"shape", g.shape},
+                            {"fs", g.fs},
+                            {"caches", std::vector<std::string>(g.caches.begin(), g.caches.end())},
+                            {"count", g.violations.size()},
+                            {"violations", g.violations}});
+    }
+    return signatures;
+  }
+
+ private:
+  struct Row {
+    std::set<std::string> workloads, violating, unrecoverable;
+    uint64_t states = 0, could_not_run = 0;
+    std::map<std::string, uint64_t> classes;
+  };
+  struct Group {
+    std::string klass, shape, fs;
+    std::set<std::string> caches;
+    nlohmann::json violations = nlohmann::json::array();
+  };
+
+  // One cache model's result of a cell that ran: its row, and its group when it failed.
+  void AddModel(const CellResult& c, const CellModel& m) {
+    Row& row = rows_[{c.fs, m.cache}];
+    row.workloads.insert(c.workload);
+    row.states += m.states;
+    std::string klass;
+    if (m.violations > 0) {
+      row.violating.insert(c.workload);
+      klass = ClassOf(m);
+    } else if (m.fs_unrecoverable > 0) {
+      row.unrecoverable.insert(c.workload);
+      klass = fstest::kFsUnrecoverable;
+    }
+    if (klass.empty()) return;
+    ++row.classes[klass];
+    // The repro names the powercut that wrote the report, as its rebuild commands do.
+    const size_t verb = m.rebuild.find(" state materialize");
+    const std::string powercut = verb == std::string::npos ? "powercut" : m.rebuild.substr(0, verb);
+    const std::string shape = c.fstest->shape;
+    const std::string signature = fmt::format("{} | {} | {}", klass, shape, c.fs);
+    Group& g = groups_[signature];
+    g.klass = klass;
+    g.shape = shape;
+    g.fs = c.fs;
+    g.caches.insert(m.cache);
+    g.violations.push_back(
+        {{"workload", c.workload},
+         {"cache", m.cache},
+         {"state", m.violations > 0 ? m.first_violation : m.first_fs_unrecoverable},
+         {"why", m.violations > 0 ? m.why : m.fs_summary},
+         {"text", c.fstest->text},
+         {"rebuild", m.rebuild},
+         {"recording", c.recording},
+         {"repro", ReproCommand(parameters_, powercut, c.workload, c.fs, m.cache)}});
+  }
+
+  const nlohmann::json& parameters_;
+  std::map<std::pair<std::string, std::string>, Row> rows_;  // (fs, cache)
+  std::map<std::string, Group> groups_;
+  nlohmann::json not_run_ = nlohmann::json::array();
+  std::set<std::string> kernels_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::vector<Workload>> PlanFsTest(const FsTestOptions& o) {
@@ -215,89 +323,9 @@ bool IsFsTestReport(const MatrixReport& report) {
 }
 
 nlohmann::json FsTestSummary(const MatrixReport& r) {
-  struct Row {
-    std::set<std::string> workloads, violating, unrecoverable;
-    uint64_t states = 0, could_not_run = 0;
-    std::map<std::string, uint64_t> classes;
-  };
-  std::map<std::pair<std::string, std::string>, Row> rows;  // (fs, cache)
-  struct Group {
-    std::string klass, shape, fs;
-    std::set<std::string> caches;
-    nlohmann::json violations = nlohmann::json::array();
-  };
-  std::map<std::string, Group> groups;
-  nlohmann::json not_run = nlohmann::json::array();
-  std::set<std::string> kernels;
-  for (const CellResult& c : r.cells) {
-    if (!c.fstest) continue;
-    if (!c.kernel.empty()) kernels.insert(c.kernel);
-    if (!c.ran) {
-      not_run.push_back({{"workload", c.workload},
-                         {"fs", c.fs},
-                         {"error_kind", c.error_kind},
-                         {"error", c.error},
-                         {"text", c.fstest->text}});
-      for (const CellModel& m : c.models) ++rows[{c.fs, m.cache}].could_not_run;
-      continue;
-    }
-    for (const CellModel& m : c.models) {
-      Row& row = rows[{c.fs, m.cache}];
-      row.workloads.insert(c.workload);
-      row.states += m.states;
-      std::string klass;
-      if (m.violations > 0) {
-        row.violating.insert(c.workload);
-        klass = ClassOf(m);
-      } else if (m.fs_unrecoverable > 0) {
-        row.unrecoverable.insert(c.workload);
-        klass = fstest::kFsUnrecoverable;
-      }
-      if (klass.empty()) continue;
-      ++row.classes[klass];
-      // The repro names the powercut that wrote the report, as its rebuild commands do.
-      const size_t verb = m.rebuild.find(" state materialize");
-      const std::string powercut =
-          verb == std::string::npos ? "powercut" : m.rebuild.substr(0, verb);
-      const std::string shape = c.fstest->shape;
-      const std::string signature = fmt::format("{} | {} | {}", klass, shape, c.fs);
-      Group& g = groups[signature];
-      g.klass = klass;
-      g.shape = shape;
-      g.fs = c.fs;
-      g.caches.insert(m.cache);
-      g.violations.push_back(
-          {{"workload", c.workload},
-           {"cache", m.cache},
-           {"state", m.violations > 0 ? m.first_violation : m.first_fs_unrecoverable},
-           {"why", m.violations > 0 ? m.why : m.fs_summary},
-           {"text", c.fstest->text},
-           {"rebuild", m.rebuild},
-           {"recording", c.recording},
-           {"repro", ReproCommand(r.parameters, powercut, c.workload, c.fs, m.cache)}});
-    }
-  }
-  nlohmann::json table = nlohmann::json::array();
-  for (const auto& [key, row] : rows) {
-    table.push_back({{"fs", key.first},
-                     {"cache", key.second},
-                     {"workloads", row.workloads.size()},
-                     {"states", row.states},
-                     {"violating_workloads", row.violating.size()},
-                     {"fs_unrecoverable_workloads", row.unrecoverable.size()},
-                     {"could_not_run", row.could_not_run},
-                     {"classes", row.classes}});
-  }
-  nlohmann::json signatures = nlohmann::json::array();
-  for (auto& [signature, g] : groups) {
-    signatures.push_back({{"signature", signature},
-                          {"class", g.klass},
-                          {"shape", g.shape},
-                          {"fs", g.fs},
-                          {"caches", std::vector<std::string>(g.caches.begin(), g.caches.end())},
-                          {"count", g.violations.size()},
-                          {"violations", g.violations}});
-  }
+  FsTestTally tally(r.parameters);
+  for (const CellResult& c : r.cells) tally.Add(c);
+  const std::set<std::string>& kernels = tally.kernels();
   const nlohmann::json& f = r.parameters.value("fstest", nlohmann::json::object());
   return {{"workloads", f.value("workload_count", uint64_t{0})},
           {"seq", f.value("seq", 0)},
@@ -307,9 +335,9 @@ nlohmann::json FsTestSummary(const MatrixReport& r) {
           {"kernels", std::vector<std::string>(kernels.begin(), kernels.end())},
           {"mkfs_options", r.parameters.value("mkfs_options", "")},
           {"mount_options", r.parameters.value("mount_options", "")},
-          {"by_fs_and_cache", table},
-          {"signatures", signatures},
-          {"could_not_run", not_run}};
+          {"by_fs_and_cache", tally.Table()},
+          {"signatures", tally.Signatures()},
+          {"could_not_run", tally.not_run()}};
 }
 
 std::string FsTestTable(const MatrixReport& r) {

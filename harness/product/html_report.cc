@@ -24,96 +24,263 @@ td.verdict-error{color:#8a6100}
 details.checker-failed pre{white-space:pre-wrap;max-width:40em;font-weight:normal}
 )";
 
-}  // namespace
+// The notes under a cache cell's numbers: file-system failures and repairs, checker failures,
+// unchecked states, and why the check stopped.
+std::string ModelNotesHtml(const CellModel* m) {
+  std::string fs_note;
+  if (m->fs_unrecoverable) {
+    fs_note += fmt::format(
+        "<br><span class=\"fsfail small\" title=\"{}\">file system unrecoverable in {} "
+        "states</span>",
+        XmlEscape(m->fs_summary), m->fs_unrecoverable);
+  }
+  if (m->fs_repaired) {
+    fs_note += fmt::format(
+        "<br><span class=\"small\" title=\"{}\">file system repaired in {} states</span>",
+        XmlEscape(m->fs_repair_steps), m->fs_repaired);
+  }
+  if (m->checker_failures) {
+    // The server's own words on why it could not recover the image (issue 14: a violation,
+    // with the server's log quoted).
+    fs_note += fmt::format(
+        "<details class=\"small checker-failed\"><summary>checker failed in {} states"
+        "</summary>first: <code>{}</code>, its stderr:<pre>{}</pre></details>",
+        m->checker_failures, XmlEscape(m->first_checker_failure), XmlEscape(m->checker_stderr));
+  }
+  if (m->could_not_check) {
+    fs_note += fmt::format(" <span class=\"unchecked\">({} could not be checked)</span>",
+                           m->could_not_check);
+  }
+  if (!m->stopped.empty()) {
+    fs_note +=
+        fmt::format("<br><span class=\"small\">{}</span>",
+                    m->stopped == "budget"
+                        ? fmt::format("incomplete: budget ran out after {} of {} states", m->states,
+                                      m->states_planned)
+                        : fmt::format("stopped at the first violation: {} of {} states "
+                                      "checked, the worst first; &ge;{} acks lost is a lower "
+                                      "bound",
+                                      m->states, m->states_planned, m->lost_acks_max));
+  }
+  return fs_note;
+}
 
-std::string TimelineSvg(const Timeline& t, const std::string& id) {
-  const double width = 1000, left = 40, right = 20;
-  const size_t n = std::max<size_t>(t.kinds.size(), 1);
-  const double dx = (width - left - right) / static_cast<double>(n);
-  const size_t rows = std::max<size_t>(t.crashes.size(), 1);
-  // One write lane and one flush lane per disk (Timeline::disks), then the acks.
-  size_t disks = 1;
-  for (char d : t.disks) disks = std::max<size_t>(disks, static_cast<size_t>(d - '0') + 1);
-  const double extra = 60.0 * static_cast<double>(disks - 1);
-  auto disk_of = [&](size_t entry) {
-    return entry < t.disks.size() ? static_cast<size_t>(t.disks[entry] - '0') : 0;
-  };
-  auto write_y = [&](size_t disk) { return 20 + 60.0 * static_cast<double>(disk); };
-  const double ack_y = 80 + extra;
-  const double height = 120 + extra + 26.0 * static_cast<double>(rows);
-  auto x = [&](double entry) { return left + entry * dx; };
-  std::string s = fmt::format(
-      "<svg id=\"{}\" class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
-      "height=\"{:.0f}\" viewBox=\"0 0 {} {:.0f}\" role=\"img\">\n"
-      "<title>timeline of {} trace entries</title>\n",
-      XmlEscape(id), width, height, width, height, t.kinds.size());
+// One cache cell: the verdict, the acks lost, the states checked and the violating states.
+std::string ModelCellHtml(const CellResult& c, const CellModel* m) {
+  const std::string fs_note = ModelNotesHtml(m);
+  return fmt::format("<td class=\"{} num{}\" title=\"{}{}\">{} {} / {} / {}{}</td>",
+                     m->violations ? "fail" : "pass", c.AsExpected(*m) ? "" : " unexpected",
+                     c.judged ? "expected " + XmlEscape(c.expect.For(m->cache)) + ". " : "",
+                     XmlEscape(m->summary),
+                     m->violations   ? "FAIL"
+                     : m->complete() ? "pass"
+                                     : "incomplete",
+                     XmlEscape(CellLostText(*m)), CellStatesText(*m), m->violations, fs_note);
+}
+
+// A row's verdict (its data-verdict) and its column: as expected, unexpected (and why) or could
+// not run; without an expectation, pass or fail.
+struct RowVerdict {
+  std::string verdict;
+  std::string cell;
+};
+
+RowVerdict VerdictOf(const CellResult& c) {
+  std::string verdict = c.Verdict();
+  std::string verdict_text = verdict == "ok"           ? std::string("as expected")
+                             : verdict == "unexpected" ? "UNEXPECTED: " + XmlEscape(c.Unexpected())
+                                                       : std::string("could not run");
+  if (!c.judged && c.ran) {  // `powercut run` without --expect: nothing to compare with
+    verdict = c.failed() ? "fail" : "pass";
+    verdict_text =
+        c.failed() ? "violations (no expectation given)" : "no violation (no expectation given)";
+  }
+  std::string verdict_cell = fmt::format("<td class=\"verdict-{}\">{}</td>", verdict, verdict_text);
+  return {verdict, verdict_cell};
+}
+
+// One row of the matrix table.
+std::string CellRowHtml(const CellResult& c, const std::vector<std::string>& caches) {
+  std::string h;
+  const auto [verdict, verdict_cell] = VerdictOf(c);
+  h += fmt::format(
+      "<tr id=\"cell-{}\" data-cell=\"{}\" data-verdict=\"{}\"><td>{}</td><td>{}</td><td>{}</td>",
+      c.index, XmlEscape(c.name), verdict, XmlEscape(c.workload), XmlEscape(c.setting),
+      XmlEscape(c.fs));
+  if (!c.ran) {
+    h += fmt::format("<td class=\"error\" colspan=\"{}\">could not run ({}){}: {}</td>",
+                     caches.size() + 2, XmlEscape(c.error_kind),
+                     c.expect.error.empty() ? "" : ", expected " + XmlEscape(c.expect.error),
+                     XmlEscape(c.error));
+    return h + verdict_cell + "</tr>\n";
+  }
+  for (const auto& cache : caches) {
+    const CellModel* m = nullptr;
+    for (const CellModel& cm : c.models) {
+      if (cm.cache == cache) m = &cm;
+    }
+    h += m == nullptr ? "<td>-</td>" : ModelCellHtml(c, m);
+  }
+  h += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td>{}</tr>\n", c.acks,
+                   c.trace_entries, verdict_cell);
+  return h;
+}
+
+// A failing cell's section: its command, where its recording is kept, its timeline and its
+// worst state per cache model.
+std::string FailingSectionHtml(const CellResult& c) {
+  std::string h;
+  h += fmt::format("<section class=\"failing\" id=\"failing-{}\"><h2>{}</h2>\n", c.index,
+                   XmlEscape(c.name));
+  h += fmt::format("<p class=\"small\"><code>{}</code></p>\n", XmlEscape(c.workload_command));
+  if (!c.recording.empty()) {
+    h += fmt::format(
+        "<p class=\"small\">recording kept in <code class=\"recording\">{}</code>: the "
+        "rebuild commands below name it</p>\n",
+        XmlEscape(c.recording));
+  }
+  h += TimelineSvg(*c.timeline, fmt::format("timeline-{}", c.index));
+  h += "<ul class=\"small\">\n";
+  for (const TimelineCrash& crash : c.timeline->crashes) {
+    h += fmt::format("<li>cache {}, worst state: {}</li>\n", XmlEscape(crash.cache),
+                     XmlEscape(crash.summary));
+  }
+  h += "</ul></section>\n";
+  return h;
+}
+
+// The timeline figure of one recording: a write and a flush lane per disk, the acks, and per
+// crash state its point, the acks it lost and the writes it dropped.
+class TimelineFigure {
+ public:
+  explicit TimelineFigure(const Timeline& t) : t_(t) {
+    const size_t n = std::max<size_t>(t.kinds.size(), 1);
+    dx_ = (kWidth - kLeft - kRight) / static_cast<double>(n);
+    const size_t rows = std::max<size_t>(t.crashes.size(), 1);
+    // One write lane and one flush lane per disk (Timeline::disks), then the acks.
+    for (char d : t.disks) disks_ = std::max<size_t>(disks_, static_cast<size_t>(d - '0') + 1);
+    extra_ = 60.0 * static_cast<double>(disks_ - 1);
+    ack_y_ = 80 + extra_;
+    height_ = 120 + extra_ + 26.0 * static_cast<double>(rows);
+    w_ = std::max(dx_, 0.6);
+  }
+
+  std::string Svg(const std::string& id) const {
+    std::string s = fmt::format(
+        "<svg id=\"{}\" class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
+        "height=\"{:.0f}\" viewBox=\"0 0 {} {:.0f}\" role=\"img\">\n"
+        "<title>timeline of {} trace entries</title>\n",
+        XmlEscape(id), kWidth, height_, kWidth, height_, t_.kinds.size());
+    s += Lanes();
+    s += Entries();
+    s += Acks();
+    for (size_t r = 0; r < t_.crashes.size(); ++r) s += Crash(r);
+    s += "</svg>\n";
+    return s;
+  }
+
+ private:
+  static constexpr double kWidth = 1000, kLeft = 40, kRight = 20;
+
+  size_t DiskOf(size_t entry) const {
+    return entry < t_.disks.size() ? static_cast<size_t>(t_.disks[entry] - '0') : 0;
+  }
+  static double WriteY(size_t disk) { return 20 + 60.0 * static_cast<double>(disk); }
+  double X(double entry) const { return kLeft + entry * dx_; }
+
   // Lanes: writes (y 20-40), flushes/FUA (50-70), acks (80-100); with several disks a write and
   // a flush lane per disk, 60 apart, above the acks.
-  for (size_t d = 0; d < disks; ++d) {
-    const std::string name = disks > 1 ? fmt::format("{}", d + 1) : "";
-    s += fmt::format(
-        "<text x=\"2\" y=\"{:.0f}\" font-size=\"10\">{}write</text>"
-        "<text x=\"2\" y=\"{:.0f}\" font-size=\"10\">{}flush</text>",
-        write_y(d) + 14, disks > 1 ? "d" + name + " " : "", write_y(d) + 44,
-        disks > 1 ? "d" + name + " " : "");
-  }
-  s += fmt::format("<text x=\"2\" y=\"{:.0f}\" font-size=\"10\">ack</text>\n", ack_y + 14);
-  s += fmt::format("<line x1=\"{}\" y1=\"{:.0f}\" x2=\"{}\" y2=\"{:.0f}\" stroke=\"#999\"/>\n",
-                   left, ack_y + 25, width - right, ack_y + 25);
-  const double w = std::max(dx, 0.6);
-  for (size_t i = 0; i < t.kinds.size(); ++i) {
-    char k = t.kinds[i];
-    const double y = write_y(disk_of(i));
-    if (k == 'w' || k == 'u' || k == 'F' || k == 'd') {
+  std::string Lanes() const {
+    std::string s;
+    for (size_t d = 0; d < disks_; ++d) {
+      const std::string name = disks_ > 1 ? fmt::format("{}", d + 1) : "";
       s += fmt::format(
-          "<rect class=\"write\" x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" "
-          "height=\"20\" fill=\"{}\"/>",
-          x(static_cast<double>(i)), y, w, k == 'd' ? "#aaa" : "#4a7bd0");
+          "<text x=\"2\" y=\"{:.0f}\" font-size=\"10\">{}write</text>"
+          "<text x=\"2\" y=\"{:.0f}\" font-size=\"10\">{}flush</text>",
+          WriteY(d) + 14, disks_ > 1 ? "d" + name + " " : "", WriteY(d) + 44,
+          disks_ > 1 ? "d" + name + " " : "");
     }
-    if (k == 'f' || k == 'F' || k == 'u') {
+    s += fmt::format("<text x=\"2\" y=\"{:.0f}\" font-size=\"10\">ack</text>\n", ack_y_ + 14);
+    s += fmt::format("<line x1=\"{}\" y1=\"{:.0f}\" x2=\"{}\" y2=\"{:.0f}\" stroke=\"#999\"/>\n",
+                     kLeft, ack_y_ + 25, kWidth - kRight, ack_y_ + 25);
+    return s;
+  }
+
+  // Every entry's write and flush/FUA marks.
+  std::string Entries() const {
+    std::string s;
+    for (size_t i = 0; i < t_.kinds.size(); ++i) {
+      char k = t_.kinds[i];
+      const double y = WriteY(DiskOf(i));
+      if (k == 'w' || k == 'u' || k == 'F' || k == 'd') {
+        s += fmt::format(
+            "<rect class=\"write\" x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" "
+            "height=\"20\" fill=\"{}\"/>",
+            X(static_cast<double>(i)), y, w_, k == 'd' ? "#aaa" : "#4a7bd0");
+      }
+      if (k == 'f' || k == 'F' || k == 'u') {
+        s += fmt::format(
+            "<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" height=\"20\" "
+            "fill=\"{}\"/>",
+            k == 'u' ? "fua" : "flush", X(static_cast<double>(i)), y + 30, w_,
+            k == 'u' ? "#8e44ad" : "#2e8b57");
+      }
+    }
+    return s + "\n";
+  }
+
+  std::string Acks() const {
+    std::string s;
+    for (const auto& [entry, ack] : t_.acks) {
       s += fmt::format(
-          "<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" height=\"20\" "
-          "fill=\"{}\"/>",
-          k == 'u' ? "fua" : "flush", x(static_cast<double>(i)), y + 30, w,
-          k == 'u' ? "#8e44ad" : "#2e8b57");
+          "<rect class=\"ack\" x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" height=\"20\" "
+          "fill=\"#e0a020\"><title>ack {} (entry {})</title></rect>",
+          X(static_cast<double>(entry)), ack_y_, w_, XmlEscape(ack), entry);
     }
+    return s + "\n";
   }
-  s += "\n";
-  for (const auto& [entry, ack] : t.acks) {
-    s += fmt::format(
-        "<rect class=\"ack\" x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" height=\"20\" "
-        "fill=\"#e0a020\"><title>ack {} (entry {})</title></rect>",
-        x(static_cast<double>(entry)), ack_y, w, XmlEscape(ack), entry);
-  }
-  s += "\n";
-  for (size_t r = 0; r < t.crashes.size(); ++r) {
-    const TimelineCrash& c = t.crashes[r];
-    double y = 115 + extra + 26.0 * static_cast<double>(r);
-    double cx = x(static_cast<double>(c.point));
-    s += fmt::format(
+
+  // Crash state r's point, the acks it lost and the writes it dropped.
+  std::string Crash(size_t r) const {
+    const TimelineCrash& c = t_.crashes[r];
+    double y = 115 + extra_ + 26.0 * static_cast<double>(r);
+    double cx = X(static_cast<double>(c.point));
+    std::string s = fmt::format(
         "<line class=\"crash\" x1=\"{:.2f}\" y1=\"15\" x2=\"{:.2f}\" y2=\"{:.0f}\" "
         "stroke=\"#d00\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/>"
         "<text class=\"crash-label\" x=\"{:.2f}\" y=\"{:.0f}\" font-size=\"11\" fill=\"#d00\">"
         "crash ({}): {} lost</text>\n",
-        cx, cx, y + 4, std::min(cx + 4, width - 160), y + 12, XmlEscape(c.cache), c.lost.size());
+        cx, cx, y + 4, std::min(cx + 4, kWidth - 160), y + 12, XmlEscape(c.cache), c.lost.size());
     for (uint64_t e : c.lost_entries) {
       s += fmt::format(
           "<circle class=\"lost\" cx=\"{:.2f}\" cy=\"{:.0f}\" r=\"{:.1f}\" "
           "fill=\"none\" stroke=\"#d00\" stroke-width=\"1.5\"><title>lost under {}"
           "</title></circle>",
-          x(static_cast<double>(e)) + w / 2, ack_y + 10, std::max(3.0, std::min(dx, 6.0)),
+          X(static_cast<double>(e)) + w_ / 2, ack_y_ + 10, std::max(3.0, std::min(dx_, 6.0)),
           XmlEscape(c.cache));
     }
     for (uint64_t e : c.dropped) {
       s += fmt::format(
           "<rect class=\"dropped\" x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.2f}\" "
           "height=\"24\" fill=\"none\" stroke=\"#d00\"/>",
-          x(static_cast<double>(e)), write_y(disk_of(static_cast<size_t>(e))) - 2, w);
+          X(static_cast<double>(e)), WriteY(DiskOf(static_cast<size_t>(e))) - 2, w_);
     }
-    s += "\n";
+    return s + "\n";
   }
-  s += "</svg>\n";
-  return s;
+
+  const Timeline& t_;
+  double dx_ = 0;
+  size_t disks_ = 1;
+  double extra_ = 0;
+  double ack_y_ = 0;
+  double height_ = 0;
+  double w_ = 0;
+};
+
+}  // namespace
+
+std::string TimelineSvg(const Timeline& t, const std::string& id) {
+  return TimelineFigure(t).Svg(id);
 }
 
 std::string HtmlReport(const MatrixReport& r, const std::string& title) {
@@ -138,87 +305,7 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
   h += "<table id=\"matrix\"><thead><tr><th>workload</th><th>setting</th><th>fs</th>";
   for (const auto& c : caches) h += fmt::format("<th>cache {}</th>", XmlEscape(c));
   h += "<th>acks</th><th>entries</th><th>verdict</th></tr></thead><tbody>\n";
-  for (const CellResult& c : r.cells) {
-    std::string verdict = c.Verdict();
-    std::string verdict_text = verdict == "ok" ? std::string("as expected")
-                               : verdict == "unexpected"
-                                   ? "UNEXPECTED: " + XmlEscape(c.Unexpected())
-                                   : std::string("could not run");
-    if (!c.judged && c.ran) {  // `powercut run` without --expect: nothing to compare with
-      verdict = c.failed() ? "fail" : "pass";
-      verdict_text =
-          c.failed() ? "violations (no expectation given)" : "no violation (no expectation given)";
-    }
-    std::string verdict_cell =
-        fmt::format("<td class=\"verdict-{}\">{}</td>", verdict, verdict_text);
-    h += fmt::format(
-        "<tr id=\"cell-{}\" data-cell=\"{}\" data-verdict=\"{}\"><td>{}</td><td>{}</td><td>{}</td>",
-        c.index, XmlEscape(c.name), verdict, XmlEscape(c.workload), XmlEscape(c.setting),
-        XmlEscape(c.fs));
-    if (!c.ran) {
-      h += fmt::format("<td class=\"error\" colspan=\"{}\">could not run ({}){}: {}</td>",
-                       caches.size() + 2, XmlEscape(c.error_kind),
-                       c.expect.error.empty() ? "" : ", expected " + XmlEscape(c.expect.error),
-                       XmlEscape(c.error));
-      h += verdict_cell + "</tr>\n";
-      continue;
-    }
-    for (const auto& cache : caches) {
-      const CellModel* m = nullptr;
-      for (const CellModel& cm : c.models) {
-        if (cm.cache == cache) m = &cm;
-      }
-      if (m == nullptr) {
-        h += "<td>-</td>";
-        continue;
-      }
-      std::string fs_note;
-      if (m->fs_unrecoverable) {
-        fs_note += fmt::format(
-            "<br><span class=\"fsfail small\" title=\"{}\">file system unrecoverable in {} "
-            "states</span>",
-            XmlEscape(m->fs_summary), m->fs_unrecoverable);
-      }
-      if (m->fs_repaired) {
-        fs_note += fmt::format(
-            "<br><span class=\"small\" title=\"{}\">file system repaired in {} states</span>",
-            XmlEscape(m->fs_repair_steps), m->fs_repaired);
-      }
-      if (m->checker_failures) {
-        // The server's own words on why it could not recover the image (issue 14: a violation,
-        // with the server's log quoted).
-        fs_note += fmt::format(
-            "<details class=\"small checker-failed\"><summary>checker failed in {} states"
-            "</summary>first: <code>{}</code>, its stderr:<pre>{}</pre></details>",
-            m->checker_failures, XmlEscape(m->first_checker_failure), XmlEscape(m->checker_stderr));
-      }
-      if (m->could_not_check) {
-        fs_note += fmt::format(" <span class=\"unchecked\">({} could not be checked)</span>",
-                               m->could_not_check);
-      }
-      if (!m->stopped.empty()) {
-        fs_note +=
-            fmt::format("<br><span class=\"small\">{}</span>",
-                        m->stopped == "budget"
-                            ? fmt::format("incomplete: budget ran out after {} of {} states",
-                                          m->states, m->states_planned)
-                            : fmt::format("stopped at the first violation: {} of {} states "
-                                          "checked, the worst first; &ge;{} acks lost is a lower "
-                                          "bound",
-                                          m->states, m->states_planned, m->lost_acks_max));
-      }
-      h += fmt::format("<td class=\"{} num{}\" title=\"{}{}\">{} {} / {} / {}{}</td>",
-                       m->violations ? "fail" : "pass", c.AsExpected(*m) ? "" : " unexpected",
-                       c.judged ? "expected " + XmlEscape(c.expect.For(m->cache)) + ". " : "",
-                       XmlEscape(m->summary),
-                       m->violations   ? "FAIL"
-                       : m->complete() ? "pass"
-                                       : "incomplete",
-                       XmlEscape(CellLostText(*m)), CellStatesText(*m), m->violations, fs_note);
-    }
-    h += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td>{}</tr>\n", c.acks,
-                     c.trace_entries, verdict_cell);
-  }
+  for (const CellResult& c : r.cells) h += CellRowHtml(c, caches);
   h += "</tbody></table>\n";
   if (std::string summary = r.recordings.Summary(); !summary.empty()) {
     h += fmt::format("<p class=\"small\" id=\"recordings\">{}</p>\n", XmlEscape(summary));
@@ -230,23 +317,7 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
        "<span style=\"color:#d00\">- - crash point, &#9675; lost ack, &#9633; dropped write"
        "</span></p>\n";
   for (const CellResult& c : r.cells) {
-    if (!c.failed() || !c.timeline) continue;
-    h += fmt::format("<section class=\"failing\" id=\"failing-{}\"><h2>{}</h2>\n", c.index,
-                     XmlEscape(c.name));
-    h += fmt::format("<p class=\"small\"><code>{}</code></p>\n", XmlEscape(c.workload_command));
-    if (!c.recording.empty()) {
-      h += fmt::format(
-          "<p class=\"small\">recording kept in <code class=\"recording\">{}</code>: the "
-          "rebuild commands below name it</p>\n",
-          XmlEscape(c.recording));
-    }
-    h += TimelineSvg(*c.timeline, fmt::format("timeline-{}", c.index));
-    h += "<ul class=\"small\">\n";
-    for (const TimelineCrash& crash : c.timeline->crashes) {
-      h += fmt::format("<li>cache {}, worst state: {}</li>\n", XmlEscape(crash.cache),
-                       XmlEscape(crash.summary));
-    }
-    h += "</ul></section>\n";
+    if (c.failed() && c.timeline) h += FailingSectionHtml(c);
   }
   for (const CellResult& c : r.cells) h += FaultDetailsHtml(c);
   h += "</body></html>\n";
