@@ -1,13 +1,10 @@
 #include "harness/product/run.h"
 
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include "base/scratch_dir.h"
 #include "base/status_macros.h"
@@ -83,6 +80,163 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   return c;
 }
 
+// Why the engine stopped: a checker that cannot start or does not speak the protocol, or
+// another failure of the check.
+void CheckFailed(const absl::Status& status, RunOutcome& out) {
+  std::string why(status.message());
+  if (harness::IsBrokenChecker(status)) {
+    bool start_failed = why.rfind("checker cannot start", 0) == 0;
+    out.error_kind = start_failed ? "checker-cannot-start" : "checker-protocol";
+    out.error = fmt::format("the check stopped: {}", why);
+    return;
+  }
+  out.error_kind = "check";
+  out.error = fmt::format("checking the recording failed: {}", why);
+}
+
+// False when the checker itself is broken (no state could be judged, or it crashed on every
+// state): the outcome says so. A checker that failed on every state is a note.
+bool CheckerWorked(const harness::CheckReport& report, RunOutcome& out) {
+  uint64_t states = 0, unjudged = 0;
+  const harness::ModelResult* unchecked = nullptr;
+  for (const auto& m : report.results) {
+    states += m.states;
+    unjudged += m.could_not_check;
+    if (m.first_could_not_check && unchecked == nullptr) unchecked = &m;
+  }
+  if (unchecked != nullptr && unjudged == states) {
+    // Fewer states than the stop threshold, and not one of them could be judged.
+    out.ran = false;
+    out.error_kind = "checker-protocol";
+    out.error = fmt::format("the checker's output could not be judged on any of the {} states: {}",
+                            states, unchecked->first_could_not_check->could_not_check);
+    return false;
+  }
+  bool checker_always_failed = !report.results.empty();
+  for (const auto& m : report.results) {
+    checker_always_failed = checker_always_failed && m.states > 0 && m.violations == m.states &&
+                            m.first_violation && !m.first_violation->recovered &&
+                            m.first_violation->mount_error.empty();
+  }
+  const harness::Verdict* first = report.results.empty() || !report.results.front().first_violation
+                                      ? nullptr
+                                      : &*report.results.front().first_violation;
+  if (checker_always_failed && first != nullptr &&
+      (first->exit_code < 0 || first->exit_code > 128)) {
+    // Killed by a signal (directly, or as the shell's 128+N) on every state, also those where every
+    // write was kept: a crash of the checker, not a finding about the images.
+    out.ran = false;
+    out.error_kind = "checker-crash";
+    out.error = fmt::format(
+        "the checker crashed (exit {}) on every one of the {} crash states: fix the checker; the "
+        "first: {}",
+        first->exit_code, report.results.front().states, first->Describe());
+    return false;
+  }
+  if (checker_always_failed) {
+    out.notes.push_back(fmt::format(
+        "the checker failed on every crash state ({}): is the checker itself broken? Try it on "
+        "the final image.",
+        report.results.front().first_violation->Describe()));
+  }
+  return true;
+}
+
+// Why the VM could not record the workload: it hung past the timeout, or the VM failed.
+void RecordFailed(const absl::Status& status, const RunOptions& o, RunOutcome& out) {
+  bool hung = absl::IsDeadlineExceeded(status);
+  out.error_kind = hung ? "timeout" : "vm";
+  out.error =
+      hung ? fmt::format(
+                 "the workload did not finish within {} s (the guest's boot not counted; "
+                 "raise --timeout if it is only slow): {}",
+                 o.timeout.count(), std::string(status.message()))
+           : fmt::format("the VM could not run the workload: {}", std::string(status.message()));
+}
+
+// The recording's numbers and notes: exit status, times, acks, entries.
+void TakeRecording(const vm::RunResult& run, RunOutcome& out) {
+  out.workload_exit = run.guest.exit_code;
+  out.boot_seconds = run.boot_seconds;
+  out.workload_seconds = run.workload_seconds;
+  out.record_phases = run.phases;
+  if (!run.boot_failure.empty()) {
+    out.notes.push_back(
+        fmt::format("the first guest booted for this recording failed and a second one came up: {}",
+                    run.boot_failure.substr(0, run.boot_failure.find('\n'))));
+  }
+  if (run.guest.leftover_processes > 0) {
+    out.notes.push_back(fmt::format(
+        "the workload left {} process(es) running in the guest when it exited; they were killed "
+        "before the disk was unmounted (their writes until then are in the recording)",
+        run.guest.leftover_processes));
+  }
+  out.acks = run.host_acks.size();
+  out.invalid_ack_lines = run.guest.invalid_ack_lines;
+  out.trace_entries = run.trace_entries;
+}
+
+// False when the recording cannot be checked (the workload failed, printed malformed acks,
+// never acked, flooded acks, or there is no trace): the outcome says why.
+bool UsableRecording(const vm::RunResult& run, const RunOptions& o, RunOutcome& out) {
+  if (run.guest.exit_code != 0) {
+    // The workload's own output; the console log only when the guest could not save it.
+    std::string tail = Tail(run.workload_log, 1500);
+    if (tail.empty()) tail = Tail(run.console_log, 1500);
+    out.error_kind = "workload-exit";
+    out.error =
+        fmt::format("the workload exited with status {} after {} acks; its last output:\n{}",
+                    run.guest.exit_code, out.acks, tail);
+    return false;
+  }
+  if (run.guest.invalid_ack_lines > 0) {
+    out.error_kind = "malformed-acks";
+    out.error = fmt::format(
+        "the workload wrote {} malformed line(s) on POWERCUT_ACK_FD (expected `ack <id>` with ids "
+        "of 1-64 characters [A-Za-z0-9_.:-]); {} valid acks",
+        run.guest.invalid_ack_lines, out.acks);
+    return false;
+  }
+  if (out.acks == 0) {
+    out.error_kind = "no-acks";
+    out.error =
+        "the workload exited 0 but never acked a commit (write `ack <id>` lines to the fd "
+        "in $POWERCUT_ACK_FD): there is nothing to check";
+    return false;
+  }
+  if (out.acks > o.max_acks) {
+    out.error_kind = "ack-flood";
+    out.error = fmt::format(
+        "the workload sent {} acks, more than --max-acks {}: a flood makes "
+        "every crash point an ack point; lower the workload's count",
+        out.acks, o.max_acks);
+    return false;
+  }
+  if (run.trace.empty()) {
+    out.error_kind = "vm";
+    out.error = "the VM run produced no trace (use --recorder nbd or dm-log-writes)";
+    return false;
+  }
+  return true;
+}
+
+// The recording's part of the outcome, into the check's outcome.
+void AddRecordingTo(const RunOutcome& out, RunOutcome& checked) {
+  checked.workload_exit = out.workload_exit;
+  checked.invalid_ack_lines = out.invalid_ack_lines;
+  checked.record_seconds = out.record_seconds;
+  checked.boot_seconds = out.boot_seconds;
+  checked.workload_seconds = out.workload_seconds;
+  checked.record_phases = out.record_phases;
+  checked.kernel = out.kernel;
+  checked.notes.insert(checked.notes.begin(), out.notes.begin(), out.notes.end());
+  checked.recording_dir = out.recording_dir;
+  if (!checked.ran) {
+    checked.acks = out.acks;
+    checked.trace_entries = out.trace_entries;
+  }
+}
+
 }  // namespace
 
 uint64_t RunOutcome::could_not_check() const {
@@ -110,158 +264,6 @@ int RunOutcome::exit_code() const {
   if (live_cuts && live_cuts->Errors() > 0) return 2;
   // An incomplete pass (--budget ran out) did not show that the program survives.
   return could_not_check() > 0 || !report->complete() ? 2 : 0;
-}
-
-bool MayLoopMount() {
-  // CAP_SYS_ADMIN (bit 21 of CapEff) and a loop-control device: root in an unprivileged
-  // container has neither, and would otherwise fall back to debugfs or fail.
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  uint64_t caps = 0;
-  while (std::getline(status, line)) {
-    if (line.rfind("CapEff:", 0) == 0) caps = std::strtoull(line.c_str() + 7, nullptr, 16);
-  }
-  return (caps & (uint64_t{1} << 21)) != 0 && ::access("/dev/loop-control", R_OK | W_OK) == 0;
-}
-
-absl::StatusOr<CheckIn> ParseCheckIn(const std::string& text) {
-  if (text == "host") return CheckIn::kHost;
-  if (text == "guest") return CheckIn::kGuest;
-  if (text.empty()) return MayLoopMount() ? CheckIn::kHost : CheckIn::kGuest;
-  return absl::InvalidArgumentError(fmt::format(
-      "--check-in {}: expected guest (the recording kernel judges, no root needed) or host (loop "
-      "mounts on this host: needs root)",
-      text));
-}
-
-const char* CheckInName(CheckIn where) { return where == CheckIn::kGuest ? "guest" : "host"; }
-
-absl::StatusOr<std::unique_ptr<vm::GuestCheckPool>> CheckPoolFor(CheckIn where,
-                                                                 const std::string& agent_hint,
-                                                                 const std::string& kernel) {
-  if (where == CheckIn::kHost) return std::unique_ptr<vm::GuestCheckPool>();
-  auto env = vm::PrepareVm(agent_hint, kernel);
-  if (!env.ok()) {
-    return absl::Status(env.status().code(),
-                        fmt::format("--check-in guest: cannot prepare the VM: {}",
-                                    std::string(env.status().message())));
-  }
-  return std::make_unique<vm::GuestCheckPool>(*env);
-}
-
-harness::StateJudgeFactory JudgesForTrace(vm::GuestCheckPool* pool, harness::FsKind fs,
-                                          const std::string& trace, const std::string& checker,
-                                          double checker_timeout_s, vm::GuestCheckPhases* phases) {
-  auto manifest = harness::ReadManifest(harness::ManifestPathFor(trace));
-  harness::SectorFormat sector = harness::kDefaultSectorFormat;
-  if (manifest.ok() && manifest->logical_sector == 4096) sector = harness::SectorFormat::k4kn;
-  if (manifest.ok() && manifest->physical_sector == 512) sector = harness::SectorFormat::k512n;
-  return pool->Factory({.fs = fs,
-                        .sector = sector,
-                        .checker = checker,
-                        .mount_options = "",
-                        .checker_timeout_s = checker_timeout_s,
-                        .phases = phases});
-}
-
-absl::StatusOr<TraceJudging> JudgeTrace(const std::string& check_in, harness::FsKind fs,
-                                        const std::string& powercut, const std::string& kernel,
-                                        const std::string& trace, const std::string& checker,
-                                        double checker_timeout_s, std::string_view host_only) {
-  ASSIGN_OR_RETURN(CheckIn where, ParseCheckIn(check_in));
-  TraceJudging judging;
-  if (where == CheckIn::kHost || harness::FileSystemOf(fs).raw()) return judging;
-  if (!host_only.empty()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{}: pass --check-in host with it, or drop it (without root, states are judged in guests)",
-        host_only));
-  }
-  ASSIGN_OR_RETURN(judging.pool, CheckPoolFor(where, AgentHint(powercut), kernel));
-  judging.judges = JudgesForTrace(judging.pool.get(), fs, trace, checker, checker_timeout_s,
-                                  judging.phases.get());
-  return judging;
-}
-
-std::string GuestCheckPhasesLine(const std::vector<std::pair<std::string, double>>& phases) {
-  if (phases.empty()) return "";
-  std::string s = "guest check, mean per state:";
-  for (const auto& [name, seconds] : phases) s += fmt::format(" {} {:.2f} s,", name, seconds);
-  s.back() = '\n';
-  return s;
-}
-
-absl::Status ValidateAtomicUnit(uint32_t unit) {
-  if (unit == 0 || unit == 512 || unit == 4096) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      fmt::format("--atomic {}: expected 512 or 4096 (bytes; default: the disk's sector)", unit));
-}
-
-absl::StatusOr<std::vector<std::string>> PerDiskValues(const std::string& text, uint32_t disks,
-                                                       const std::string& flag,
-                                                       const std::string& what) {
-  if (disks == 0) {
-    return absl::InvalidArgumentError(
-        "--disks 0: a run records at least one disk (--disks 1 is the default)");
-  }
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = text.find(',', start);
-    out.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (out.size() != 1 && out.size() != disks) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{} {}: {} {} for {} disk{}: give one for every disk or one per disk (--disks N)", flag,
-        text, out.size(), what, disks, disks == 1 ? "" : "s"));
-  }
-  out.resize(disks, out.front());
-  return out;
-}
-
-namespace {
-
-// Each disk's value of a per-disk flag (PerDiskValues), each parsed by `parse`.
-template <typename T, typename Parse>
-absl::StatusOr<std::vector<T>> ParsePerDisk(const std::string& text, uint32_t disks,
-                                            const std::string& flag, const std::string& what,
-                                            Parse parse) {
-  ASSIGN_OR_RETURN(std::vector<std::string> values, PerDiskValues(text, disks, flag, what));
-  std::vector<T> out;
-  for (const std::string& value : values) {
-    ASSIGN_OR_RETURN(T parsed, parse(value));
-    out.push_back(parsed);
-  }
-  return out;
-}
-
-}  // namespace
-
-absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& fs,
-                                                             uint32_t disks) {
-  return ParsePerDisk<harness::FsKind>(
-      fs, disks, "--fs", "file systems",
-      [](const std::string& name) { return harness::ParseFsKind(name); });
-}
-
-absl::StatusOr<std::vector<harness::SectorFormat>> DiskSectors(const std::string& text,
-                                                               uint32_t disks) {
-  return ParsePerDisk<harness::SectorFormat>(
-      text, disks, "--sector", "sector formats",
-      [](const std::string& name) { return harness::ParseSectorFormat(name); });
-}
-
-absl::StatusOr<std::vector<uint64_t>> DiskSizes(const std::string& text, uint32_t disks) {
-  return ParsePerDisk<uint64_t>(
-      text, disks, "--disk-size", "sizes", [](const std::string& size) -> absl::StatusOr<uint64_t> {
-        ASSIGN_OR_RETURN(uint64_t bytes, ParseByteSize(size, "--disk-size"));
-        if (bytes < (uint64_t{64} << 20)) {
-          return absl::InvalidArgumentError(fmt::format(
-              "--disk-size {}: at least 64MiB (mkfs needs room for its journal)", size));
-        }
-        return bytes;
-      });
 }
 
 absl::Status ValidateRunOptions(const RunOptions& o) {
@@ -319,64 +321,15 @@ RunOutcome CheckRecording(const std::string& trace, const RunOptions& o) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.check_phases = phases.Mean();
   if (!report.ok()) {
-    std::string why(report.status().message());
-    if (harness::IsBrokenChecker(report.status())) {
-      bool start_failed = why.rfind("checker cannot start", 0) == 0;
-      out.error_kind = start_failed ? "checker-cannot-start" : "checker-protocol";
-      out.error = fmt::format("the check stopped: {}", why);
-      return out;
-    }
-    out.error_kind = "check";
-    out.error = fmt::format("checking the recording failed: {}", why);
+    CheckFailed(report.status(), out);
     return out;
   }
   out.ran = true;
   out.trace_entries = report->trace_entries;
   out.acks = report->trace_acks;
-  uint64_t states = 0, unjudged = 0;
-  const harness::ModelResult* unchecked = nullptr;
-  for (const auto& m : report->results) {
-    states += m.states;
-    unjudged += m.could_not_check;
-    if (m.first_could_not_check && unchecked == nullptr) unchecked = &m;
-  }
-  if (unchecked != nullptr && unjudged == states) {
-    // Fewer states than the stop threshold, and not one of them could be judged.
-    out.ran = false;
-    out.error_kind = "checker-protocol";
-    out.error = fmt::format("the checker's output could not be judged on any of the {} states: {}",
-                            states, unchecked->first_could_not_check->could_not_check);
-    out.report = std::move(*report);
-    return out;
-  }
-  bool checker_always_failed = !report->results.empty();
-  for (const auto& m : report->results) {
-    checker_always_failed = checker_always_failed && m.states > 0 && m.violations == m.states &&
-                            m.first_violation && !m.first_violation->recovered &&
-                            m.first_violation->mount_error.empty();
-  }
-  const harness::Verdict* first =
-      report->results.empty() || !report->results.front().first_violation
-          ? nullptr
-          : &*report->results.front().first_violation;
-  if (checker_always_failed && first != nullptr &&
-      (first->exit_code < 0 || first->exit_code > 128)) {
-    // Killed by a signal (directly, or as the shell's 128+N) on every state, also those where every
-    // write was kept: a crash of the checker, not a finding about the images.
-    out.ran = false;
-    out.error_kind = "checker-crash";
-    out.error = fmt::format(
-        "the checker crashed (exit {}) on every one of the {} crash states: fix the checker; the "
-        "first: {}",
-        first->exit_code, report->results.front().states, first->Describe());
+  if (!CheckerWorked(*report, out)) {
     out.report = std::move(*report);  // the per-model numbers stay in the JSON
     return out;
-  }
-  if (checker_always_failed) {
-    out.notes.push_back(fmt::format(
-        "the checker failed on every crash state ({}): is the checker itself broken? Try it on "
-        "the final image.",
-        report->results.front().first_violation->Describe()));
   }
   auto timeline = BuildTimeline(trace, *report);
   if (timeline.ok()) {
@@ -445,72 +398,11 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
   out.record_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!run.ok()) {
-    bool hung = absl::IsDeadlineExceeded(run.status());
-    out.error_kind = hung ? "timeout" : "vm";
-    out.error = hung ? fmt::format(
-                           "the workload did not finish within {} s (the guest's boot not counted; "
-                           "raise --timeout if it is only slow): {}",
-                           o.timeout.count(), std::string(run.status().message()))
-                     : fmt::format("the VM could not run the workload: {}",
-                                   std::string(run.status().message()));
+    RecordFailed(run.status(), o, out);
     return out;
   }
-  out.workload_exit = run->guest.exit_code;
-  out.boot_seconds = run->boot_seconds;
-  out.workload_seconds = run->workload_seconds;
-  out.record_phases = run->phases;
-  if (!run->boot_failure.empty()) {
-    out.notes.push_back(
-        fmt::format("the first guest booted for this recording failed and a second one came up: {}",
-                    run->boot_failure.substr(0, run->boot_failure.find('\n'))));
-  }
-  if (run->guest.leftover_processes > 0) {
-    out.notes.push_back(fmt::format(
-        "the workload left {} process(es) running in the guest when it exited; they were killed "
-        "before the disk was unmounted (their writes until then are in the recording)",
-        run->guest.leftover_processes));
-  }
-  out.acks = run->host_acks.size();
-  out.invalid_ack_lines = run->guest.invalid_ack_lines;
-  out.trace_entries = run->trace_entries;
-  if (run->guest.exit_code != 0) {
-    // The workload's own output; the console log only when the guest could not save it.
-    std::string tail = Tail(run->workload_log, 1500);
-    if (tail.empty()) tail = Tail(run->console_log, 1500);
-    out.error_kind = "workload-exit";
-    out.error =
-        fmt::format("the workload exited with status {} after {} acks; its last output:\n{}",
-                    run->guest.exit_code, out.acks, tail);
-    return out;
-  }
-  if (run->guest.invalid_ack_lines > 0) {
-    out.error_kind = "malformed-acks";
-    out.error = fmt::format(
-        "the workload wrote {} malformed line(s) on POWERCUT_ACK_FD (expected `ack <id>` with ids "
-        "of 1-64 characters [A-Za-z0-9_.:-]); {} valid acks",
-        run->guest.invalid_ack_lines, out.acks);
-    return out;
-  }
-  if (out.acks == 0) {
-    out.error_kind = "no-acks";
-    out.error =
-        "the workload exited 0 but never acked a commit (write `ack <id>` lines to the fd "
-        "in $POWERCUT_ACK_FD): there is nothing to check";
-    return out;
-  }
-  if (out.acks > o.max_acks) {
-    out.error_kind = "ack-flood";
-    out.error = fmt::format(
-        "the workload sent {} acks, more than --max-acks {}: a flood makes "
-        "every crash point an ack point; lower the workload's count",
-        out.acks, o.max_acks);
-    return out;
-  }
-  if (run->trace.empty()) {
-    out.error_kind = "vm";
-    out.error = "the VM run produced no trace (use --recorder nbd or dm-log-writes)";
-    return out;
-  }
+  TakeRecording(*run, out);
+  if (!UsableRecording(*run, o, out)) return out;
   RunOptions check_options = o;
   if (o.judge_promises) {
     absl::StatusOr<std::string> promises = o.judge_promises(*run);
@@ -523,88 +415,17 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
     check_options.fstest_promises = *std::move(promises);
   }
   RunOutcome checked = CheckRecording(run->trace, check_options);
-  checked.workload_exit = out.workload_exit;
-  checked.invalid_ack_lines = out.invalid_ack_lines;
-  checked.record_seconds = out.record_seconds;
-  checked.boot_seconds = out.boot_seconds;
-  checked.workload_seconds = out.workload_seconds;
-  checked.record_phases = out.record_phases;
-  checked.kernel = out.kernel;
-  checked.notes.insert(checked.notes.begin(), out.notes.begin(), out.notes.end());
-  checked.recording_dir = out.recording_dir;
+  AddRecordingTo(out, checked);
   if (temporary && o.recordings != nullptr && checked.ran && checked.report &&
       !checked.report->passed()) {
     // The temporary folder goes away below: move the recording where the report's rebuild
     // commands can name it.
     KeepRecording(run->trace, o.name.empty() ? "run" : o.name, o.powercut, o.recordings, &checked);
   }
-  if (!checked.ran) {
-    checked.acks = out.acks;
-    checked.trace_entries = out.trace_entries;
-  }
   if (checked.ran && o.live_cuts > 0) {
     checked.live_cuts = RunLiveCuts(env, o, o.live_cuts, out.acks);
   }
   return checked;
-}
-
-absl::StatusOr<std::vector<harness::CacheModel>> ParseCacheList(const std::string& text,
-                                                                const std::string& window) {
-  harness::CacheModel probe;
-  if (auto s = harness::ParseWindow(window, &probe); !s.ok()) {
-    return absl::InvalidArgumentError(
-        fmt::format("--window {}: {}", window, std::string(s.message())));
-  }
-  std::string list = text == "all" ? "off,on,lying" : text;
-  std::vector<harness::CacheModel> models;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    std::string name =
-        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    auto model = harness::ParseCacheModel(name);
-    if (!model.ok()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "--cache {}: \"{}\" is not a cache model: off, on, lying or all (comma-separated)", text,
-          name));
-    }
-    if (name == "lying") (void)harness::ParseWindow(window, &*model);
-    models.push_back(*model);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return models;
-}
-
-absl::StatusOr<harness::PointSelection> ParsePoints(const std::string& text) {
-  return harness::ParsePointSelection(text);
-}
-
-absl::StatusOr<harness::StateOptions> ParseStates(const std::string& text) {
-  harness::StateOptions s;
-  if (text == "exhaustive") {
-    s.max_exhaustive = 16;
-    return s;
-  }
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
-      text.size() > 9 || std::stoull(text) == 0) {
-    return absl::InvalidArgumentError(fmt::format(
-        "--states {}: expected exhaustive or a positive number of states per point", text));
-  }
-  uint64_t n = std::stoull(text);
-  s.samples = static_cast<uint32_t>(n);
-  s.max_exhaustive = static_cast<uint32_t>(std::floor(std::log2(static_cast<double>(n))));
-  s.max_all_but_one = static_cast<uint32_t>(std::min<uint64_t>(n, 64));
-  s.max_torn_writes = static_cast<uint32_t>(std::min<uint64_t>(n, 4));
-  s.torn_samples = n >= 8 ? 2 : 1;
-  return s;
-}
-
-absl::StatusOr<vm::Recording> ParseRecorder(const std::string& text) {
-  if (text == "nbd") return vm::Recording::kNbd;
-  if (text == "dm-log-writes") return vm::Recording::kLogWrites;
-  return absl::InvalidArgumentError(
-      fmt::format("--recorder {}: expected nbd or dm-log-writes", text));
 }
 
 std::string RunSummary(const RunOutcome& o) {

@@ -45,6 +45,8 @@ enum class CheckIn { kHost, kGuest };
 // "host", "guest", or "" for the default: host when this process may loop-mount (CAP_SYS_ADMIN
 // and /dev/loop-control), else guest (never the silent debugfs fallback).
 absl::StatusOr<CheckIn> ParseCheckIn(const std::string& text);
+// Whether this process may loop-mount: CAP_SYS_ADMIN and /dev/loop-control.
+bool MayLoopMount();
 
 // Each disk's file system from RunOptions::fs and ::disks: one name for every disk, or one per
 // disk. Errors (usage): --disks 0, more names than disks, a count that is neither 1 nor --disks,

@@ -1,0 +1,148 @@
+// The flag parsers of run.h, one vocabulary per flag: the atomic unit, the per-disk flags
+// (`--fs`, `--sector`, `--disk-size`), the cache models, crash points, states per point and
+// the recorder.
+#include <algorithm>
+#include <cmath>
+
+#include "base/status_macros.h"
+#include "fmt/format.h"
+#include "harness/check/file_system.h"
+#include "harness/product/recordings.h"
+#include "harness/product/run.h"
+
+namespace powercut::product {
+
+absl::Status ValidateAtomicUnit(uint32_t unit) {
+  if (unit == 0 || unit == 512 || unit == 4096) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      fmt::format("--atomic {}: expected 512 or 4096 (bytes; default: the disk's sector)", unit));
+}
+
+absl::StatusOr<std::vector<std::string>> PerDiskValues(const std::string& text, uint32_t disks,
+                                                       const std::string& flag,
+                                                       const std::string& what) {
+  if (disks == 0) {
+    return absl::InvalidArgumentError(
+        "--disks 0: a run records at least one disk (--disks 1 is the default)");
+  }
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.size() != 1 && out.size() != disks) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} {}: {} {} for {} disk{}: give one for every disk or one per disk (--disks N)", flag,
+        text, out.size(), what, disks, disks == 1 ? "" : "s"));
+  }
+  out.resize(disks, out.front());
+  return out;
+}
+
+namespace {
+
+// Each disk's value of a per-disk flag (PerDiskValues), each parsed by `parse`.
+template <typename T, typename Parse>
+absl::StatusOr<std::vector<T>> ParsePerDisk(const std::string& text, uint32_t disks,
+                                            const std::string& flag, const std::string& what,
+                                            Parse parse) {
+  ASSIGN_OR_RETURN(std::vector<std::string> values, PerDiskValues(text, disks, flag, what));
+  std::vector<T> out;
+  for (const std::string& value : values) {
+    ASSIGN_OR_RETURN(T parsed, parse(value));
+    out.push_back(parsed);
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& fs,
+                                                             uint32_t disks) {
+  return ParsePerDisk<harness::FsKind>(
+      fs, disks, "--fs", "file systems",
+      [](const std::string& name) { return harness::ParseFsKind(name); });
+}
+
+absl::StatusOr<std::vector<harness::SectorFormat>> DiskSectors(const std::string& text,
+                                                               uint32_t disks) {
+  return ParsePerDisk<harness::SectorFormat>(
+      text, disks, "--sector", "sector formats",
+      [](const std::string& name) { return harness::ParseSectorFormat(name); });
+}
+
+absl::StatusOr<std::vector<uint64_t>> DiskSizes(const std::string& text, uint32_t disks) {
+  return ParsePerDisk<uint64_t>(
+      text, disks, "--disk-size", "sizes", [](const std::string& size) -> absl::StatusOr<uint64_t> {
+        ASSIGN_OR_RETURN(uint64_t bytes, ParseByteSize(size, "--disk-size"));
+        if (bytes < (uint64_t{64} << 20)) {
+          return absl::InvalidArgumentError(fmt::format(
+              "--disk-size {}: at least 64MiB (mkfs needs room for its journal)", size));
+        }
+        return bytes;
+      });
+}
+
+absl::StatusOr<std::vector<harness::CacheModel>> ParseCacheList(const std::string& text,
+                                                                const std::string& window) {
+  harness::CacheModel probe;
+  if (auto s = harness::ParseWindow(window, &probe); !s.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("--window {}: {}", window, std::string(s.message())));
+  }
+  std::string list = text == "all" ? "off,on,lying" : text;
+  std::vector<harness::CacheModel> models;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string name =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    auto model = harness::ParseCacheModel(name);
+    if (!model.ok()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "--cache {}: \"{}\" is not a cache model: off, on, lying or all (comma-separated)", text,
+          name));
+    }
+    if (name == "lying") (void)harness::ParseWindow(window, &*model);
+    models.push_back(*model);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return models;
+}
+
+absl::StatusOr<harness::PointSelection> ParsePoints(const std::string& text) {
+  return harness::ParsePointSelection(text);
+}
+
+absl::StatusOr<harness::StateOptions> ParseStates(const std::string& text) {
+  harness::StateOptions s;
+  if (text == "exhaustive") {
+    s.max_exhaustive = 16;
+    return s;
+  }
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+      text.size() > 9 || std::stoull(text) == 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--states {}: expected exhaustive or a positive number of states per point", text));
+  }
+  uint64_t n = std::stoull(text);
+  s.samples = static_cast<uint32_t>(n);
+  s.max_exhaustive = static_cast<uint32_t>(std::floor(std::log2(static_cast<double>(n))));
+  s.max_all_but_one = static_cast<uint32_t>(std::min<uint64_t>(n, 64));
+  s.max_torn_writes = static_cast<uint32_t>(std::min<uint64_t>(n, 4));
+  s.torn_samples = n >= 8 ? 2 : 1;
+  return s;
+}
+
+absl::StatusOr<vm::Recording> ParseRecorder(const std::string& text) {
+  if (text == "nbd") return vm::Recording::kNbd;
+  if (text == "dm-log-writes") return vm::Recording::kLogWrites;
+  return absl::InvalidArgumentError(
+      fmt::format("--recorder {}: expected nbd or dm-log-writes", text));
+}
+
+}  // namespace powercut::product
