@@ -284,14 +284,7 @@ std::string TimelineSvg(const Timeline& t, const std::string& id) {
 }
 
 std::string HtmlReport(const MatrixReport& r, const std::string& title) {
-  std::vector<std::string> caches;
-  for (const CellResult& c : r.cells) {
-    for (const CellModel& m : c.models) {
-      if (std::find(caches.begin(), caches.end(), m.cache) == caches.end()) {
-        caches.push_back(m.cache);
-      }
-    }
-  }
+  std::vector<std::string> caches = CacheColumns(r);
   if (caches.empty()) caches = {"off", "on", "lying"};
   std::string h = fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

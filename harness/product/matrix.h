@@ -152,6 +152,8 @@ absl::StatusOr<MatrixReport> MatrixFromJson(const nlohmann::json& j);
 // `!` after a model whose verdict is not the expected one, and the cell's verdict; cells that
 // could not run say why.
 std::string HeadlineTable(const MatrixReport& report);
+// The cache models of the report's cells, in the order they first appear: the table's columns.
+std::vector<std::string> CacheColumns(const MatrixReport& report);
 // How and by which kernels the cells' crash states were judged, e.g. "guest mount on kernel
 // 6.1.0-28-amd64" (distinct values, comma-separated; "" when no cell was checked).
 std::string MatrixJudges(const MatrixReport& report);
