@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
@@ -92,6 +93,20 @@ void PlanCellCheck(const MatrixOptions& o, const MatrixCell& c, const CheckFlags
       r.flakey.after_acks = kFaultsFlakeyAfterAcks;
     }
   }
+}
+
+// Calls run_one(i) for every i < count, on up to `in_flight` threads (this one included).
+void RunEach(size_t count, int in_flight, const std::function<void(size_t)>& run_one) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < count; i = next++) run_one(i);
+  };
+  std::vector<std::thread> threads;
+  const size_t extra =
+      std::min<size_t>(static_cast<size_t>(std::max(in_flight, 1)), std::max<size_t>(count, 1)) - 1;
+  for (size_t t = 0; t < extra; ++t) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
 }
 
 }  // namespace
@@ -204,21 +219,21 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
   Progress progress("matrix: cells", mine.size(), o.progress);
   report.recordings = o.recordings;
   std::vector<std::optional<CellResult>> results(mine.size());
-  std::atomic<size_t> next{0}, finished{0};
+  std::atomic<size_t> finished{0};
   // One cell: record, check, judge. Several run at once when cells_in_flight > 1.
   auto run_one = [&](size_t i) {
     const MatrixCell& c = mine[i];
     progress.Update(finished.load(), "running " + c.Name());
-    CellPlan plan;
-    RunOptions& r = plan.options;
+    CellPlan planned;
+    RunOptions& r = planned.options;
     r.name = c.Name();
     r.fs = c.fs;
     r.timeout = std::chrono::seconds(o.timeout_s);
     r.checker_timeout_s = o.checker_timeout_s;
     r.max_acks = o.max_acks;
     r.guest = o.guest;
-    PlanCellWorkload(o, c, plan);
-    PlanCellCheck(o, c, flags, plan);
+    PlanCellWorkload(o, c, planned);
+    PlanCellCheck(o, c, flags, planned);
     // Only when the line is shown: the engine counts the states up front for it (one more
     // state-generation pass).
     if (progress.enabled()) {
@@ -241,21 +256,12 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
                     .workload_command = r.workload,
                     .checker_command = r.checker};
     FillCell(run_cell(c, r), &cell);
-    cell.expect = std::move(plan.expect);
-    cell.notes.insert(cell.notes.end(), plan.notes.begin(), plan.notes.end());
+    cell.expect = std::move(planned.expect);
+    cell.notes.insert(cell.notes.end(), planned.notes.begin(), planned.notes.end());
     results[i] = std::move(cell);
     ++finished;
   };
-  auto worker = [&] {
-    for (size_t i = next++; i < mine.size(); i = next++) run_one(i);
-  };
-  std::vector<std::thread> threads;
-  const size_t extra = std::min<size_t>(static_cast<size_t>(std::max(o.cells_in_flight, 1)),
-                                        std::max<size_t>(mine.size(), 1)) -
-                       1;
-  for (size_t t = 0; t < extra; ++t) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
+  RunEach(mine.size(), o.cells_in_flight, run_one);
   for (std::optional<CellResult>& cell : results) report.cells.push_back(std::move(*cell));
   progress.Update(mine.size(), "done");
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
