@@ -244,6 +244,13 @@ absl::Status ModelFs::ApplyRename(const Op& op, Effects* effects) {
   return absl::OkStatus();
 }
 
+void ModelFs::AddNode(const Parent& parent, Inode node, Effects& fx) {
+  inodes_[next_] = std::move(node);
+  inodes_.at(parent.dir).entries[parent.name] = next_++;
+  fx.entries.insert(parent.dir);
+  fx.meta.insert(parent.dir);
+}
+
 // creat(2): a new empty file, or an existing one truncated.
 absl::Status ModelFs::ApplyCreat(const Op& op, Effects& fx) {
   ASSIGN_OR_RETURN(Parent parent, ParentOf(op.path));
@@ -255,10 +262,7 @@ absl::Status ModelFs::ApplyCreat(const Op& op, Effects& fx) {
     fx.meta.insert(file);
     return absl::OkStatus();
   }
-  inodes_[next_] = Inode{};
-  inodes_.at(parent.dir).entries[parent.name] = next_++;
-  fx.entries.insert(parent.dir);
-  fx.meta.insert(parent.dir);
+  AddNode(parent, Inode{}, fx);
   return absl::OkStatus();
 }
 
@@ -274,10 +278,7 @@ absl::Status ModelFs::ApplyNewNode(const Op& op, Effects& fx) {
   } else {
     node.data = op.path2;
   }
-  inodes_[next_] = node;
-  inodes_.at(parent.dir).entries[parent.name] = next_++;
-  fx.entries.insert(parent.dir);
-  fx.meta.insert(parent.dir);
+  AddNode(parent, std::move(node), fx);
   return absl::OkStatus();
 }
 

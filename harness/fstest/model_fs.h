@@ -76,6 +76,8 @@ class ModelFs {
   void Unlink(uint64_t dir, const std::string& name);
   absl::Status ApplyData(const Op& op, uint64_t file, Effects* effects);
   absl::Status ApplyRename(const Op& op, Effects* effects);
+  // A new node named by `parent`: its folder's entries and metadata change.
+  void AddNode(const Parent& parent, Inode node, Effects& fx);
   absl::Status ApplyCreat(const Op& op, Effects& fx);
   absl::Status ApplyNewNode(const Op& op, Effects& fx);
   absl::Status ApplyLink(const Op& op, Effects& fx);
