@@ -1,4 +1,4 @@
-#include "harness/vm/socket_io.h"
+#include "base/socket_io.h"
 
 #include <sys/socket.h>
 
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace powercut::vm {
+namespace powercut {
 
 absl::Status SendAll(int fd, const void* data, size_t size) {
   const auto* p = static_cast<const uint8_t*>(data);
@@ -21,4 +21,4 @@ absl::Status SendAll(int fd, const void* data, size_t size) {
   return absl::OkStatus();
 }
 
-}  // namespace powercut::vm
+}  // namespace powercut

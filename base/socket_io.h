@@ -7,10 +7,10 @@
 
 #include "absl/status/status.h"
 
-namespace powercut::vm {
+namespace powercut {
 
 // OK once every byte was sent; Unavailable otherwise, its message the reason ("connection
 // closed", or strerror of the failing send) for the caller to prefix with what it was doing.
 absl::Status SendAll(int fd, const void* data, size_t size);
 
-}  // namespace powercut::vm
+}  // namespace powercut

@@ -1,4 +1,4 @@
-#include "harness/vm/ack_channel.h"
+#include "harness/vm/devices/ack_channel.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -10,9 +10,9 @@
 #include <cstring>
 
 #include "base/ack_id.h"
+#include "base/socket_io.h"
 #include "base/tsan_mutex.h"
 #include "fmt/format.h"
-#include "harness/vm/socket_io.h"
 #include "nlohmann/json.hpp"
 
 namespace powercut::vm {

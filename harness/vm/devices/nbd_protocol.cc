@@ -1,4 +1,4 @@
-#include "harness/vm/nbd_protocol.h"
+#include "harness/vm/devices/nbd_protocol.h"
 
 #include <endian.h>
 #include <sys/socket.h>
@@ -9,10 +9,10 @@
 #include <cstring>
 #include <string>
 
+#include "base/socket_io.h"
 #include "base/status_macros.h"
 #include "base/tsan_mutex.h"
 #include "fmt/format.h"
-#include "harness/vm/socket_io.h"
 
 namespace powercut::vm {
 namespace {

@@ -1,4 +1,4 @@
-#include "harness/vm/nbd_server.h"
+#include "harness/vm/devices/nbd_server.h"
 
 #include <endian.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include "base/status_macros.h"
 #include "base/tsan_mutex.h"
 #include "fmt/format.h"
-#include "harness/vm/nbd_protocol.h"
+#include "harness/vm/devices/nbd_protocol.h"
 
 namespace powercut::vm {
 
@@ -193,7 +193,30 @@ absl::StatusOr<PowerCutReport> NbdServer::ApplyPowerCut(const harness::CacheMode
   report.seed = seed;
   powercut::MutexLock lock(&mu_);
   if (model.mode == harness::CacheMode::kOff) return report;
-  // The writes whose fate is drawn form a suffix of the undo list.
+  const size_t first = FirstCandidate(model);
+  // Back to the state before the suffix: undo newest first.
+  for (size_t i = undo_.size(); i > first; --i) {
+    const UndoRecord& u = undo_[i - 1];
+    RETURN_IF_ERROR(PWriteAll(image_fd_, u.old_data.data(), u.old_data.size(), u.offset));
+  }
+  // Then replay the chosen subset in completion order.
+  std::mt19937_64 rng(seed);
+  report.atomic_unit = model.atomic_unit != 0      ? model.atomic_unit
+                       : options_.atomic_unit != 0 ? options_.atomic_unit
+                                                   : 4096;
+  bool torn_one = !may_tear;
+  for (size_t i = first; i < undo_.size(); ++i) {
+    RETURN_IF_ERROR(ReplayCandidate(undo_[i], model, &rng, &torn_one, &report));
+  }
+  if (fsync(image_fd_) != 0) {
+    return absl::InternalError(
+        fmt::format("power cut: fsync {}: {}", options_.image_path, std::strerror(errno)));
+  }
+  undo_.clear();
+  return report;
+}
+
+size_t NbdServer::FirstCandidate(const harness::CacheModel& model) const {
   size_t first = undo_.size();
   if (model.mode == harness::CacheMode::kOn) {
     while (first > 0 && undo_[first - 1].volatile_) --first;
@@ -207,68 +230,59 @@ absl::StatusOr<PowerCutReport> NbdServer::ApplyPowerCut(const harness::CacheMode
     const size_t window = std::min<uint64_t>(model.window, options_.lying_window);
     first = undo_.size() > window ? undo_.size() - window : 0;
   }
-  // Back to the state before the suffix: undo newest first.
-  for (size_t i = undo_.size(); i > first; --i) {
-    const UndoRecord& u = undo_[i - 1];
-    RETURN_IF_ERROR(PWriteAll(image_fd_, u.old_data.data(), u.old_data.size(), u.offset));
+  return first;
+}
+
+absl::Status NbdServer::ReplayCandidate(const UndoRecord& u, const harness::CacheModel& model,
+                                        std::mt19937_64* rng, bool* torn_one,
+                                        PowerCutReport* report) const {
+  ++report->candidates;
+  CutDecision d{
+      .offset = u.offset, .bytes = u.new_data.size(), .fua = u.fua, .flushed = !u.volatile_};
+  if (u.fua && model.mode == harness::CacheMode::kOn) {
+    ++report->kept;
+    report->decisions.push_back(d);
+    return PWriteAll(image_fd_, u.new_data.data(), u.new_data.size(), u.offset);
   }
-  // Then replay the chosen subset in completion order.
-  std::mt19937_64 rng(seed);
-  const uint32_t unit = model.atomic_unit != 0      ? model.atomic_unit
-                        : options_.atomic_unit != 0 ? options_.atomic_unit
-                                                    : 4096;
-  report.atomic_unit = unit;
-  bool torn_one = !may_tear;
-  for (size_t i = first; i < undo_.size(); ++i) {
-    const UndoRecord& u = undo_[i];
-    ++report.candidates;
-    CutDecision d{
-        .offset = u.offset, .bytes = u.new_data.size(), .fua = u.fua, .flushed = !u.volatile_};
-    if (u.fua && model.mode == harness::CacheMode::kOn) {
-      ++report.kept;
-      report.decisions.push_back(d);
+  const uint32_t unit = report->atomic_unit;
+  const uint64_t end = u.offset + u.new_data.size();
+  const uint64_t units = u.new_data.empty() ? 0 : (end - 1) / unit - u.offset / unit + 1;
+  uint64_t draw = (*rng)() % 3;
+  if (draw == 2 && (*torn_one || units > 64)) draw = (*rng)() % 2;  // one torn write at most
+  switch (draw) {
+    case 0:
+      ++report->dropped;
+      d.fate = CutDecision::Fate::kDropped;
+      break;
+    case 1:
+      ++report->kept;
       RETURN_IF_ERROR(PWriteAll(image_fd_, u.new_data.data(), u.new_data.size(), u.offset));
-      continue;
-    }
-    const uint64_t end = u.offset + u.new_data.size();
-    const uint64_t units = u.new_data.empty() ? 0 : (end - 1) / unit - u.offset / unit + 1;
-    uint64_t draw = rng() % 3;
-    if (draw == 2 && (torn_one || units > 64)) draw = rng() % 2;  // one torn write at most
-    switch (draw) {
-      case 0:
-        ++report.dropped;
-        d.fate = CutDecision::Fate::kDropped;
-        break;
-      case 1:
-        ++report.kept;
-        RETURN_IF_ERROR(PWriteAll(image_fd_, u.new_data.data(), u.new_data.size(), u.offset));
-        break;
-      default: {
-        ++report.torn;
-        torn_one = true;
-        d.fate = CutDecision::Fate::kTorn;
-        // Each atomic unit (aligned on the device) survives or not on its own.
-        uint64_t pos = u.offset;
-        for (uint64_t k = 0; pos < end; ++k) {
-          uint64_t next = std::min<uint64_t>(end, (pos / unit + 1) * unit);
-          if (rng() % 2 == 0) {
-            d.units_kept |= uint64_t{1} << k;
-            RETURN_IF_ERROR(
-                PWriteAll(image_fd_, u.new_data.data() + (pos - u.offset), next - pos, pos));
-          }
-          pos = next;
-        }
-        break;
-      }
-    }
-    report.decisions.push_back(d);
+      break;
+    default:
+      ++report->torn;
+      *torn_one = true;
+      d.fate = CutDecision::Fate::kTorn;
+      RETURN_IF_ERROR(TearWrite(u, unit, rng, &d));
+      break;
   }
-  if (fsync(image_fd_) != 0) {
-    return absl::InternalError(
-        fmt::format("power cut: fsync {}: {}", options_.image_path, std::strerror(errno)));
+  report->decisions.push_back(d);
+  return absl::OkStatus();
+}
+
+absl::Status NbdServer::TearWrite(const UndoRecord& u, uint32_t unit, std::mt19937_64* rng,
+                                  CutDecision* d) const {
+  // Each atomic unit (aligned on the device) survives or not on its own.
+  const uint64_t end = u.offset + u.new_data.size();
+  uint64_t pos = u.offset;
+  for (uint64_t k = 0; pos < end; ++k) {
+    uint64_t next = std::min<uint64_t>(end, (pos / unit + 1) * unit);
+    if ((*rng)() % 2 == 0) {
+      d->units_kept |= uint64_t{1} << k;
+      RETURN_IF_ERROR(PWriteAll(image_fd_, u.new_data.data() + (pos - u.offset), next - pos, pos));
+    }
+    pos = next;
   }
-  undo_.clear();
-  return report;
+  return absl::OkStatus();
 }
 
 }  // namespace powercut::vm

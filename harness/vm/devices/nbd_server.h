@@ -31,7 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "harness/state/cache_model.h"
 #include "harness/trace/recorder.h"
-#include "harness/vm/nbd_protocol.h"
+#include "harness/vm/devices/nbd_protocol.h"
 
 namespace powercut::vm {
 
@@ -130,12 +130,20 @@ class NbdServer {
   absl::Status Handshake(int fd, bool* go);
   absl::Status Transmission(int fd);
   void NoteError(const absl::Status& s);
+  // ApplyPowerCut's steps: where the writes whose fate is drawn begin (a suffix of undo_), one
+  // such write kept, dropped or torn (report->atomic_unit set; `torn_one`: a write was torn
+  // already, or none may be), and the tearing of one write unit by unit.
+  size_t FirstCandidate(const harness::CacheModel& model) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReplayCandidate(const UndoRecord& u, const harness::CacheModel& model,
+                               std::mt19937_64* rng, bool* torn_one, PowerCutReport* report) const;
+  absl::Status TearWrite(const UndoRecord& u, uint32_t unit, std::mt19937_64* rng,
+                         CutDecision* d) const;
 
   const Options options_;
   int image_fd_;
   const uint64_t export_bytes_;
 
-  // Locked with wal/tsan_mutex.h's helpers, so TSan sees the edges of Debian's prebuilt Abseil.
+  // Locked with base/tsan_mutex.h's helpers, so TSan sees the edges of Debian's prebuilt Abseil.
   mutable absl::Mutex mu_;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   uint64_t requests_ ABSL_GUARDED_BY(mu_) = 0;

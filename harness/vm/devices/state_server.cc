@@ -1,4 +1,4 @@
-#include "harness/vm/state_server.h"
+#include "harness/vm/devices/state_server.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include "base/status_macros.h"
 #include "base/tsan_mutex.h"
 #include "fmt/format.h"
-#include "harness/vm/nbd_protocol.h"
+#include "harness/vm/devices/nbd_protocol.h"
 
 namespace powercut::vm {
 

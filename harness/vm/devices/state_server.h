@@ -26,7 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "harness/vm/nbd_protocol.h"
+#include "harness/vm/devices/nbd_protocol.h"
 
 namespace powercut::vm {
 

@@ -1,4 +1,4 @@
-#include "harness/vm/guest_job.h"
+#include "harness/vm/guest/guest_job.h"
 
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"

@@ -1,4 +1,4 @@
-#include "harness/vm/cpio_writer.h"
+#include "harness/vm/machine/cpio_writer.h"
 
 #include <sys/stat.h>
 

@@ -1,4 +1,4 @@
-#include "harness/vm/disk_image.h"
+#include "harness/vm/machine/disk_image.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

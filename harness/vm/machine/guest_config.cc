@@ -1,11 +1,11 @@
-#include "harness/vm/guest_config.h"
+#include "harness/vm/machine/guest_config.h"
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 
 #include "fmt/format.h"
-#include "harness/vm/vm_run.h"
+#include "harness/vm/machine/guest_config.h"
 
 namespace powercut::vm {
 namespace {

@@ -32,4 +32,11 @@ std::vector<std::string> KeepPathsFor(const std::string& agent, std::vector<std:
 absl::Status ValidateKeepPaths(const std::vector<std::string>& paths);
 absl::Status ValidateCommand(const std::string& command, const char* what);
 
+// The host folders a guest must keep visible for `commands` (docs/vm.md, "Host paths"): for
+// every absolute path a command names that lies under a folder the guest covers with tmpfs
+// (/tmp, /run, /var/tmp, /mnt), its nearest existing folder below that covered folder. A path
+// whose nearest existing folder is the covered folder itself (e.g. /tmp/new-file) is left to
+// the guest's tmpfs. Sorted, without duplicates or folders inside another kept one.
+std::vector<std::string> CommandKeepPaths(const std::vector<std::string>& commands);
+
 }  // namespace powercut::vm

@@ -1,4 +1,4 @@
-#include "harness/vm/initramfs.h"
+#include "harness/vm/machine/initramfs.h"
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 #include "base/process.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/vm/cpio_writer.h"
+#include "harness/vm/machine/cpio_writer.h"
 
 namespace powercut::vm {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "harness/vm/kernel.h"
+#include "harness/vm/machine/kernel.h"
 
 namespace powercut::vm {
 

@@ -1,4 +1,4 @@
-#include "harness/vm/kernel.h"
+#include "harness/vm/machine/kernel.h"
 
 #include <unistd.h>
 

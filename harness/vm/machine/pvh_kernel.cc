@@ -1,4 +1,4 @@
-#include "harness/vm/pvh_kernel.h"
+#include "harness/vm/machine/pvh_kernel.h"
 
 #include <elf.h>
 #include <lzma.h>

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "harness/vm/kernel.h"
+#include "harness/vm/machine/kernel.h"
 
 namespace powercut::vm {
 

@@ -1,4 +1,4 @@
-#include "harness/vm/qemu.h"
+#include "harness/vm/machine/qemu.h"
 
 #include <fcntl.h>
 #include <linux/kvm.h>
@@ -71,9 +71,11 @@ const char* AccelName(Accel accel) {
   return "auto";
 }
 
-absl::StatusOr<std::unique_ptr<Qemu>> Qemu::Start(const QemuOptions& o) {
-  Accel accel = o.accel == Accel::kAuto ? ChooseAccel() : o.accel;
-  std::vector<std::string> argv = {
+namespace {
+
+// The machine, the guest's kernel and its command line, the console and the two 9p shares.
+std::vector<std::string> MachineArgs(const QemuOptions& o, Accel accel) {
+  return {
       "qemu-system-x86_64",
       "-nodefaults",
       "-no-user-config",
@@ -109,47 +111,61 @@ absl::StatusOr<std::unique_ptr<Qemu>> Qemu::Start(const QemuOptions& o) {
       fmt::format("local,path={},mount_tag=powercut,security_model=none,multidevs=remap",
                   o.run_dir),
   };
+}
+
+// The agent's virtio-serial port and the QMP monitor, where the options name their sockets.
+void AddPortArgs(const QemuOptions& o, std::vector<std::string>* argv) {
   if (!o.ack_socket.empty()) {
     for (const std::string& a :
          {std::string("-chardev"), fmt::format("socket,id=ack,path={}", o.ack_socket),
           std::string("-device"), std::string("virtio-serial-pci"), std::string("-device"),
           std::string("virtserialport,chardev=ack,name=powercut.ack")}) {
-      argv.push_back(a);
+      argv->push_back(a);
     }
   }
   if (!o.qmp_socket.empty()) {
     for (const std::string& a :
          {std::string("-chardev"), fmt::format("socket,id=qmp,path={}", o.qmp_socket),
           std::string("-mon"), std::string("chardev=qmp,mode=control")}) {
-      argv.push_back(a);
+      argv->push_back(a);
     }
   }
-  for (size_t i = 0; i < o.disks.size(); ++i) {
-    const GuestDisk& d = o.disks[i];
-    std::string drive;
-    if (!d.nbd_socket.empty()) {
-      // writeback: the guest sees a volatile cache and sends FLUSH (the recorder needs them).
-      drive = fmt::format(
-          "if=none,id=disk{},driver=raw,file.driver=nbd,file.server.type=unix,"
-          "file.server.path={},cache.writeback={}",
-          i, d.nbd_socket, d.cache == DiskCache::kWriteThrough ? "off" : "on");
-    } else {
-      // The host's durability of a scratch image does not matter; the guest still sees a
-      // volatile write cache (write back), which dm-log-writes needs to see FLUSH/FUA.
-      // DiskCache asks for a real write-back or write-through drive (walbench cache).
-      const char* cache = d.cache == DiskCache::kWriteBack      ? "writeback"
-                          : d.cache == DiskCache::kWriteThrough ? "writethrough"
-                                                                : "unsafe";
-      drive = fmt::format("if=none,id=disk{},format=raw,file={},cache={}", i, d.image_file, cache);
-    }
-    argv.emplace_back("-drive");
-    argv.push_back(drive);
-    argv.emplace_back("-device");
-    argv.push_back(
-        fmt::format("virtio-blk-pci,drive=disk{},serial=powercut{},logical_block_size={},"
-                    "physical_block_size={}",
-                    i, i, d.geometry.logical_sector, d.geometry.physical_sector));
+}
+
+// Disk `i` of the boot: a virtio-blk disk with serial powercut<i> and the disk's sector sizes.
+void AddDiskArgs(const GuestDisk& d, size_t i, std::vector<std::string>* argv) {
+  std::string drive;
+  if (!d.nbd_socket.empty()) {
+    // writeback: the guest sees a volatile cache and sends FLUSH (the recorder needs them).
+    drive = fmt::format(
+        "if=none,id=disk{},driver=raw,file.driver=nbd,file.server.type=unix,"
+        "file.server.path={},cache.writeback={}",
+        i, d.nbd_socket, d.cache == DiskCache::kWriteThrough ? "off" : "on");
+  } else {
+    // The host's durability of a scratch image does not matter; the guest still sees a
+    // volatile write cache (write back), which dm-log-writes needs to see FLUSH/FUA.
+    // DiskCache asks for a real write-back or write-through drive (walbench cache).
+    const char* cache = d.cache == DiskCache::kWriteBack      ? "writeback"
+                        : d.cache == DiskCache::kWriteThrough ? "writethrough"
+                                                              : "unsafe";
+    drive = fmt::format("if=none,id=disk{},format=raw,file={},cache={}", i, d.image_file, cache);
   }
+  argv->emplace_back("-drive");
+  argv->push_back(drive);
+  argv->emplace_back("-device");
+  argv->push_back(
+      fmt::format("virtio-blk-pci,drive=disk{},serial=powercut{},logical_block_size={},"
+                  "physical_block_size={}",
+                  i, i, d.geometry.logical_sector, d.geometry.physical_sector));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Qemu>> Qemu::Start(const QemuOptions& o) {
+  Accel accel = o.accel == Accel::kAuto ? ChooseAccel() : o.accel;
+  std::vector<std::string> argv = MachineArgs(o, accel);
+  AddPortArgs(o, &argv);
+  for (size_t i = 0; i < o.disks.size(); ++i) AddDiskArgs(o.disks[i], i, &argv);
   ASSIGN_OR_RETURN(ChildProcess process, ChildProcess::Spawn(argv, o.console_log + ".qemu"));
   pid_t pid = process.pid();
   auto qemu = std::unique_ptr<Qemu>(new Qemu(std::move(process), accel, o.console_log));

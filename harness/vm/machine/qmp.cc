@@ -1,4 +1,4 @@
-#include "harness/vm/qmp.h"
+#include "harness/vm/machine/qmp.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/socket_io.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/vm/socket_io.h"
 
 namespace powercut::vm {
 namespace {

@@ -1,4 +1,4 @@
-#include "harness/vm/run_folder.h"
+#include "harness/vm/machine/run_folder.h"
 
 #include <filesystem>
 #include <fstream>

@@ -9,8 +9,8 @@
 #include "absl/status/statusor.h"
 #include "base/scratch_dir.h"
 #include "harness/trace/disk_geometry.h"
-#include "harness/vm/guest_job.h"
-#include "harness/vm/qemu.h"
+#include "harness/vm/guest/guest_job.h"
+#include "harness/vm/machine/qemu.h"
 
 namespace powercut::vm {
 

@@ -1,4 +1,4 @@
-#include "harness/vm/cut.h"
+#include "harness/vm/warm/cut.h"
 
 #include <algorithm>
 #include <cstdlib>

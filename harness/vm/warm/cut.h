@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "harness/vm/vm_run.h"
+#include "harness/vm/warm/vm_run.h"
 
 namespace powercut::vm {
 

@@ -1,4 +1,4 @@
-#include "harness/vm/guest_judge.h"
+#include "harness/vm/warm/guest_judge.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,9 +9,9 @@
 #include "base/tsan_mutex.h"
 #include "fmt/format.h"
 #include "harness/check/checker.h"
-#include "harness/vm/guest_config.h"
-#include "harness/vm/run_folder.h"
-#include "harness/vm/state_server.h"
+#include "harness/vm/devices/state_server.h"
+#include "harness/vm/machine/guest_config.h"
+#include "harness/vm/machine/run_folder.h"
 
 namespace powercut::vm {
 namespace {

@@ -32,9 +32,9 @@
 #include "base/scratch_dir.h"
 #include "harness/check/state_judge.h"
 #include "harness/trace/disk_geometry.h"
-#include "harness/vm/state_server.h"
-#include "harness/vm/vm_run.h"
-#include "harness/vm/warm_guest.h"
+#include "harness/vm/devices/state_server.h"
+#include "harness/vm/warm/vm_run.h"
+#include "harness/vm/warm/warm_guest.h"
 
 namespace powercut::vm {
 

@@ -1,4 +1,4 @@
-#include "harness/vm/recording.h"
+#include "harness/vm/warm/recording.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include "fmt/format.h"
 #include "harness/trace/manifest.h"
 #include "harness/trace/trace_reader.h"
-#include "harness/vm/disk_image.h"
-#include "harness/vm/guest_config.h"
+#include "harness/vm/machine/disk_image.h"
+#include "harness/vm/machine/guest_config.h"
 
 namespace powercut::vm {
 namespace {

@@ -15,9 +15,9 @@
 #include "base/scratch_dir.h"
 #include "harness/trace/disk_layout.h"
 #include "harness/trace/recorder.h"
-#include "harness/vm/nbd_server.h"
-#include "harness/vm/qemu.h"
-#include "harness/vm/vm_run.h"
+#include "harness/vm/devices/nbd_server.h"
+#include "harness/vm/machine/qemu.h"
+#include "harness/vm/warm/vm_run.h"
 
 namespace powercut::vm {
 

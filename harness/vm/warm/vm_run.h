@@ -10,7 +10,7 @@
 //
 // Every run uses a private temporary folder (sockets, job, result) removed at the end; qemu never
 // outlives the call; the guest is killed after `timeout`. RunInVm boots a guest for one recording;
-// to record several, a GuestPool (warm_guest.h) keeps the guest warm between them.
+// to record several, a GuestPool (guest_pool.h) keeps the guest warm between them.
 #pragma once
 
 #include <chrono>
@@ -23,47 +23,13 @@
 #include "harness/check/file_system.h"
 #include "harness/state/cache_model.h"
 #include "harness/trace/disk_geometry.h"
-#include "harness/vm/guest_job.h"
-#include "harness/vm/initramfs.h"
-#include "harness/vm/kernel.h"
-#include "harness/vm/nbd_server.h"
-#include "harness/vm/qemu.h"
+#include "harness/vm/devices/nbd_server.h"
+#include "harness/vm/guest/guest_job.h"
+#include "harness/vm/machine/guest_config.h"
+#include "harness/vm/machine/qemu.h"
+#include "harness/vm/machine/vm_environment.h"
 
 namespace powercut::vm {
-
-struct VmEnvironment {
-  GuestKernel kernel;  // Debian's, or the user's (`--kernel`): recordings and checks boot it
-  Initramfs initramfs;
-  // What qemu's -kernel boots: the kernel's PVH-bootable ELF (pvh_kernel.h) where it has one,
-  // else its bzImage; empty means kernel.vmlinuz. `boot` names the way for reports and docs.
-  std::string boot_image;
-  std::string boot = "bzImage";
-  std::string agent;  // absolute path of powercut-vm-agent
-  Accel accel = Accel::kTcg;
-  // Guest modules (of DefaultGuestModules) the kernel has neither as modules nor built in; a job
-  // that needs one fails before any boot (RequireModules).
-  std::vector<std::string> missing_modules;
-};
-
-// An error naming what of `modules` the environment's kernel lacks (with the config option that
-// provides each), `who` saying what needs them ("a recording on xfs"); OK when it has them all.
-absl::Status RequireModules(const VmEnvironment& env, const std::vector<std::string>& modules,
-                            const std::string& who);
-
-// A hint for a guest that did not come up, from its console (a panic, modules that do not match
-// the kernel, no root), naming the kernel; "" when the console says nothing recognisable.
-std::string BootFailureHint(const VmEnvironment& env, const std::string& console);
-
-// The guest's part of every qemu start: kernel, initramfs, agent, accelerator, and the run
-// folder shared over 9p with its console log (run_dir/console.log).
-QemuOptions QemuOptionsFor(const VmEnvironment& env, const std::string& run_dir);
-
-// Fetches the kernel (Debian's; `kernel` non-empty: the user's, OpenUserKernel), checks that it
-// has the drivers every guest needs (virtio, 9p), builds the initramfs and finds the guest agent:
-// $POWERCUT_VM_AGENT, else powercut-vm-agent next to the running program, else `agent_hint`
-// (e.g. a build-tree path).
-absl::StatusOr<VmEnvironment> PrepareVm(const std::string& agent_hint = "",
-                                        const std::string& kernel = "");
 
 // How the disk under test is recorded.
 enum class Recording {
@@ -230,12 +196,5 @@ absl::StatusOr<GuestResult> CheckInVm(const VmEnvironment& env, const CheckSpec&
 inline constexpr size_t kMaxCheckImages = 16;
 absl::StatusOr<std::vector<GuestResult>> CheckImagesInVm(const VmEnvironment& env,
                                                          const std::vector<CheckSpec>& specs);
-
-// The host folders a guest must keep visible for `commands` (docs/vm.md, "Host paths"): for
-// every absolute path a command names that lies under a folder the guest covers with tmpfs
-// (/tmp, /run, /var/tmp, /mnt), its nearest existing folder below that covered folder. A path
-// whose nearest existing folder is the covered folder itself (e.g. /tmp/new-file) is left to
-// the guest's tmpfs. Sorted, without duplicates or folders inside another kept one.
-std::vector<std::string> CommandKeepPaths(const std::vector<std::string>& commands);
 
 }  // namespace powercut::vm

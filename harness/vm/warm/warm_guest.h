@@ -1,7 +1,7 @@
 // Warm guests: a qemu guest that boots once and records one workload after another, each on a
 // fresh disk hot-plugged for it and detached after it (docs/vm.md, "Warm guests").
 //
-//   GuestPool pool(env);                 // one per worker thread
+//   GuestPool pool(env);                 // one per worker thread (guest_pool.h)
 //   auto a = pool.Record(spec_a);        // boots a guest (5-7 s under TCG), records
 //   auto b = pool.Record(spec_b);        // same guest: a new disk, no boot
 //
@@ -27,14 +27,14 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "harness/vm/ack_channel.h"
-#include "harness/vm/cut.h"
-#include "harness/vm/guest_config.h"
-#include "harness/vm/qemu.h"
-#include "harness/vm/qmp.h"
-#include "harness/vm/recording.h"
-#include "harness/vm/run_folder.h"
-#include "harness/vm/vm_run.h"
+#include "harness/vm/devices/ack_channel.h"
+#include "harness/vm/machine/guest_config.h"
+#include "harness/vm/machine/qemu.h"
+#include "harness/vm/machine/qmp.h"
+#include "harness/vm/machine/run_folder.h"
+#include "harness/vm/warm/cut.h"
+#include "harness/vm/warm/recording.h"
+#include "harness/vm/warm/vm_run.h"
 
 namespace powercut::vm {
 
@@ -74,10 +74,23 @@ class WarmGuest {
   void Shutdown();
 
  private:
-  struct Job;       // one recording's id, disks and their QMP names
+  // One job's id and disks, and the names they get in QMP and the guest (warm_guest.cc).
+  struct Job {
+    uint64_t id = 0;
+    uint64_t bytes = 0;  // the disk under test's size
+    std::vector<GuestDisk> disks;
+    // disks[1] is dm-log-writes' log; otherwise disks[1..] are disks 2..N of a set.
+    bool log_writes = false;
+    std::string Serial(size_t i) const;
+    std::string Device(size_t i) const;
+    std::string Node(size_t i) const;
+  };
   struct JobState;  // what the job's callbacks share with the waiting thread
   class PhaseClock;
   enum class JobEnd { kDone, kExited, kTimedOut };
+
+  // The time left until `t` (0 once past).
+  static std::chrono::milliseconds Until(std::chrono::steady_clock::time_point t);
 
   WarmGuest(VmEnvironment env, Options options, RunFolder run)
       : env_(std::move(env)), options_(std::move(options)), run_(std::move(run)) {}
@@ -113,46 +126,6 @@ class WarmGuest {
     GuestDisk disk;
   };
   std::vector<AttachedDisk> attached_;  // AttachDisk's disks
-};
-
-// Up to `guests` warm guests shared by the threads that record: each guest boots on the first
-// Record that needs it, is reused while it is usable and its boot covers the recording's modules
-// and host folders, and is replaced by a clean one otherwise. Thread-safe: up to `guests`
-// recordings run at once, each on a guest of its own; more wait for a free guest (so a matrix
-// with one guest more cell threads than guests checks one cell while the next records).
-class GuestPool {
- public:
-  // `preload`: what every guest loads at boot besides what the recordings ask for (e.g. the
-  // modules of every file system a matrix will use, so the guest never needs a reboot).
-  explicit GuestPool(const VmEnvironment& env, GuestConfig preload = {},
-                     std::chrono::milliseconds release_timeout = std::chrono::seconds(20),
-                     int guests = 1);
-  ~GuestPool();
-
-  // RunInVm's contract; RunResult::boot_seconds is the boot this recording waited for (0 when
-  // it reused a warm guest). A boot that fails is tried once more before the recording fails
-  // (RunResult::boot_failure keeps the first error when the second boot came up).
-  absl::StatusOr<RunResult> Record(const RunSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
-  uint64_t boots() const ABSL_LOCKS_EXCLUDED(mu_);  // guests that came up
-  uint64_t boot_failures() const ABSL_LOCKS_EXCLUDED(mu_);
-  // Kills every guest; no Record may be running.
-  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
-
- private:
-  struct Slot {
-    std::unique_ptr<WarmGuest> guest;
-    BaseImageCache bases;  // outlives the guests: a replaced guest's recordings reuse it
-    bool busy = false;
-  };
-
-  const VmEnvironment env_;
-  const GuestConfig preload_;
-  const std::chrono::milliseconds release_timeout_;
-  mutable absl::Mutex mu_;
-  // A slot's guest and bases belong to the thread that marked it busy, until it clears busy.
-  std::vector<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
-  uint64_t boots_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t boot_failures_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace powercut::vm
