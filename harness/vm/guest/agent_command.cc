@@ -24,9 +24,6 @@
 
 namespace powercut::vm::guest {
 
-// Runs `command` with the protocol's variables; relays acks while it runs. The command ends when
-// its own process exits: what it left behind (holding the ack pipe or a file on the disk) is
-// counted in leftover_processes and killed, so the disk can be unmounted.
 int Agent::RunCommand(const std::string& command, const std::string& log_name, bool relay_acks,
                       std::string* stdout_text) {
   int ack_pipe[2];
@@ -140,8 +137,6 @@ int Agent::Reap(pid_t pid, const JobCgroup& cgroup) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// Reads the command's stdout (checkers) and ack pipe until its own process exited, then what is
-// still buffered in both. (A process it left behind may hold the pipes open for ever.)
 void Agent::ReadUntilExit(pid_t pid, int out_fd, bool relay_acks, std::string* stdout_text) {
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   bool out_open = stdout_text != nullptr;
@@ -207,7 +202,6 @@ void Agent::HandleCompleteLines() {
   }
 }
 
-// Reads whatever the (stopped) workload already wrote to the ack pipe.
 void Agent::DrainAcks() {
   if (ack_fd_ < 0) return;
   int flags = fcntl(ack_fd_, F_GETFL);
@@ -243,7 +237,6 @@ void Agent::HandleAckLine(const std::string& line) {
   }
 }
 
-// Whether the host's `job <N> acked <id>` answers can be read (a warm guest's port is two-way).
 bool Agent::ConfirmsOverPort() const {
   return port_fd_ >= 0 && (fcntl(port_fd_, F_GETFL) & O_ACCMODE) == O_RDWR;
 }
@@ -253,8 +246,6 @@ void Agent::WriteLine(int fd, const std::string& line) {
   powercut::WriteFully(fd, line + "\n").IgnoreError();
 }
 
-// The host's answers to synchronous acks: each `job <N> acked <id>` of this job lets the
-// workload run on (`ok <id>` on its POWERCUT_ACK_SYNC_FD).
 void Agent::ReadConfirmations() {
   char buf[512];
   const ssize_t n = read(port_fd_, buf, sizeof buf);

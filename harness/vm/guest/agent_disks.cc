@@ -203,8 +203,6 @@ bool Agent::Unmount() {
   return true;
 }
 
-// The boot path, then the mount it ends with; an unrecoverable file system fails the "mount"
-// step with every step tried.
 bool Agent::RecoverAndMount() {
   if (Raw()) return true;
   auto mount = [this]() -> absl::Status {
@@ -221,9 +219,6 @@ bool Agent::RecoverAndMount() {
   return true;
 }
 
-// The workload is paused (SIGSTOP of its process group) while the table switches, so an ack
-// is either written before the switch (and drained now: it must survive) or after it; only a
-// commit whose barrier was already inside the kernel can still complete after the switch.
 void Agent::SwitchToFlakey() {
   flakey_switched_ = true;
   const pid_t pgid = workload_pgid_;
@@ -239,7 +234,6 @@ void Agent::SwitchToFlakey() {
   if (pgid > 0) kill(-pgid, SIGCONT);
 }
 
-// Milliseconds until the flakey window ends (-1: no heal pending), for poll.
 int Agent::HealTimeoutMs() const {
   if (!heal_at_) return -1;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -247,7 +241,6 @@ int Agent::HealTimeoutMs() const {
   return static_cast<int>(std::max<int64_t>(0, left.count()));
 }
 
-// The window is over: the disk heals (pass-through again) while the workload runs on.
 void Agent::HealIfDue() {
   if (!heal_at_ || std::chrono::steady_clock::now() < *heal_at_) return;
   heal_at_.reset();

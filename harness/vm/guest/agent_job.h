@@ -90,7 +90,7 @@ class Agent {
   // Disk K (K >= 2) of a set: its mount point.
   std::string ExtraMountDir(size_t i) const { return fmt::format("{}-disk{}", mount_dir_, i + 2); }
 
-  // Running a command (agent_command.cc): its child, its output, the acks it writes relayed.
+  // Running a command (agent_command.cc).
   // Runs `command` with the protocol's variables; relays acks while it runs. The command ends when
   // its own process exits: what it left behind (holding the ack pipe or a file on the disk) is
   // counted in leftover_processes and killed, so the disk can be unmounted.
@@ -116,13 +116,13 @@ class Agent {
   // workload run on (`ok <id>` on its POWERCUT_ACK_SYNC_FD).
   void ReadConfirmations();
 
-  // One crash state on a disk that stays attached (agent_state_check.cc).
-  static std::string KernelRelease();
-  // One crash state on the disk that stays attached between states (GuestJob::state_token,
-  // harness/vm/warm/guest_judge.h): prove the cache holds nothing of the previous state, run the
-  // boot path and the checker, and leave nothing holding the disk. ok = false only when this guest
-  // cannot be trusted with the next state; the file system's outcome is in fs_*.
+  // One crash state (agent_state_check.cc) on the disk that stays attached between states
+  // (GuestJob::state_token, harness/vm/warm/guest_judge.h): prove the cache holds nothing of the
+  // previous state, run the boot path and the checker, and leave nothing holding the disk.
+  // ok = false only when this guest cannot be trusted with the next state; the file system's
+  // outcome is in fs_*.
   bool CheckState();
+  static std::string KernelRelease();
   // `powercut fstest`'s judge, in this process: the promises against the mounted tree, then the
   // removal of everything (docs/fstest.md, "Judging in the guest"). Its text is the checker's.
   void JudgeFsTest();

@@ -23,10 +23,6 @@ std::string Agent::KernelRelease() {
   return uname(&u) == 0 ? std::string(u.release) : std::string();
 }
 
-// One crash state on the disk that stays attached between states (GuestJob::state_token,
-// harness/vm/warm/guest_judge.h): prove the cache holds nothing of the previous state, run the boot
-// path and the checker, and leave nothing holding the disk. ok = false only when this guest
-// cannot be trusted with the next state; the file system's outcome is in fs_*.
 bool Agent::CheckState() {
   result_.kernel = KernelRelease();
   StepClock clock(&result_.phases);
@@ -87,8 +83,6 @@ bool Agent::CheckState() {
   return Released(&clock);
 }
 
-// `powercut fstest`'s judge, in this process: the promises against the mounted tree, then the
-// removal of everything (docs/fstest.md, "Judging in the guest"). Its text is the checker's.
 void Agent::JudgeFsTest() {
   const nlohmann::json j = nlohmann::json::parse(job_.fstest_promises, nullptr, false);
   absl::StatusOr<std::vector<powercut::fstest::PointPromises>> points =
