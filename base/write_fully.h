@@ -1,5 +1,5 @@
 // Writing a whole buffer to a pipe, a character device or a file at its current offset: the one
-// loop for short writes and EINTR (sockets use harness/vm/socket_io.h's SendAll, which also
+// loop for short writes and EINTR (sockets use base/socket_io.h's SendAll, which also
 // keeps SIGPIPE away; positioned writes use image_io.h's PwriteFull).
 #pragma once
 

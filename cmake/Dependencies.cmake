@@ -33,7 +33,7 @@ pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
 pkg_check_modules(LMDB REQUIRED IMPORTED_TARGET lmdb)
 find_package(benchmark QUIET)
 # The guest kernel's compressed payload is unpacked on the host for a PVH boot
-# (harness/vm/pvh_kernel.h): xz (Debian's kernels), gzip and zstd.
+# (harness/vm/machine/pvh_kernel.h): xz (Debian's kernels), gzip and zstd.
 find_package(LibLZMA REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(zstd CONFIG REQUIRED)

@@ -10,7 +10,7 @@
 #include "base/status_macros.h"
 #include "bench/walbench/bench_dir.h"
 #include "bench/walbench/latency.h"
-#include "harness/vm/vm_run.h"
+#include "harness/vm/warm/vm_run.h"
 
 namespace powercut::walbench {
 namespace {

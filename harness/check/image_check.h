@@ -39,7 +39,7 @@ struct ImageCheckResult {
   CheckerOutput checker;  // setup_error set when the checker could not run (fsck finding, ...)
   FsRecovery fs;          // the boot path's steps (file systems only)
   // How the tree was read: "loop mount", "e2fsck + debugfs rdump (no mount)", "raw device",
-  // "guest mount" (harness/vm/guest_judge.h).
+  // "guest mount" (harness/vm/warm/guest_judge.h).
   std::string method;
   // The judging kernel's release (uname -r): this host's, or the guest's.
   std::string kernel;

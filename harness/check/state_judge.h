@@ -1,7 +1,7 @@
 // Where a check worker's file-system crash states are judged when not on this host's loop
 // mounts: `powercut --check-in guest` hands the engine a factory of StateJudges (one per worker;
-// harness/vm/guest_judge.h judges in a warm guest booted with the recording kernel). The engine
-// knows nothing of guests: it materializes the state, the judge reads it.
+// harness/vm/warm/guest_judge.h judges in a warm guest booted with the recording kernel). The
+// engine knows nothing of guests: it materializes the state, the judge reads it.
 #pragma once
 
 #include <cstdint>

@@ -15,8 +15,8 @@
 
 #include "absl/status/statusor.h"
 #include "harness/product/run.h"
-#include "harness/vm/vm_run.h"
-#include "harness/vm/warm_guest.h"
+#include "harness/vm/warm/guest_pool.h"
+#include "harness/vm/warm/vm_run.h"
 
 namespace powercut::product {
 

@@ -9,8 +9,8 @@
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/check/file_system.h"
-#include "harness/vm/guest_judge.h"
-#include "harness/vm/warm_guest.h"
+#include "harness/vm/warm/guest_judge.h"
+#include "harness/vm/warm/guest_pool.h"
 
 namespace powercut::product {
 namespace {

@@ -25,7 +25,7 @@
 #include "harness/state/cache_model.h"
 #include "harness/trace/manifest.h"
 #include "harness/trace/trace_reader.h"
-#include "harness/vm/cut.h"
+#include "harness/vm/warm/cut.h"
 
 namespace powercut::product {
 namespace {

@@ -20,8 +20,8 @@
 #include "harness/product/fault_results.h"
 #include "harness/product/run.h"
 #include "harness/state/state_generator.h"
-#include "harness/vm/nbd_server.h"
-#include "harness/vm/vm_run.h"
+#include "harness/vm/devices/nbd_server.h"
+#include "harness/vm/warm/vm_run.h"
 
 namespace powercut::product {
 

@@ -19,7 +19,7 @@
 #include "harness/product/custom_cells.h"
 #include "harness/product/recordings.h"
 #include "harness/product/shard.h"
-#include "harness/vm/vm_run.h"
+#include "harness/vm/warm/vm_run.h"
 #include "nlohmann/json.hpp"
 
 namespace powercut::product {

@@ -1,5 +1,5 @@
-// `powercut run`: records a workload once in the VM (harness/vm/vm_run.h), then replays the trace
-// under each cache model with the crash-state engine (harness/engine.h).
+// `powercut run`: records a workload once in the VM (harness/vm/warm/vm_run.h), then replays the
+// trace under each cache model with the crash-state engine (harness/engine.h).
 //
 // A workload that cannot be tested is an outcome, not an error: RunWorkload() never fails, it
 // returns ran = false with an error_kind naming what went wrong (the VM could not run it, it hung
@@ -24,9 +24,9 @@
 #include "harness/product/timeline.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/state_generator.h"
-#include "harness/vm/guest_judge.h"
-#include "harness/vm/vm_run.h"
-#include "harness/vm/warm_guest.h"
+#include "harness/vm/warm/guest_judge.h"
+#include "harness/vm/warm/guest_pool.h"
+#include "harness/vm/warm/vm_run.h"
 
 namespace powercut::product {
 
@@ -226,7 +226,7 @@ struct RunOutcome {
 // The recording of `options` into `dir` (no cut, no fault).
 vm::RunSpec RecordingSpec(const RunOptions& options, const std::string& dir);
 
-// Records in `pool`'s warm guest (harness/vm/warm_guest.h), or in a guest of its own when null.
+// Records in `pool`'s warm guest (harness/vm/warm/guest_pool.h); null: in a guest of its own.
 RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& options,
                        vm::GuestPool* pool = nullptr);
 

@@ -16,8 +16,8 @@
 #include "gtest/gtest.h"
 #include "harness/product/cell_result.h"
 #include "harness/trace/recorder.h"
-#include "harness/vm/disk_image.h"
-#include "harness/vm/nbd_server.h"
+#include "harness/vm/devices/nbd_server.h"
+#include "harness/vm/machine/disk_image.h"
 #include "tests/product/test_util.h"
 
 namespace powercut::product {

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "fmt/format.h"
-#include "harness/vm/kernel.h"
+#include "harness/vm/machine/kernel.h"
 #include "tests/product/test_util.h"
 
 namespace powercut::product::testing {

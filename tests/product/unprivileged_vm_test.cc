@@ -22,7 +22,7 @@
 
 #include "fmt/format.h"
 #include "gtest/gtest.h"
-#include "harness/vm/kernel.h"
+#include "harness/vm/machine/kernel.h"
 #include "nlohmann/json.hpp"
 #include "tests/product/test_user.h"
 #include "tests/product/test_util.h"

@@ -12,9 +12,9 @@
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/vm/kernel.h"
-#include "harness/vm/vm_run.h"
-#include "harness/vm/warm_guest.h"
+#include "harness/vm/machine/kernel.h"
+#include "harness/vm/warm/guest_pool.h"
+#include "harness/vm/warm/vm_run.h"
 #include "tests/vm/vm_temp_dir.h"
 #include "tests/vm/vm_test_env.h"
 

@@ -1,8 +1,8 @@
-// `--kernel PATH` without a guest (harness/vm/kernel.h): the forms a user's kernel comes in, and
-// every bad input refused before a boot with an error saying what is wrong and what to do. The
-// kernel trees here are small stand-ins (a bzImage setup header with its version string, a
+// `--kernel PATH` without a guest (harness/vm/machine/kernel.h): the forms a user's kernel comes
+// in, and every bad input refused before a boot with an error saying what is wrong and what to do.
+// The kernel trees here are small stand-ins (a bzImage setup header with its version string, a
 // modules.dep); the real Debian kernel as a .deb and as a folder is booted in kernel_guest_test.
-#include "harness/vm/kernel.h"
+#include "harness/vm/machine/kernel.h"
 
 #include <elf.h>
 
@@ -16,9 +16,9 @@
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/vm/initramfs.h"
-#include "harness/vm/pvh_kernel.h"
-#include "harness/vm/vm_run.h"
+#include "harness/vm/machine/initramfs.h"
+#include "harness/vm/machine/pvh_kernel.h"
+#include "harness/vm/warm/vm_run.h"
 #include "tests/vm/vm_temp_dir.h"
 
 namespace powercut::vm {
@@ -172,7 +172,7 @@ TEST_F(UserKernelTest, RefusesBadInputSayingWhatToDo) {
   }
 }
 
-// The PVH boot (harness/vm/pvh_kernel.h): a bzImage's payload unpacked in every compression
+// The PVH boot (harness/vm/machine/pvh_kernel.h): a bzImage's payload unpacked in every compression
 // Debian's and users' kernels use, and only an x86-64 ELF with the PVH entry note accepted.
 class PvhKernelTest : public ::testing::Test {
  protected:

@@ -27,9 +27,9 @@
 #include "gtest/gtest.h"
 #include "harness/trace/recorder.h"
 #include "harness/trace/trace_reader.h"
-#include "harness/vm/ack_channel.h"
-#include "harness/vm/disk_image.h"
-#include "harness/vm/nbd_server.h"
+#include "harness/vm/devices/ack_channel.h"
+#include "harness/vm/devices/nbd_server.h"
+#include "harness/vm/machine/disk_image.h"
 #include "tests/vm/vm_temp_dir.h"
 
 namespace powercut::vm {

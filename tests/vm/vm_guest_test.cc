@@ -21,7 +21,7 @@
 #include "harness/trace/manifest.h"
 #include "harness/trace/trace_reader.h"
 #include "harness/trace/trace_replay.h"
-#include "harness/vm/vm_run.h"
+#include "harness/vm/warm/vm_run.h"
 #include "tests/vm/vm_temp_dir.h"
 #include "tests/vm/vm_test_env.h"
 

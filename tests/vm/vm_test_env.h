@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "base/process.h"
 #include "fmt/format.h"
-#include "harness/vm/vm_run.h"
+#include "harness/vm/warm/vm_run.h"
 
 namespace powercut::vm::testing {
 

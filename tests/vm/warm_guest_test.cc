@@ -1,8 +1,6 @@
-// Warm guests (harness/vm/warm_guest.h), end to end under qemu (label "vm"): one guest records
+// Warm guests (harness/vm/warm/warm_guest.h), end to end under qemu (label "vm"): one guest records
 // several workloads, each on a fresh hot-plugged disk; a guest that misbehaves (a hang, a disk it
 // will not release) is killed and the next recording runs on a clean one.
-#include "harness/vm/warm_guest.h"
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +12,7 @@
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "harness/vm/warm/guest_pool.h"
 #include "tests/vm/vm_temp_dir.h"
 #include "tests/vm/vm_test_env.h"
 

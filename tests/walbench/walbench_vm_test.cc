@@ -9,7 +9,7 @@
 
 #include "base/temp_dir.h"
 #include "bench/walbench/vm_cache_bench.h"
-#include "harness/vm/vm_run.h"
+#include "harness/vm/warm/vm_run.h"
 
 namespace powercut::walbench {
 namespace {

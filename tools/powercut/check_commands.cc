@@ -15,7 +15,7 @@
 #include "harness/product/cell_result.h"
 #include "harness/product/run.h"
 #include "harness/trace/manifest.h"
-#include "harness/vm/guest_judge.h"
+#include "harness/vm/warm/guest_judge.h"
 #include "tools/powercut/commands.h"
 #include "tools/powercut/product_commands.h"
 

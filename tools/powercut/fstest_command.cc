@@ -15,7 +15,7 @@
 #include "harness/product/builtin.h"
 #include "harness/product/fstest_repro.h"
 #include "harness/product/fstest_run.h"
-#include "harness/vm/disk_image.h"
+#include "harness/vm/machine/disk_image.h"
 #include "tools/powercut/commands.h"
 #include "tools/powercut/product_commands.h"
 

@@ -16,7 +16,7 @@
 #include "harness/product/progress.h"
 #include "harness/product/recordings.h"
 #include "harness/product/run.h"
-#include "harness/vm/vm_run.h"
+#include "harness/vm/warm/vm_run.h"
 #include "tools/powercut/commands.h"
 #include "tools/powercut/fault_options.h"
 #include "tools/powercut/product_commands.h"

@@ -2,7 +2,7 @@
 // the workload relaying its acks, clean up, or check images; agent_main.cc runs jobs.
 #pragma once
 
-#include "harness/vm/guest_job.h"
+#include "harness/vm/guest/guest_job.h"
 
 namespace powercut::vm::guest {
 

@@ -1,0 +1,271 @@
+#include "harness/vm/warm/guest_judge.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string_view>
+
+#include "base/scratch_dir.h"
+#include "base/status_macros.h"
+#include "base/tsan_mutex.h"
+#include "fmt/format.h"
+#include "harness/check/checker.h"
+#include "harness/vm/devices/state_server.h"
+#include "harness/vm/machine/guest_config.h"
+#include "harness/vm/machine/run_folder.h"
+
+namespace powercut::vm {
+namespace {
+
+// Beyond the checker's own timeout (enforced by the agent): the boot path, the mount, the
+// unmount; a job past both is a hung guest.
+constexpr std::chrono::seconds kJobMargin{120};
+
+harness::ImageCheckResult FromGuest(const GuestResult& g) {
+  harness::ImageCheckResult out;
+  out.method = kGuestCheckMethod;
+  out.kernel = g.kernel;
+  for (const GuestResult::FsStep& s : g.fs_steps) {
+    out.fs.steps.push_back(
+        {.name = s.name, .exit_code = s.exit_code, .changed = s.changed, .detail = s.detail});
+  }
+  out.fs.repaired = g.fs_repaired;
+  out.fs.unrecoverable = g.fs_unrecoverable;
+  if (out.fs.unrecoverable) {
+    out.checker.exit_code = -1;
+    out.checker.setup_error = "file system unrecoverable: " + out.fs.Describe();
+    return out;
+  }
+  // The same parsing as a checker run on this host (harness/check/checker.cc).
+  harness::CheckerOutput& c = out.checker;
+  const bool killed = g.checker_timed_out || g.checker_signal != 0;
+  std::string_view text = g.checker_stdout;
+  uint64_t line_number = 0;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    if (nl == std::string_view::npos) {
+      if (!killed) harness::ParseCheckerLine(text, ++line_number, &c);
+      break;
+    }
+    harness::ParseCheckerLine(text.substr(0, nl), ++line_number, &c);
+    text.remove_prefix(nl + 1);
+  }
+  c.timed_out = g.checker_timed_out;
+  c.signal = g.checker_timed_out ? 9 : g.checker_signal;
+  c.exit_code = killed ? -1 : g.checker_exit_code;
+  c.stderr_tail = g.checker_stderr_tail;
+  return out;
+}
+
+class GuestStateJudge : public harness::StateJudge {
+ public:
+  GuestStateJudge(GuestCheckPool* pool, GuestCheckSpec spec, int worker)
+      : pool_(pool), spec_(std::move(spec)), worker_(worker) {}
+  ~GuestStateJudge() override { Release(false); }
+
+  absl::StatusOr<harness::ImageCheckResult> Check(int image_fd, uint64_t image_bytes) override {
+    absl::Status last;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      absl::StatusOr<harness::ImageCheckResult> r = Attempt(image_fd, image_bytes);
+      if (r.ok()) {
+        pool_->CountState();
+        if (spec_.phases != nullptr) spec_.phases->Add(phases_);
+        return r;
+      }
+      last = r.status();
+      Release(true);  // a fresh guest for the retry
+    }
+    harness::ImageCheckResult out;
+    out.method = kGuestCheckMethod;
+    out.kernel = kernel_;
+    out.checker.exit_code = -1;
+    out.checker.protocol_error = fmt::format(
+        "could not check this state in a guest (tried twice, each on a fresh guest): {}",
+        std::string(last.message()).substr(0, 2000));
+    return out;
+  }
+
+ private:
+  absl::Status Connect(int image_fd, uint64_t image_bytes) {
+    const GuestConfig need = [&] {
+      GuestConfig c;
+      c.Add({.modules = GuestModulesFor(spec_.fs, false, false),
+             .keep_paths = KeepPathsFor(pool_->env().agent, {}, {spec_.checker})});
+      return c;
+    }();
+    ASSIGN_OR_RETURN(GuestCheckPool::Leased leased, pool_->Lease(need));
+    guest_ = std::move(leased.guest);
+    disk_ = std::move(leased.disk);
+    if (disk_ != nullptr && disk_->image_bytes == image_bytes && disk_->sector == spec_.sector &&
+        disk_->server->UseImage(image_fd, image_bytes).ok()) {
+      return absl::OkStatus();  // the guest's disk, now serving this worker's image
+    }
+    if (disk_ != nullptr) {
+      RETURN_IF_ERROR(guest_->DetachDisk(disk_->serial));  // another size: a disk of its own
+      disk_.reset();
+    }
+    auto disk = std::make_unique<StateDisk>();
+    ASSIGN_OR_RETURN(disk->dir, ScratchDir::Create("powercut-judge"));
+    ASSIGN_OR_RETURN(disk->server,
+                     StateServer::Start({.socket_path = disk->dir.path() + "/state.sock",
+                                         .image_fd = image_fd,
+                                         .image_bytes = image_bytes}));
+    ASSIGN_OR_RETURN(disk->serial,
+                     guest_->AttachDisk({.nbd_socket = disk->server->socket_path(),
+                                         .image_file = "",
+                                         .geometry = harness::GeometryOf(spec_.sector)}));
+    disk->image_bytes = image_bytes;
+    disk->sector = spec_.sector;
+    disk_ = std::move(disk);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<harness::ImageCheckResult> Attempt(int image_fd, uint64_t image_bytes) {
+    if (guest_ == nullptr || !guest_->usable()) {
+      Release(true);
+      RETURN_IF_ERROR(Connect(image_fd, image_bytes));
+    }
+    StateServer& server = *disk_->server;
+    if (const uint64_t late = server.refused_writes(); late > 0) {
+      return absl::InternalError(fmt::format(
+          "{} write(s) reached the state disk after the previous state was released: a file "
+          "system outlived its unmount in the guest",
+          late));
+    }
+    server.ServeState(++disk_->generation);
+    GuestJob job;
+    job.mode = GuestJob::Mode::kCheck;
+    job.fs = spec_.fs;
+    job.disk_serial = disk_->serial;
+    job.command = spec_.checker;
+    job.mount_options = spec_.mount_options;
+    job.state_token = StateServer::TokenFor(disk_->generation);
+    job.checker_timeout_s = spec_.checker_timeout_s;
+    job.fstest_promises = spec_.fstest_promises;
+    job.boot_checks = spec_.boot_checks;
+    const auto timeout =
+        std::chrono::seconds(static_cast<int64_t>(spec_.checker_timeout_s)) + kJobMargin;
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<GuestResult> r = guest_->RunAgentJob(job, timeout);
+    const double round_trip =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    server.Seal();
+    if (!r.ok()) return r.status();
+    // The host's share: the job file and `job <id>` line out, the agent reading the job over
+    // 9p, the result file back and its parsing: what the guest's own steps do not cover.
+    phases_ = r->phases;
+    double in_guest = 0;
+    for (const auto& p : phases_) in_guest += p.second;
+    phases_.emplace_back("exchange", std::max(0.0, round_trip - in_guest));
+    if (!r->ok) {
+      return absl::InternalError(
+          fmt::format("the agent's step {} failed in the guest: {}", r->failed_step, r->error));
+    }
+    if (!disk_->geometry_checked) {
+      RETURN_IF_ERROR(CheckGuestGeometry(*r, harness::GeometryOf(spec_.sector)));
+      disk_->geometry_checked = true;
+    }
+    RETURN_IF_ERROR(server.status());
+    kernel_ = r->kernel;
+    return FromGuest(*r);
+  }
+
+  // Gives the guest back with its state disk still attached (`discard`: kills it).
+  void Release(bool discard) {
+    if (guest_ != nullptr) {
+      if (discard) {
+        guest_->Shutdown();
+        disk_.reset();
+      }
+      pool_->Return(std::move(guest_), std::move(disk_));
+    }
+    disk_.reset();
+  }
+
+  GuestCheckPool* const pool_;
+  const GuestCheckSpec spec_;
+  const int worker_;
+  std::unique_ptr<WarmGuest> guest_;
+  std::unique_ptr<StateDisk> disk_;  // attached to guest_
+  std::string kernel_;
+  std::vector<std::pair<std::string, double>> phases_;  // the last attempt's (GuestResult::phases)
+};
+
+}  // namespace
+
+GuestCheckPool::~GuestCheckPool() {
+  powercut::MutexLock lock(&mu_);
+  idle_.clear();
+}
+
+harness::StateJudgeFactory GuestCheckPool::Factory(const GuestCheckSpec& spec) {
+  return [this, spec](int worker) -> absl::StatusOr<std::unique_ptr<harness::StateJudge>> {
+    return std::unique_ptr<harness::StateJudge>(new GuestStateJudge(this, spec, worker));
+  };
+}
+
+StateDisk::~StateDisk() = default;
+
+absl::StatusOr<GuestCheckPool::Leased> GuestCheckPool::Lease(const GuestConfig& need) {
+  GuestConfig config = need;
+  {
+    powercut::MutexLock lock(&mu_);
+    for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+      if (it->guest->usable() && it->guest->config().Covers(need)) {
+        Leased leased = std::move(*it);
+        idle_.erase(it);
+        return leased;
+      }
+    }
+    // None covers it: the new guest also loads what the idle ones had, so it serves them too.
+    for (const Leased& l : idle_) config.Add(l.guest->config());
+    ++boots_;
+  }
+  WarmGuest::Options o;
+  o.config = config;
+  ASSIGN_OR_RETURN(std::unique_ptr<WarmGuest> guest, WarmGuest::Boot(env_, o));
+  return Leased{.guest = std::move(guest), .disk = nullptr};
+}
+
+void GuestCheckPool::Return(std::unique_ptr<WarmGuest> guest, std::unique_ptr<StateDisk> disk) {
+  if (guest == nullptr || !guest->usable()) return;
+  powercut::MutexLock lock(&mu_);
+  idle_.push_back({.guest = std::move(guest), .disk = std::move(disk)});
+}
+
+uint64_t GuestCheckPool::boots() const {
+  powercut::MutexLock lock(&mu_);
+  return boots_;
+}
+
+uint64_t GuestCheckPool::states() const {
+  powercut::MutexLock lock(&mu_);
+  return states_;
+}
+
+void GuestCheckPool::CountState() {
+  powercut::MutexLock lock(&mu_);
+  ++states_;
+}
+
+void GuestCheckPhases::Add(const std::vector<std::pair<std::string, double>>& phases) {
+  powercut::MutexLock lock(&mu_);
+  ++states_;
+  for (const auto& phase : phases) {
+    auto it = std::find_if(totals_.begin(), totals_.end(),
+                           [&](const auto& total) { return total.first == phase.first; });
+    if (it == totals_.end()) {
+      totals_.push_back(phase);
+    } else {
+      it->second += phase.second;
+    }
+  }
+}
+
+std::vector<std::pair<std::string, double>> GuestCheckPhases::Mean() const {
+  powercut::MutexLock lock(&mu_);
+  std::vector<std::pair<std::string, double>> out = totals_;
+  for (auto& p : out) p.second /= static_cast<double>(std::max<uint64_t>(states_, 1));
+  return out;
+}
+
+}  // namespace powercut::vm

@@ -1,0 +1,120 @@
+// Crash states judged in warm guests booted with the recording kernel (`--check-in guest`;
+// docs/run.md, "Where crash states are judged"): no host loop device, no host mount, no root.
+//
+// One guest per check worker, kept warm across the checks of one command (every cell of a
+// matrix). A worker's guest gets ONE disk, hot-plugged the first time: a StateServer
+// (state_server.h) over the worker's materialized crash image. The disk stays attached when the
+// guest goes back to the pool, and the next check of an image of the same size and sectors
+// points its server at its own image (StateServer::UseImage) instead of plugging a new disk: a
+// hot-plug and an unplug cost about a second under TCG, per worker and check (a `powercut fstest`
+// run has one check per workload). Per state the host materializes
+// the image as for host checks, serves it under a new generation, and sends the agent one job:
+// drop the disk's buffers and prove it (the state block), the boot path (the mount's journal
+// replay in the guest kernel), the checker with the workload's world (the host's userspace,
+// paths and users), unmount, prove nothing holds the disk; then the host seals the disk, so a
+// file system that outlived its unmount cannot write into the next state. The checker's raw
+// stdout comes back and is parsed on the host exactly as a host checker's.
+//
+// A guest that dies, hangs past the checker's timeout (+ a margin), or fails a step that makes
+// it untrustworthy is killed, and the state is retried once on a fresh guest; after a second
+// failure the state is could-not-check (checker.protocol_error), never a verdict.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "base/scratch_dir.h"
+#include "harness/check/state_judge.h"
+#include "harness/trace/disk_geometry.h"
+#include "harness/vm/devices/state_server.h"
+#include "harness/vm/warm/vm_run.h"
+#include "harness/vm/warm/warm_guest.h"
+
+namespace powercut::vm {
+
+// ImageCheckResult::method of a state judged in a guest.
+inline constexpr char kGuestCheckMethod[] = "guest mount";
+
+// Where the time of one check's guest-judged states went (docs/run.md, "Where the time goes"):
+// each step's seconds summed over the states, shared by the check's judges.
+class GuestCheckPhases {
+ public:
+  // One state's steps (GuestResult::phases, the host's `exchange` appended).
+  void Add(const std::vector<std::pair<std::string, double>>& phases);
+  // Each step's mean seconds per state, in the order the steps first ran (empty: no state).
+  std::vector<std::pair<std::string, double>> Mean() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  uint64_t states_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::pair<std::string, double>> totals_ ABSL_GUARDED_BY(mu_);
+};
+
+struct GuestCheckSpec {
+  harness::FsKind fs = harness::FsKind::kExt4;
+  harness::SectorFormat sector = harness::kDefaultSectorFormat;  // the recording's
+  std::string checker;
+  std::string mount_options;
+  double checker_timeout_s = 60;
+  GuestCheckPhases* phases = nullptr;  // set: each judged state's steps are added (not owned)
+  // `powercut fstest` (GuestJob::fstest_promises, ::boot_checks): the agent judges each state
+  // itself against these promises, after a boot path that mounts first.
+  std::string fstest_promises;
+  bool boot_checks = true;
+};
+
+// A state disk attached to a checking guest: its server, its serial in the guest, and the
+// generation of the last state it served (the next one must differ). Kept with its guest.
+struct StateDisk {
+  ScratchDir dir;  // the server's socket
+  std::unique_ptr<StateServer> server;
+  std::string serial;
+  uint64_t image_bytes = 0;
+  harness::SectorFormat sector = harness::kDefaultSectorFormat;
+  uint64_t generation = 0;
+  bool geometry_checked = false;  // the guest saw its sectors as the recording had them
+  ~StateDisk();
+};
+
+class GuestCheckPool {
+ public:
+  explicit GuestCheckPool(const VmEnvironment& env) : env_(env) {}
+  ~GuestCheckPool();
+  GuestCheckPool(const GuestCheckPool&) = delete;
+  GuestCheckPool& operator=(const GuestCheckPool&) = delete;
+
+  // harness::CheckOptions::judges for one check (file systems; raw states stay on the host).
+  harness::StateJudgeFactory Factory(const GuestCheckSpec& spec);
+
+  struct Leased {
+    std::unique_ptr<WarmGuest> guest;
+    std::unique_ptr<StateDisk> disk;  // still attached to it; null for a new guest
+  };
+  // A warm guest booted with at least `need` (an idle one when it covers it, else a new boot),
+  // with the state disk it kept.
+  absl::StatusOr<Leased> Lease(const GuestConfig& need);
+  // Gives a guest back for the next check, with its state disk still attached (a killed guest is
+  // dropped, and its disk with it).
+  void Return(std::unique_ptr<WarmGuest> guest, std::unique_ptr<StateDisk> disk = nullptr);
+
+  uint64_t boots() const;
+  uint64_t states() const;
+  void CountState();
+  const VmEnvironment& env() const { return env_; }
+
+ private:
+  const VmEnvironment env_;
+  mutable absl::Mutex mu_;
+  // Declared disk last in Leased: an idle guest is shut down after its disk's server stopped.
+  std::vector<Leased> idle_ ABSL_GUARDED_BY(mu_);
+  uint64_t boots_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t states_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace powercut::vm
