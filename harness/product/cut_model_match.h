@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "harness/state/state_generator.h"
-#include "harness/vm/nbd_server.h"
+#include "harness/vm/devices/nbd_server.h"
 
 namespace powercut::product {
 
