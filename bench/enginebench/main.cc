@@ -29,7 +29,7 @@
 #include "base/scratch_dir.h"
 #include "fmt/format.h"
 #include "harness/check/engine.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/check/loop_mount.h"
 #include "harness/trace/diff_trace.h"
 #include "harness/trace/raw_log.h"

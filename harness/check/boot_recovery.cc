@@ -61,8 +61,8 @@ std::string FsRecovery::Describe() const {
 absl::StatusOr<FsRecovery> RecoverFileSystem(const FileSystem& fs, const std::string& image,
                                              const std::function<absl::Status()>& mount,
                                              double timeout_seconds, bool boot_checks) {
-  return RunBootPath({fs.name, fs.package, boot_checks ? fs.BootSteps() : std::vector<FsStep>{},
-                      fs.RecoverySteps()},
+  return RunBootPath({fs.name, fs.package, boot_checks ? fs.boot_steps : std::vector<FsStep>{},
+                      fs.recovery_steps},
                      image, mount, timeout_seconds);
 }
 

@@ -2,7 +2,7 @@
 // (docs/boot-recovery.md): the file system's boot-time check, the mount (which replays the
 // journal), and where the mount still fails, the file system's documented recovery tools, each
 // followed by another mount attempt. The steps come from the file-system table
-// (harness/check/file_system.h).
+// (harness/fs/file_system.h).
 //
 // Outcomes, kept apart from the program's verdict everywhere (docs/report.md):
 //   recovered    the boot path brought it back without repairs (journal replay is not a repair)
@@ -18,7 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 
 namespace powercut::harness {
 

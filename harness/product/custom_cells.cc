@@ -4,7 +4,7 @@
 #include <set>
 
 #include "fmt/format.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 
 namespace powercut::product {
 namespace {

@@ -8,7 +8,7 @@
 #include "base/scratch_dir.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/vm/guest_judge.h"
 #include "harness/vm/warm_guest.h"
 

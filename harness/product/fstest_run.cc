@@ -12,7 +12,7 @@
 #include "base/xml_escape.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/fstest/judge.h"
 #include "harness/fstest/promises.h"
 #include "harness/product/html_report.h"

@@ -9,7 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "base/xml_escape.h"
 #include "fmt/format.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/check/report.h"
 #include "harness/product/builtin.h"
 #include "harness/product/progress.h"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/check/state_judge.h"
 #include "nlohmann/json.hpp"
 

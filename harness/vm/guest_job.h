@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 
 namespace powercut::vm {
 

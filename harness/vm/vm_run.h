@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/state/cache_model.h"
 #include "harness/trace/disk_geometry.h"
 #include "harness/vm/guest_job.h"
@@ -111,7 +111,7 @@ struct RunSpec {
   // With Recording::kNbd: also run dm-log-writes in the guest on top of the NBD disk, so one run
   // yields both traces of the same writes (out/log-writes.log besides out/trace.log).
   bool also_log_writes = false;
-  // 0 = the file system's default_image_bytes (harness/check/file_system.h: ext4 512 MiB, so
+  // 0 = the file system's default_image_bytes (harness/fs/file_system.h: ext4 512 MiB, so
   // mke2fs picks its normal 4 KiB-block profile; xfs 300 MiB; btrfs and raw 128 MiB).
   uint64_t disk_bytes = 0;
   // Several recorded disks on one clock (docs/vm.md, "Several disks"): disks 2..N, each with its

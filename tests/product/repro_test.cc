@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/check/engine.h"
-#include "harness/check/fsck.h"
+#include "harness/fs/fsck.h"
 #include "harness/check/image_check.h"
 #include "harness/check/report.h"
 #include "harness/product/cell_result.h"

@@ -7,7 +7,7 @@
 #include "base/process.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/check/report.h"
 #include "harness/product/builtin.h"
 #include "harness/product/cell_result.h"
