@@ -42,8 +42,9 @@ struct FsRecovery {
 // Runs `fs`'s boot steps on `image` (a scratch copy: they write to it), then `mount`; where the
 // mount fails, each recovery step and another `mount`. `mount` returns OK once the file system
 // is usable (for the caller to keep). Fails (NotFound) when a tool is not installed: the error
-// names the Debian package; and (PermissionDenied, `mount`'s own error) when this process may not
-// mount at all: neither says anything about the image, so the caller stops rather than judge it.
+// names the Debian package; and (`mount`'s own error) when this process may not mount at all
+// (PermissionDenied) or this kernel cannot mount the type (Unimplemented): none of these says
+// anything about the image, so the caller stops rather than judge it.
 // `boot_checks` false skips the boot-time check and mounts first, running the recovery tools only
 // when the mount fails, as CrashMonkey does (`powercut fstest`: docs/fstest.md, "The boot path").
 absl::StatusOr<FsRecovery> RecoverFileSystem(const FileSystem& fs, const std::string& image,

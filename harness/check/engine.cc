@@ -55,9 +55,8 @@ absl::Status ValidateOptions(const CheckOptions& o) {
       if (fs.read_without_mount_argv.empty()) continue;
       readable += readable.empty() ? fs.name : fmt::format(", {}", fs.name);
     }
-    return absl::InvalidArgumentError(
-        fmt::format("check: reading without a mount works for {} only, not {}", readable,
-                    FsName(o.fs)));
+    return absl::InvalidArgumentError(fmt::format(
+        "check: reading without a mount works for {} only, not {}", readable, FsName(o.fs)));
   }
   if (o.budget_seconds < 0) {
     return absl::InvalidArgumentError(

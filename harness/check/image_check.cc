@@ -42,8 +42,9 @@ absl::Status ExtractWithoutMount(const FileSystem& fs, const std::string& image,
   std::filesystem::create_directories(tree, ec);
   const std::vector<std::string> argv =
       Expand(fs.read_without_mount_argv, {{"{image}", image}, {"{dir}", tree}});
-  ASSIGN_OR_RETURN(CommandResult dump, RunCommand(argv, ProcessOptions{.timeout_seconds = timeout_seconds,
-                                                                        .die_with_parent = false}));
+  ASSIGN_OR_RETURN(CommandResult dump,
+                   RunCommand(argv, ProcessOptions{.timeout_seconds = timeout_seconds,
+                                                   .die_with_parent = false}));
   if (dump.exit_code != 0 || dump.timed_out) {
     return absl::DataLossError(fmt::format("{} failed (exit {}): {}", ShellJoin(argv),
                                            dump.exit_code, LastLines(dump.output, 20)));

@@ -1,5 +1,6 @@
 #include "harness/fs/file_system.h"
 
+#include "base/status_macros.h"
 #include "fmt/format.h"
 
 namespace powercut::harness {
@@ -30,7 +31,10 @@ std::vector<FsStep> Ext4Recovery() {
 
 const std::vector<FileSystem>& Table() {
   static const std::vector<FileSystem> table = {
-      {.kind = FsKind::kRaw, .name = "raw", .default_image_bytes = 128 * kMiB, .min_image_bytes = kMiB},
+      {.kind = FsKind::kRaw,
+       .name = "raw",
+       .default_image_bytes = 128 * kMiB,
+       .min_image_bytes = kMiB},
       // 512 MiB: mke2fs's normal profile (4 KiB blocks; smaller disks get the 1 KiB "small"
       // profile) and four block groups, so backup superblocks exist for recovery.
       {.kind = FsKind::kExt4,
@@ -126,7 +130,8 @@ const std::vector<FileSystem>& Table() {
                            .ok_exits = kFsckFixed,
                            .repaired_exits = kFsckFixed}},
        .fsck = {.argv = {"fsck.f2fs", "--dry-run", "{image}"}},
-       .guest_modules = {{"f2fs", "CONFIG_F2FS_FS"}}},
+       .guest_modules = {{"f2fs", "CONFIG_F2FS_FS"}},
+       .direct_dsync_overwrite_may_skip_flush = true},
   };
   return table;
 }
@@ -156,8 +161,49 @@ absl::StatusOr<FsKind> ParseFsKind(std::string_view text, std::string_view flag)
   for (const FileSystem& fs : AllFileSystems()) {
     if (text == fs.name) return fs.kind;
   }
-  return absl::InvalidArgumentError(fmt::format("{} '{}': unknown file system; expected one of {}",
-                                                flag, text, FsNames()));
+  return absl::InvalidArgumentError(
+      fmt::format("{} '{}': unknown file system; expected one of {}", flag, text, FsNames()));
+}
+
+absl::StatusOr<std::vector<FsKind>> ParseFsKinds(std::string_view text, std::string_view flag) {
+  if (text.empty()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: give at least one file system ({})", flag, FsNames()));
+  }
+  std::vector<FsKind> kinds;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    ASSIGN_OR_RETURN(FsKind kind, ParseFsKind(text.substr(start, comma - start), flag));
+    kinds.push_back(kind);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return kinds;
+}
+
+std::string FsListName(const std::vector<FsKind>& kinds) {
+  std::string out;
+  for (FsKind kind : kinds) out += (out.empty() ? "" : ",") + std::string(FsName(kind));
+  return out;
+}
+
+FsKind DefaultFs() {
+  for (const FileSystem& fs : AllFileSystems()) {
+    if (fs.default_fs) return fs.kind;
+  }
+  return Table().front().kind;  // unreachable: a unit test holds the table to one default
+}
+
+absl::StatusOr<bool> HasCatalogProperty(const FileSystem& fs, std::string_view property) {
+  if (property == "overwrites_out_of_place") return fs.overwrites_out_of_place;
+  if (property == "direct_dsync_overwrite_may_skip_flush") {
+    return fs.direct_dsync_overwrite_may_skip_flush;
+  }
+  return absl::InvalidArgumentError(
+      fmt::format("file-system property '{}': expected overwrites_out_of_place or "
+                  "direct_dsync_overwrite_may_skip_flush",
+                  property));
 }
 
 absl::StatusOr<FsKind> ParseManifestFs(std::string_view text, std::string_view where) {

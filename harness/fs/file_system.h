@@ -100,6 +100,11 @@ struct FileSystem {
   // data unreferenced even with the drive cache off: the catalog's cache-off verdict for such a
   // write differs here (workloads/catalog.h, WorkloadConfig::cache_off_out_of_place).
   bool overwrites_out_of_place = false;
+  // An O_DIRECT|O_DSYNC overwrite in place may be acknowledged with neither a cache flush nor FUA
+  // (measured on f2fs under Linux 6.1: the first such write after open, docs/results.md,
+  // "f2fs"): the catalog's cache-on verdict for it is may-lose here
+  // (WorkloadConfig::cache_on_dsync_unflushed).
+  bool direct_dsync_overwrite_may_skip_flush = false;
   // Matrix presets whose cells run on every file system by default (`controls`, `databases`)
   // include it; ext4, the default everywhere else, is `default_fs`.
   bool in_per_fs_presets = false;
@@ -120,6 +125,19 @@ const char* FsName(FsKind kind);
 // The row named `text`. The error (a usage error: InvalidArgument) names the flag and lists
 // every valid name; there is no fallback.
 absl::StatusOr<FsKind> ParseFsKind(std::string_view text, std::string_view flag = "--fs");
+// A comma-separated list ("ext4,xfs": `--fs` of run, matrix, fstest), each name as ParseFsKind
+// takes it; an empty list or an empty name is an error.
+absl::StatusOr<std::vector<FsKind>> ParseFsKinds(std::string_view text,
+                                                 std::string_view flag = "--fs");
+// The list's names joined with commas, as ParseFsKinds reads them: for reports.
+std::string FsListName(const std::vector<FsKind>& kinds);
+// The file system a run uses when --fs is not given (the row with default_fs: ext4).
+FsKind DefaultFs();
+// The catalog's per-file-system verdicts name the row's properties, not file systems
+// (`powercut-workload list --json`, "expect_where"): whether `fs` has the property named
+// ("overwrites_out_of_place", "direct_dsync_overwrite_may_skip_flush"); an unknown name is an
+// error.
+absl::StatusOr<bool> HasCatalogProperty(const FileSystem& fs, std::string_view property);
 // A file system as a trace manifest names it: "" is a raw disk, else ParseFsKind's names.
 absl::StatusOr<FsKind> ParseManifestFs(std::string_view text, std::string_view where);
 // "raw, ext4, xfs, btrfs, f2fs" (without raw when `with_raw` is false): for messages.

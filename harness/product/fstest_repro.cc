@@ -98,7 +98,7 @@ Workload WithOps(const Workload& w, const std::vector<size_t>& keep) {
 }
 
 std::string Readme(const FsTestReproOptions& o, const FsTestReproResult& r) {
-  std::string flags = fmt::format("--fs {} --cache {}", o.fs, o.cache);
+  std::string flags = fmt::format("--fs {} --cache {}", harness::FsName(o.fs), o.cache);
   if (!o.mkfs_options.empty()) flags += " --mkfs-options " + harness::ShellJoin({o.mkfs_options});
   if (!o.mount_options.empty()) {
     flags += " --mount-options " + harness::ShellJoin({o.mount_options});
@@ -165,7 +165,7 @@ absl::StatusOr<Workload> FindFsTestWorkload(const std::string& id_or_file,
 
 absl::StatusOr<FsTestReproResult> ReproFsTest(const FsTestReproOptions& o) {
   if (o.bundle.empty()) return absl::InvalidArgumentError("fstest repro: pass --bundle DIR");
-  ASSIGN_OR_RETURN(harness::FsKind fs, harness::ParseFsKind(o.fs));
+  const harness::FsKind fs = o.fs;
   ASSIGN_OR_RETURN(std::vector<harness::CacheModel> models, ParseCacheList(o.cache, o.window));
   if (models.size() != 1) {
     return absl::InvalidArgumentError(

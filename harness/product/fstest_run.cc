@@ -142,7 +142,7 @@ absl::StatusOr<MatrixOptions> FsTestMatrix(const FsTestOptions& o,
     const std::string id = fstest::WorkloadId(w);
     if (!seen.insert(id).second) continue;  // the same operations twice (two files alike)
     const std::string text = fstest::WorkloadText(w, false);
-    for (const std::string& fs : m.fs) {
+    for (const harness::FsKind fs : m.fs) {
       CustomCell c;
       c.name = id;
       c.setting = "fstest";

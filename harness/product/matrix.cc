@@ -9,8 +9,8 @@
 #include "absl/synchronization/mutex.h"
 #include "base/xml_escape.h"
 #include "fmt/format.h"
-#include "harness/fs/file_system.h"
 #include "harness/check/report.h"
+#include "harness/fs/file_system.h"
 #include "harness/product/builtin.h"
 #include "harness/product/progress.h"
 
@@ -95,9 +95,13 @@ std::vector<std::string> PresetNames() {
   return {"headline", "controls", "databases", "faults", "multidisk"};
 }
 
-std::vector<std::string> PresetDefaultFs(const std::string& preset) {
-  if (preset == "controls" || preset == "databases") return {"ext4", "xfs"};
-  return {"ext4"};
+std::vector<harness::FsKind> PresetDefaultFs(const std::string& preset) {
+  if (preset != "controls" && preset != "databases") return {harness::DefaultFs()};
+  std::vector<harness::FsKind> fs;
+  for (const harness::FileSystem& row : harness::AllFileSystems()) {
+    if (row.in_per_fs_presets) fs.push_back(row.kind);
+  }
+  return fs;
 }
 
 absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
@@ -156,12 +160,11 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
     }
   }
   if (o.fs.empty()) return absl::InvalidArgumentError("--fs: give at least one file system");
-  for (const std::string& f : o.fs) {
-    absl::StatusOr<harness::FsKind> kind = harness::ParseFsKind(f);
-    if (!kind.ok()) return kind.status();
-    if (harness::FileSystemOf(*kind).raw()) {
+  for (const harness::FsKind f : o.fs) {
+    if (harness::FileSystemOf(f).raw()) {
       return absl::InvalidArgumentError(
-          "--fs raw: the built-in workloads need a file system; use ext4, xfs or btrfs");
+          fmt::format("--fs raw: the built-in workloads need a file system; use one of {}",
+                      harness::FsNames(/*with_raw=*/false)));
     }
   }
   std::vector<std::string> faults = {""};
@@ -169,7 +172,7 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
   if (!o.flakey.mode.empty()) faults = {o.flakey.mode};
   std::vector<MatrixCell> cells;
   for (const auto& [w, s] : pairs) {
-    for (const std::string& f : o.fs) {
+    for (const harness::FsKind f : o.fs) {
       if (auto b = LookupBuiltin(w, s); !b.ok()) return b.status();
       for (const std::string& fault : faults) {
         cells.push_back({.index = cells.size(),
@@ -195,10 +198,12 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
 nlohmann::json MatrixParameters(const MatrixOptions& o) {
   nlohmann::json custom = nlohmann::json::array();
   for (const CustomCell& c : o.custom_cells) custom.push_back(CustomCellToJson(c));
+  std::vector<std::string> fs;  // by name, as the reports read them back
+  for (const harness::FsKind f : o.fs) fs.emplace_back(harness::FsName(f));
   nlohmann::json j = {{"preset", o.preset},
                       {"workloads", o.workloads},
                       {"barriers", o.barriers},
-                      {"fs", o.fs},
+                      {"fs", fs},
                       {"sector", harness::SectorFormatName(o.sector)},
                       {"guest", GuestSizeToJson(o.guest)},
                       {"cache", o.cache},
@@ -232,7 +237,7 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
   return j;
 }
 
-CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::string>& fs,
+CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<harness::FsKind>& fs,
                         int guests, const std::string& kernel, CheckIn check_in) {
   struct Shared {
     absl::Mutex mu;  // held while preparing; the pools are thread-safe
@@ -243,10 +248,8 @@ CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::st
   };
   auto shared = std::make_shared<Shared>();
   vm::GuestConfig preload;
-  for (const std::string& f : fs) {
-    if (absl::StatusOr<harness::FsKind> kind = harness::ParseFsKind(f); kind.ok()) {
-      preload.Add({.modules = vm::GuestModulesFor(*kind, false, false), .keep_paths = {}});
-    }
+  for (const harness::FsKind f : fs) {
+    preload.Add({.modules = vm::GuestModulesFor(f, false, false), .keep_paths = {}});
   }
   return [=](const MatrixCell&, const RunOptions& options) {
     {
@@ -309,7 +312,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     progress.Update(finished.load(), "running " + c.Name());
     RunOptions r;
     r.name = c.Name();
-    r.fs = c.fs;
+    r.fs = {c.fs};
     r.timeout = std::chrono::seconds(o.timeout_s);
     r.checker_timeout_s = o.checker_timeout_s;
     r.max_acks = o.max_acks;
@@ -330,7 +333,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
       r.checker = BuiltinCheckCommand(o.workload_binary, b);
       std::string key = c.workload + "-" + c.setting;
       if (auto it = o.expectations.find(key); it != o.expectations.end()) {
-        expect = it->second.ForFs(c.fs);
+        expect = it->second.ForFs(harness::FsName(c.fs));
       } else if (o.expect) {
         notes.push_back(fmt::format(
             "the workload catalog has no expected verdict for {}: every cache model is expected "
@@ -386,7 +389,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
                     .name = c.Name(),
                     .workload = c.workload,
                     .setting = c.setting,
-                    .fs = c.fs,
+                    .fs = harness::FsName(c.fs),
                     .workload_command = r.workload,
                     .checker_command = r.checker};
     FillCell(run_cell(c, r), &cell);

@@ -16,10 +16,10 @@
 #include "fmt/format.h"
 #include "harness/check/disk_set_check.h"
 #include "harness/check/engine.h"
-#include "harness/fs/fsck.h"
 #include "harness/check/image_check.h"
 #include "harness/check/oracle.h"
 #include "harness/check/report.h"
+#include "harness/fs/fsck.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/crash_state.h"
 #include "harness/state/materialize.h"
@@ -167,7 +167,8 @@ class StateJudge {
                                                     .timeout_seconds = o_.checker_timeout_s,
                                                     .work_prefix = work_ + "/set"});
     }
-    if (!o_.judges || harness::FileSystemOf(o_.fs).raw()) return harness::CheckImageFile(image, check_);
+    if (!o_.judges || harness::FileSystemOf(o_.fs).raw())
+      return harness::CheckImageFile(image, check_);
     if (guest_ == nullptr) {
       ASSIGN_OR_RETURN(guest_, o_.judges(0));
     }

@@ -12,9 +12,9 @@
 #include "base/scratch_dir.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
+#include "harness/check/report.h"
 #include "harness/fs/file_system.h"
 #include "harness/fs/fsck.h"
-#include "harness/check/report.h"
 #include "harness/product/builtin.h"
 #include "harness/product/flakey.h"
 #include "harness/product/live_cuts.h"
@@ -41,11 +41,8 @@ std::string Tail(const std::string& path, size_t bytes) {
   return out;
 }
 
-// Disk 1's file system (RunOptions::fs validated by the callers).
-harness::FsKind FirstFs(const RunOptions& o) {
-  auto fs = DiskFileSystems(o.fs, o.disks);
-  return fs.ok() ? fs->front() : harness::FsKind::kRaw;
-}
+// Disk 1's file system (RunOptions::fs validated by the callers: never empty).
+harness::FsKind FirstFs(const RunOptions& o) { return o.fs.at(0); }
 
 harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& o,
                                     vm::GuestCheckPhases* phases) {
@@ -238,11 +235,14 @@ absl::StatusOr<std::vector<T>> ParsePerDisk(const std::string& text, uint32_t di
 
 }  // namespace
 
-absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& fs,
+absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::vector<harness::FsKind>& fs,
                                                              uint32_t disks) {
-  return ParsePerDisk<harness::FsKind>(
-      fs, disks, "--fs", "file systems",
-      [](const std::string& name) { return harness::ParseFsKind(name); });
+  if (fs.empty()) return absl::InvalidArgumentError("--fs: give at least one file system");
+  // The count rules and messages of every per-disk flag; the names were parsed at the edge.
+  RETURN_IF_ERROR(PerDiskValues(harness::FsListName(fs), disks, "--fs", "file systems").status());
+  std::vector<harness::FsKind> out = fs;
+  out.resize(disks, fs.front());
+  return out;
 }
 
 absl::StatusOr<std::vector<harness::SectorFormat>> DiskSectors(const std::string& text,
@@ -280,8 +280,8 @@ absl::Status ValidateRunOptions(const RunOptions& o) {
   }
   if (auto s = ValidateAtomicUnit(o.atomic_unit); !s.ok()) return s;
   if (o.fsck && harness::FileSystemOf(*fs).raw()) {
-    return absl::InvalidArgumentError(
-        "--fsck needs a file system (--fs ext4, xfs or btrfs), not raw");
+    return absl::InvalidArgumentError(fmt::format("--fsck needs a file system (--fs {}), not raw",
+                                                  harness::FsNames(/*with_raw=*/false)));
   }
   if (o.judge_promises && o.check_pool == nullptr) {
     return absl::InvalidArgumentError(

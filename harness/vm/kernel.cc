@@ -15,8 +15,8 @@
 #include "base/process.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/fs/file_system.h"
 #include "fmt/ranges.h"
+#include "harness/fs/file_system.h"
 
 namespace powercut::vm {
 namespace {

@@ -117,11 +117,12 @@ static int Main(int argc, char** argv) {
 
   auto* run = app.add_subcommand("run", "run a workload in a guest on a recorded disk");
   powercut::vm::RunSpec spec;
-  std::string recorder = "nbd", cut = "none", cache = "on", fs_name = "ext4", sector = "512e";
-  std::string check_fs = "ext4", check_sector = "512e";
+  const std::string default_fs = powercut::harness::FsName(powercut::harness::DefaultFs());
+  std::string recorder = "nbd", cut = "none", cache = "on", fs_name = default_fs, sector = "512e";
+  std::string check_fs = default_fs, check_sector = "512e";
   uint64_t disk_mib = 0, seed = 1;
   int timeout_s = 300;
-  run->add_option("--fs", fs_name, "ext4, xfs, btrfs or raw")->capture_default_str();
+  run->add_option("--fs", fs_name, powercut::harness::FsNames())->capture_default_str();
   run->add_option("--sector", sector,
                   "the disk's sectors: 512n, 512e (512-byte logical, 4,096-byte physical) or 4kn")
       ->capture_default_str();
@@ -140,15 +141,14 @@ static int Main(int argc, char** argv) {
   run->add_option("--mount-options", spec.mount_options);
   run->add_flag("--also-log-writes", spec.also_log_writes,
                 "with --recorder nbd: also record with dm-log-writes in the guest");
-  run->add_option("--disk-mib", disk_mib,
-                  "disk size (default: ext4 512, xfs 300, btrfs and raw 128)");
+  run->add_option("--disk-mib", disk_mib, "disk size (default: the file system's)");
   run->add_option("--timeout", timeout_s, "seconds before a hung guest is killed")
       ->capture_default_str();
   run->add_option("command", spec.command, "the workload, one command string")->required();
 
   auto* check = app.add_subcommand("check", "boot a fresh guest on an image and run a checker");
   powercut::vm::CheckSpec cspec;
-  check->add_option("--fs", check_fs, "ext4, xfs, btrfs or raw")->capture_default_str();
+  check->add_option("--fs", check_fs, powercut::harness::FsNames())->capture_default_str();
   check->add_option("--sector", check_sector, "the disk's sectors: 512n, 512e or 4kn")
       ->capture_default_str();
   check->add_option("--image", cspec.image)->required()->check(CLI::ExistingFile);

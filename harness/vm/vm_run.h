@@ -96,7 +96,7 @@ struct CutSpec {
 absl::StatusOr<CutSpec> ParseCut(const std::string& text);
 
 struct RunSpec {
-  harness::FsKind fs = harness::FsKind::kExt4;
+  harness::FsKind fs = harness::DefaultFs();
   // The recorded disk's sectors as the guest sees them (512e: 512-byte logical, 4,096-byte
   // physical); also the log disk's of dm-log-writes, the NBD trace's sectorsize (the logical
   // sector) and the live cut's atomic unit (the physical sector, unless cut.model says one).
@@ -121,7 +121,7 @@ struct RunSpec {
   // The trace's sectorsize is then the smallest logical sector of the set. Empty: one disk. NBD
   // recording only, without dm-flakey or a live cut.
   struct ExtraDisk {
-    harness::FsKind fs = harness::FsKind::kExt4;
+    harness::FsKind fs = harness::DefaultFs();
     uint64_t bytes = 0;
     std::optional<harness::SectorFormat> sector;
   };
@@ -206,7 +206,7 @@ struct RunResult {
 absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec);
 
 struct CheckSpec {
-  harness::FsKind fs = harness::FsKind::kExt4;
+  harness::FsKind fs = harness::DefaultFs();
   // The disk's sectors as the guest sees them: the recording's (a file system made for 4kn
   // sectors does not mount on a 512-byte disk, and the reverse).
   harness::SectorFormat sector = harness::kDefaultSectorFormat;
