@@ -194,8 +194,8 @@ absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
       }
       for (const auto& [fs, v] : by_fs.items()) {
         if (absl::Status s = harness::ParseFsKind(fs, "\"expect_by_fs\"").status(); !s.ok()) {
-          return absl::InvalidArgumentError(
-              fmt::format("{}: {}: {}", source, entry.at("name").get<std::string>(), s.message()));
+          return absl::InvalidArgumentError(fmt::format(
+              "{}: {}: {}", source, entry.at("name").get<std::string>(), std::string(s.message())));
         }
         if (absl::Status s = read_models(v, &e.by_fs[fs]); !s.ok()) return s;
       }
@@ -211,7 +211,7 @@ absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
         if (!has.ok()) {
           return absl::InvalidArgumentError(fmt::format("{}: {}: \"expect_where\": {}", source,
                                                         entry.at("name").get<std::string>(),
-                                                        has.status().message()));
+                                                        std::string(has.status().message())));
         }
         if (*has) e.by_fs[fs.name].insert(models.begin(), models.end());
       }
