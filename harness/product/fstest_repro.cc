@@ -43,7 +43,7 @@ class Runner {
   RunOutcome Run(const Workload& w, const std::string& keep_dir) {
     RunOptions r;
     r.name = fstest::WorkloadId(w);
-    r.fs = harness::FsName(fs_);
+    r.fs = {fs_};
     r.workload = fmt::format("{} run --hex {}", o_.exec_binary,
                              absl::BytesToHexString(fstest::WorkloadText(w, false)));
     r.checker = kFsTestJudge;

@@ -49,7 +49,7 @@ std::string Record(const TempDir& dir, harness::RawLogBarrier barrier, uint64_t 
 
 RunOptions RawOptions(const std::string& cache) {
   RunOptions o;
-  o.fs = "raw";
+  o.fs = {harness::FsKind::kRaw};
   o.checker = RAW_LOG_CHECKER;
   o.models = *ParseCacheList(cache, "16");
   o.points = *ParsePoints("acks");
