@@ -172,13 +172,13 @@ TEST(Cli, CheckExitsTwoWhenItCannotRun) {
 TEST(Cli, AnUnknownFileSystemIsAUsageErrorListingTheValidOnes) {
   TempDir dir;
   const std::string bin = POWERCUT_BIN;
-  for (const std::string& args :
-       {"run --workload true --checker true --fs ext5",
-        "run --workload true --checker true --disks 2 --fs ext4,ext5", "matrix --list --fs ext5",
-        "matrix --list --fs ext4,ext5",
-        "check --trace " + dir.File("t.log") + " --checker true --fs ext5",
-        "repro pc1_x --trace " + dir.File("t.log") + " --checker true --fs ext5",
-        std::string("fstest run --quiet --seq 1 --fs ext5")}) {
+  for (const std::string& args : std::vector<std::string>{
+           "run --workload true --checker true --fs ext5",
+           "run --workload true --checker true --disks 2 --fs ext4,ext5", "matrix --list --fs ext5",
+           "matrix --list --fs ext4,ext5",
+           "check --trace " + dir.File("t.log") + " --checker true --fs ext5",
+           "repro pc1_x --trace " + dir.File("t.log") + " --checker true --fs ext5",
+           std::string("fstest run --quiet --seq 1 --fs ext5")}) {
     auto r = RunCommand(bin + " " + args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
     EXPECT_THAT(r.output, HasSubstr("ext5")) << args;
