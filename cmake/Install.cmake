@@ -54,7 +54,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "qemu-system-x86, qemu-utils, busybox-static, kmod, cpio, zstd, xz-utils, e2fsprogs, \
-xfsprogs, btrfs-progs, util-linux, procps, dmsetup, apt, dpkg, sqlite3, lmdb-utils, \
+xfsprogs, btrfs-progs, f2fs-tools, util-linux, procps, dmsetup, apt, dpkg, sqlite3, lmdb-utils, \
 postgresql-15, postgresql-client-15, redis-server, etcd-server, etcd-client")
 include(CPack)
 

@@ -22,7 +22,7 @@ packages=(
   libabsl-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev googletest
   libbenchmark-dev librocksdb-dev liblzma-dev zlib1g-dev libzstd-dev libsqlite3-dev sqlite3 liburing-dev libisal-dev libxxhash-dev
   qemu-system-x86 qemu-utils busybox-static kmod cpio zstd xz-utils
-  e2fsprogs xfsprogs btrfs-progs util-linux procps python3 python3-yaml dmsetup chromium
+  e2fsprogs xfsprogs btrfs-progs f2fs-tools util-linux procps python3 python3-yaml dmsetup chromium
   # tests/deploy: the .deb on a fresh root (mmdebstrap), a real Slurm (slurm-wlm, munge), the
   # container recipe (podman; runc too: crun refuses a hybrid cgroup layout, docs/install.md)
   mmdebstrap slurm-wlm munge dpkg-dev file podman runc

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,9 +31,13 @@ struct WorkloadConfig {
   Expectation cache_off = Expectation::kLoses;
   Expectation cache_on = Expectation::kLoses;
   Expectation cache_lying = Expectation::kLoses;
-  // File systems on which the cache-off verdict differs from the one above (key: ext4, xfs,
-  // btrfs); absent means the same.
-  std::map<std::string, Expectation> cache_off_by_fs;
+  // Where a file system differs, by a property of the file-system table (harness/fs/, which the
+  // tester applies; this room names no file system); absent: the same as above. The cache-off
+  // verdict where an overwrite goes out of place (overwrites_out_of_place: btrfs), and the
+  // cache-on verdict where an O_DIRECT|O_DSYNC overwrite may be acked unflushed
+  // (direct_dsync_overwrite_may_skip_flush: f2fs).
+  std::optional<Expectation> cache_off_out_of_place;
+  std::optional<Expectation> cache_on_dsync_unflushed;
   // On a failing disk (`--flakey`, docs/live-cuts.md): writes fail with EIO after some acks
   // (a program that fences at a failed barrier survives), or are silently dropped (no program
   // can tell: an ack whose writes came after the switch is lost; a fast program may have

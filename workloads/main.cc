@@ -72,8 +72,15 @@ int List(const std::string& binary, uint64_t count, bool json) {
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const WorkloadConfig& c : catalog) {
-      nlohmann::json by_fs = nlohmann::json::object();
-      for (const auto& [fs, e] : c.cache_off_by_fs) by_fs[fs] = {{"off", ExpectationName(e)}};
+      // Verdicts that differ by a property of the tester's file-system table.
+      nlohmann::json where = nlohmann::json::object();
+      if (c.cache_off_out_of_place) {
+        where["overwrites_out_of_place"]["off"] = ExpectationName(*c.cache_off_out_of_place);
+      }
+      if (c.cache_on_dsync_unflushed) {
+        where["direct_dsync_overwrite_may_skip_flush"]["on"] =
+            ExpectationName(*c.cache_on_dsync_unflushed);
+      }
       out.push_back({{"name", c.name},
                      {"workload", c.workload},
                      {"setting", c.setting},
@@ -84,7 +91,7 @@ int List(const std::string& binary, uint64_t count, bool json) {
                        {"off", ExpectationName(c.cache_off)},
                        {"on", ExpectationName(c.cache_on)},
                        {"lying", ExpectationName(c.cache_lying)}}},
-                     {"expect_by_fs", by_fs},
+                     {"expect_where", where},
                      {"documented", c.documented}});
     }
     fmt::print("{}\n", out.dump(2));

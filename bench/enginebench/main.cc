@@ -29,9 +29,10 @@
 #include "base/scratch_dir.h"
 #include "fmt/format.h"
 #include "harness/check/engine.h"
-#include "harness/check/file_system.h"
 #include "harness/check/loop_mount.h"
+#include "harness/fs/file_system.h"
 #include "harness/trace/diff_trace.h"
+#include "harness/trace/disk_geometry.h"
 #include "harness/trace/raw_log.h"
 #include "harness/trace/recorder.h"
 
@@ -184,17 +185,19 @@ int FsScenario(const std::string& dir, int workers, powercut::harness::FsKind ki
   std::string base = fmt::format("{}/{}-base.img", dir, fs);
   MakeImage(base, image_bytes);
   const std::vector<std::string> mkfs =
-      ext4 ? std::vector<std::string>{"mkfs.ext4",
-                                      "-q",
-                                      "-F",
-                                      "-b",
-                                      "4096",
-                                      "-E",
-                                      "lazy_itable_init=1,lazy_journal_init=1",
-                                      base}
-           : powercut::harness::WithImage(table.MkfsArgv(powercut::harness::GeometryOf(
-                                              powercut::harness::kDefaultSectorFormat)),
-                                          base);
+      ext4
+          ? std::vector<std::string>{"mkfs.ext4",
+                                     "-q",
+                                     "-F",
+                                     "-b",
+                                     "4096",
+                                     "-E",
+                                     "lazy_itable_init=1,lazy_journal_init=1",
+                                     base}
+          : powercut::harness::WithImage(table.MkfsArgv(powercut::harness::GeometryOf(
+                                                            powercut::harness::kDefaultSectorFormat)
+                                                            .physical_sector),
+                                         base);
   if (auto made = powercut::RunCommandOrError("making " + fs, mkfs); !made.ok()) {
     return std::fprintf(stderr, "%s\n", std::string(made.status().message()).c_str()), 1;
   }

@@ -61,19 +61,20 @@ std::string FsRecovery::Describe() const {
 absl::StatusOr<FsRecovery> RecoverFileSystem(const FileSystem& fs, const std::string& image,
                                              const std::function<absl::Status()>& mount,
                                              double timeout_seconds, bool boot_checks) {
-  return RunBootPath({fs.name, fs.package, boot_checks ? fs.BootSteps() : std::vector<FsStep>{},
-                      fs.RecoverySteps()},
-                     image, mount, timeout_seconds);
+  return RunBootPath(
+      {fs.name, fs.package, boot_checks ? fs.boot_steps : std::vector<FsStep>{}, fs.recovery_steps},
+      image, mount, timeout_seconds);
 }
 
 absl::StatusOr<FsRecovery> RunBootPath(const BootPath& fs, const std::string& image,
                                        const std::function<absl::Status()>& mount,
                                        double timeout_seconds) {
   FsRecovery rec;
-  absl::Status not_permitted;  // a mount this process may not do says nothing about the image
+  // A mount this process may not do, or of a type this kernel lacks, says nothing about the image.
+  absl::Status not_permitted;
   auto try_mount = [&]() {
     absl::Status s = mount();
-    if (absl::IsPermissionDenied(s)) {
+    if (absl::IsPermissionDenied(s) || absl::IsUnimplemented(s)) {
       not_permitted = s;
       return false;
     }

@@ -2,7 +2,7 @@
 // (docs/boot-recovery.md): the file system's boot-time check, the mount (which replays the
 // journal), and where the mount still fails, the file system's documented recovery tools, each
 // followed by another mount attempt. The steps come from the file-system table
-// (harness/check/file_system.h).
+// (harness/fs/file_system.h).
 //
 // Outcomes, kept apart from the program's verdict everywhere (docs/report.md):
 //   recovered    the boot path brought it back without repairs (journal replay is not a repair)
@@ -18,7 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 
 namespace powercut::harness {
 
@@ -42,8 +42,9 @@ struct FsRecovery {
 // Runs `fs`'s boot steps on `image` (a scratch copy: they write to it), then `mount`; where the
 // mount fails, each recovery step and another `mount`. `mount` returns OK once the file system
 // is usable (for the caller to keep). Fails (NotFound) when a tool is not installed: the error
-// names the Debian package; and (PermissionDenied, `mount`'s own error) when this process may not
-// mount at all: neither says anything about the image, so the caller stops rather than judge it.
+// names the Debian package; and (`mount`'s own error) when this process may not mount at all
+// (PermissionDenied) or this kernel cannot mount the type (Unimplemented): none of these says
+// anything about the image, so the caller stops rather than judge it.
 // `boot_checks` false skips the boot-time check and mounts first, running the recovery tools only
 // when the mount fails, as CrashMonkey does (`powercut fstest`: docs/fstest.md, "The boot path").
 absl::StatusOr<FsRecovery> RecoverFileSystem(const FileSystem& fs, const std::string& image,

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "harness/check/file_system.h"
 #include "harness/check/image_check.h"
+#include "harness/fs/file_system.h"
 #include "harness/trace/disk_layout.h"
 
 namespace powercut::harness {

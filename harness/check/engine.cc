@@ -26,9 +26,10 @@ constexpr char kBrokenChecker[] = "powercut/broken-checker";
 // single-device file system with an fsid that is already mounted under a temporary in-memory
 // fsid; the kernel advertises it as /sys/fs/btrfs/features/temp_fsid. Without it a second copy
 // of the same image cannot be mounted while the first one is.
-bool BtrfsMountsClones() {
+// Whether this kernel mounts two copies of `fs` at once (FileSystem::clone_mounts_need).
+bool MountsClones(const FileSystem& fs) {
   std::error_code ec;
-  return std::filesystem::exists("/sys/fs/btrfs/features/temp_fsid", ec);
+  return *fs.clone_mounts_need == '\0' || std::filesystem::exists(fs.clone_mounts_need, ec);
 }
 
 // A check's inputs, read and validated: the options with defaults resolved, the trace, its
@@ -48,9 +49,14 @@ struct CheckSetup {
 
 absl::Status ValidateOptions(const CheckOptions& o) {
   if (o.checker.empty()) return absl::InvalidArgumentError("check: --checker is required");
-  if (o.without_mount && o.fs != FsKind::kExt4) {
+  if (o.without_mount && FileSystemOf(o.fs).read_without_mount_argv.empty()) {
+    std::string readable;
+    for (const FileSystem& fs : AllFileSystems()) {
+      if (fs.read_without_mount_argv.empty()) continue;
+      readable += readable.empty() ? fs.name : fmt::format(", {}", fs.name);
+    }
     return absl::InvalidArgumentError(fmt::format(
-        "check: reading without a mount (debugfs) works for ext4 only, not {}", FsName(o.fs)));
+        "check: reading without a mount works for {} only, not {}", readable, FsName(o.fs)));
   }
   if (o.budget_seconds < 0) {
     return absl::InvalidArgumentError(
@@ -81,11 +87,7 @@ absl::Status DiskSetFileSystems(const TraceManifest& manifest, CheckOptions* o,
   const uint32_t disks = o->disks.count();
   if (o->disk_fs.empty()) {
     for (const DiskManifest& d : manifest.disks) {
-      if (d.fs.empty()) {
-        o->disk_fs.push_back(FsKind::kRaw);
-        continue;
-      }
-      ASSIGN_OR_RETURN(FsKind fs, ParseFsKind(d.fs, "the manifest's disks[].fs"));
+      ASSIGN_OR_RETURN(FsKind fs, ParseManifestFs(d.fs, "the manifest's disks[].fs"));
       o->disk_fs.push_back(fs);
     }
   }
@@ -156,12 +158,13 @@ absl::StatusOr<CheckSetup> Setup(const CheckOptions& options) {
   }
   s.workers = o.workers > 0 ? o.workers
                             : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  if (FileSystemOf(o.fs).clones_need_temp_fsid && s.workers > 1 && !BtrfsMountsClones()) {
-    s.workers =
-        1;  // two mounted copies of one btrfs share an fsid, which kernels before 6.7 refuse
+  if (const FileSystem& fs = FileSystemOf(o.fs); s.workers > 1 && !MountsClones(fs)) {
+    s.workers = 1;  // two mounted copies of one btrfs share an fsid, which kernels before 6.7
+                    // refuse
     s.notes.emplace_back(
-        "btrfs: one worker (copies of one file system share its fsid, and this kernel has no "
-        "btrfs temp_fsid support to mount clones side by side)");
+        fmt::format("{}: one worker (copies of one file system share its id, and this kernel has "
+                    "no {} to mount clones side by side)",
+                    fs.name, fs.clone_mounts_need));
   }
   if (o.workload.empty()) o.workload = std::filesystem::path(o.trace_path).filename().string();
   return s;
@@ -304,7 +307,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
       auto pool,
       WorkerPool::Create(o.work_dir, setup.workers, o.fs, setup.base, setup.trace_file.get(),
                          std::min<uint32_t>(trace.sector_size, setup.unit), o.disks.several()));
-  if (o.judges && o.fs != FsKind::kRaw) {
+  if (o.judges && !FileSystemOf(o.fs).raw()) {
     for (size_t i = 0; i < pool->workers().size(); ++i) {
       ASSIGN_OR_RETURN(pool->workers()[i].judge, o.judges(static_cast<int>(i)));
     }

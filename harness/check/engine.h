@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "harness/check/file_system.h"
 #include "harness/check/oracle.h"
 #include "harness/check/state_judge.h"
+#include "harness/fs/file_system.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/state_generator.h"
 #include "harness/trace/manifest.h"

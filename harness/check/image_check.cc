@@ -33,18 +33,21 @@ absl::StatusOr<ImageCheckResult> CheckRaw(const std::string& image, const ImageC
   return r;
 }
 
-// debugfs stands in for the mount: it extracts the (journal-replayed) tree into `tree`.
-absl::Status ExtractWithDebugfs(const std::string& image, const std::string& tree,
-                                double timeout_seconds) {
+// The row's reader stands in for the mount (ext4: debugfs rdump): it extracts the tree, the boot
+// check having replayed the journal, into `tree`.
+absl::Status ExtractWithoutMount(const FileSystem& fs, const std::string& image,
+                                 const std::string& tree, double timeout_seconds) {
   std::error_code ec;
   std::filesystem::remove_all(tree, ec);
   std::filesystem::create_directories(tree, ec);
-  ASSIGN_OR_RETURN(CommandResult dump, RunCommand({"debugfs", "-R", "rdump / " + tree, image},
-                                                  ProcessOptions{.timeout_seconds = timeout_seconds,
-                                                                 .die_with_parent = false}));
+  const std::vector<std::string> argv =
+      Expand(fs.read_without_mount_argv, {{"{image}", image}, {"{dir}", tree}});
+  ASSIGN_OR_RETURN(CommandResult dump,
+                   RunCommand(argv, ProcessOptions{.timeout_seconds = timeout_seconds,
+                                                   .die_with_parent = false}));
   if (dump.exit_code != 0 || dump.timed_out) {
-    return absl::DataLossError(fmt::format("debugfs rdump failed (exit {}): {}", dump.exit_code,
-                                           LastLines(dump.output, 20)));
+    return absl::DataLossError(fmt::format("{} failed (exit {}): {}", ShellJoin(argv),
+                                           dump.exit_code, LastLines(dump.output, 20)));
   }
   return absl::OkStatus();
 }
@@ -58,8 +61,8 @@ std::string HostKernelRelease() {
 
 absl::StatusOr<ImageCheckResult> CheckImageFile(const std::string& image,
                                                 const ImageCheckOptions& o) {
-  if (o.fs == FsKind::kRaw) return CheckRaw(image, o);
   const FileSystem& fs = FileSystemOf(o.fs);
+  if (fs.raw()) return CheckRaw(image, o);
   ImageCheckResult r;
   r.kernel = HostKernelRelease();
   if (o.before_mount) {
@@ -70,38 +73,39 @@ absl::StatusOr<ImageCheckResult> CheckImageFile(const std::string& image,
     }
   }
   std::unique_ptr<LoopMount> mount;
-  bool use_debugfs = o.without_mount && o.fs == FsKind::kExt4;
+  const bool readable_without_mount = !fs.read_without_mount_argv.empty();
+  bool without_mount = o.without_mount && readable_without_mount;
   const std::string tree = image + ".files";
   auto mount_it = [&]() -> absl::Status {
-    if (use_debugfs) return ExtractWithDebugfs(image, tree, o.timeout_seconds);
+    if (without_mount) return ExtractWithoutMount(fs, image, tree, o.timeout_seconds);
     auto m = LoopMount::Mount(image, fs.name, o.mountpoint, fs.mount_options);
     if (m.ok()) {
       mount = std::move(*m);
       return absl::OkStatus();
     }
     if (absl::IsPermissionDenied(m.status())) {
-      if (o.fs == FsKind::kExt4) {
-        use_debugfs = true;  // mounting is not permitted here: read it with debugfs instead
-        return ExtractWithDebugfs(image, tree, o.timeout_seconds);
+      if (readable_without_mount) {
+        without_mount = true;  // mounting is not permitted here: read it without a mount instead
+        return ExtractWithoutMount(fs, image, tree, o.timeout_seconds);
       }
       return absl::PermissionDeniedError(fmt::format(
           "{}: checking {} crash images loop-mounts them, which needs root (CAP_SYS_ADMIN) here; "
-          "run as root (ext4 images are read with debugfs without it)",
+          "run as root, or pass --check-in guest",
           std::string(m.status().message()), fs.name));
     }
     return m.status();
   };
   ASSIGN_OR_RETURN(r.fs, RecoverFileSystem(fs, image, mount_it, o.timeout_seconds));
-  r.method = use_debugfs ? "e2fsck + debugfs rdump (no mount)" : "loop mount";
+  r.method = without_mount ? fs.read_without_mount_method : "loop mount";
   if (r.fs.unrecoverable) {
     r.checker.exit_code = -1;
     r.checker.setup_error = "file system unrecoverable: " + r.fs.Describe();
     return r;
   }
-  const std::string dir = use_debugfs ? tree : o.mountpoint;
+  const std::string dir = without_mount ? tree : o.mountpoint;
   auto out = RunChecker(o.checker, {{"POWERCUT_DIR", dir}}, o.timeout_seconds);
   absl::Status unmounted = mount ? mount->Unmount() : absl::OkStatus();
-  if (use_debugfs) {
+  if (without_mount) {
     std::error_code ec;
     std::filesystem::remove_all(tree, ec);
   }

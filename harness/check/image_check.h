@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "harness/check/boot_recovery.h"
 #include "harness/check/checker.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 
 namespace powercut::harness {
 
@@ -27,8 +27,8 @@ struct ImageCheckOptions {
   std::string checker;  // shell command
   double timeout_seconds = 60;
   std::string mountpoint;  // an empty folder (file systems only)
-  // ext4 only: read the image with e2fsck + debugfs instead of a mount (what happens anyway
-  // where mounting is not permitted).
+  // Where the table has a reader (ext4: e2fsck + debugfs): read the image without a mount (what
+  // happens anyway where mounting is not permitted).
   bool without_mount = false;
   // Optional (`--fsck`): runs on the image before the boot path; a non-empty result marks the
   // state not recoverable with that text.

@@ -62,6 +62,13 @@ absl::StatusOr<std::unique_ptr<LoopMount>> LoopMount::Mount(const std::string& i
   if (::mount(device.c_str(), mountpoint.c_str(), fs_type.c_str(), 0, options.c_str()) != 0) {
     err = errno;
     ::close(loop_fd);
+    if (err == ENODEV) {  // says nothing about the image: this kernel cannot mount the type
+      return absl::UnimplementedError(fmt::format(
+          "mount -t {} of {}: this host's kernel has no {} (neither built in nor a module it can "
+          "load): judge the crash states in a guest, by the kernel that recorded them "
+          "(--check-in guest)",
+          fs_type, image, fs_type));
+    }
     return absl::Status(absl::ErrnoToStatusCode(err),
                         fmt::format("mount -t {} -o {} {} ({}) on {}: {}", fs_type,
                                     options.empty() ? "defaults" : options, device, image,

@@ -16,8 +16,9 @@ namespace powercut::harness {
 
 class LoopMount {
  public:
-  // `fs_type`: ext4, xfs or btrfs. The error names the image, the device and the mount(2) errno
-  // (EPERM/EACCES mean "not permitted": callers may fall back to e2fsck + debugfs).
+  // `fs_type`: a file system's name (harness/fs/file_system.h). The error names the image, the
+  // device and the mount(2) errno (EPERM/EACCES mean "not permitted": callers may fall back to
+  // e2fsck + debugfs); a type this kernel cannot mount at all (ENODEV) is Unimplemented.
   // `extra_options` is the mount(2) data, comma-separated (the file-system table's
   // mount_options: xfs needs `nouuid`, because every crash image is a copy of one file system).
   static absl::StatusOr<std::unique_ptr<LoopMount>> Mount(const std::string& image,

@@ -36,7 +36,7 @@ absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::Create(const std::string
     CheckWorker& w = pool->workers_[static_cast<size_t>(i)];
     ASSIGN_OR_RETURN(w.image, WorkingImage::Create(fmt::format("{}/worker{}.img", dir, i), base,
                                                    trace, granule));
-    if (fs == FsKind::kRaw && !disk_set) continue;
+    if (FileSystemOf(fs).raw() && !disk_set) continue;
     w.scratch = fmt::format("{}/worker{}.scratch.img", dir, i);
     w.mountpoint = fmt::format("{}/worker{}.mnt", dir, i);
     std::filesystem::create_directories(w.mountpoint);
@@ -102,7 +102,7 @@ absl::StatusOr<ImageCheckResult> CheckWorkerImage(const CheckOptions& o, CheckWo
                        .mountpoint = w.mountpoint,
                        .without_mount = o.without_mount,
                        .before_mount = o.before_mount};
-  if (o.fs == FsKind::kRaw) {
+  if (FileSystemOf(o.fs).raw()) {
     auto out = CheckImageFile(w.image->path(), ic);
     // The raw protocol is read-only; rebuild so that later states stay exact.
     if (absl::IsFailedPrecondition(out.status())) RETURN_IF_ERROR(w.image->Reset());

@@ -9,6 +9,7 @@
 
 #include "base/install_layout.h"
 #include "fmt/format.h"
+#include "harness/fs/file_system.h"
 #include "nlohmann/json.hpp"
 
 namespace powercut::product {
@@ -192,7 +193,27 @@ absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
                                                       source, entry.at("name").get<std::string>()));
       }
       for (const auto& [fs, v] : by_fs.items()) {
+        if (absl::Status s = harness::ParseFsKind(fs, "\"expect_by_fs\"").status(); !s.ok()) {
+          return absl::InvalidArgumentError(fmt::format(
+              "{}: {}: {}", source, entry.at("name").get<std::string>(), std::string(s.message())));
+        }
         if (absl::Status s = read_models(v, &e.by_fs[fs]); !s.ok()) return s;
+      }
+    }
+    // `powercut-workload list --json` names no file system: a verdict keyed by a property of the
+    // file-system table applies to every row that has it.
+    const nlohmann::json where = entry.value("expect_where", nlohmann::json::object());
+    for (const auto& [property, v] : where.items()) {
+      std::map<std::string, std::string> models;
+      if (absl::Status s = read_models(v, &models); !s.ok()) return s;
+      for (const harness::FileSystem& fs : harness::AllFileSystems()) {
+        absl::StatusOr<bool> has = harness::HasCatalogProperty(fs, property);
+        if (!has.ok()) {
+          return absl::InvalidArgumentError(fmt::format("{}: {}: \"expect_where\": {}", source,
+                                                        entry.at("name").get<std::string>(),
+                                                        std::string(has.status().message())));
+        }
+        if (*has) e.by_fs[fs.name].insert(models.begin(), models.end());
       }
     }
     out[entry.at("name").get<std::string>()] = std::move(e);

@@ -7,7 +7,7 @@
 
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/product/builtin.h"
 #include "harness/product/run.h"
 #include "harness/trace/manifest.h"

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "fmt/format.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 
 namespace powercut::product {
 namespace {
@@ -49,7 +49,12 @@ absl::StatusOr<std::vector<CustomCell>> ParseCustomCells(const nlohmann::json& j
       cell.name = c.value("name", "");
       cell.workload = c.value("workload", "");
       cell.checker = c.value("checker", "");
-      cell.fs = c.value("fs", "ext4");
+      if (c.contains("fs")) {
+        absl::StatusOr<harness::FsKind> kind =
+            harness::ParseFsKind(c.at("fs").get<std::string>(), "\"fs\"");
+        if (!kind.ok()) return Bad(source, i, std::string(kind.status().message()));
+        cell.fs = *kind;
+      }
       cell.timeout_s = c.value("timeout", 0);
       cell.max_acks = c.value("max_acks", uint64_t{0});
       cell.checker_timeout_s = c.value("checker_timeout", 0.0);
@@ -65,10 +70,6 @@ absl::StatusOr<std::vector<CustomCell>> ParseCustomCells(const nlohmann::json& j
       if (cell.workload.empty() || cell.checker.empty()) {
         return Bad(source, i,
                    fmt::format("'{}' needs both \"workload\" and \"checker\" commands", cell.name));
-      }
-      if (absl::StatusOr<harness::FsKind> kind = harness::ParseFsKind(cell.fs, "\"fs\"");
-          !kind.ok()) {
-        return Bad(source, i, std::string(kind.status().message()));
       }
       if (cell.timeout_s < 0) return Bad(source, i, "\"timeout\" must be positive");
       if (c.contains("expect")) {
@@ -120,7 +121,7 @@ nlohmann::json CustomCellToJson(const CustomCell& c) {
   return {{"name", c.name},
           {"workload", c.workload},
           {"checker", c.checker},
-          {"fs", c.fs},
+          {"fs", harness::FsName(c.fs)},
           {"timeout", c.timeout_s},
           {"max_acks", c.max_acks},
           {"checker_timeout", c.checker_timeout_s},

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "harness/fs/file_system.h"
 #include "harness/product/cell_result.h"
 #include "nlohmann/json.hpp"
 
@@ -23,11 +24,11 @@ struct CustomCell {
   std::string name;      // [A-Za-z0-9_.-], unique; the cell is "<name>/custom/<fs>"
   std::string workload;  // command, run in the guest
   std::string checker;   // command, run on each crash image
-  std::string fs = "ext4";
-  CellExpect expect;             // empty: every cache model is expected to survive
-  int timeout_s = 0;             // the VM run; 0: the matrix's --timeout
-  uint64_t max_acks = 0;         // more acks are a flood; 0: the matrix's --max-acks
-  double checker_timeout_s = 0;  // 0: the matrix's
+  harness::FsKind fs = harness::DefaultFs();  // "fs" in the file: parsed once, when it is read
+  CellExpect expect;                          // empty: every cache model is expected to survive
+  int timeout_s = 0;                          // the VM run; 0: the matrix's --timeout
+  uint64_t max_acks = 0;                      // more acks are a flood; 0: the matrix's --max-acks
+  double checker_timeout_s = 0;               // 0: the matrix's
   // The middle of the cell's name ("" = "custom"); `powercut fstest` names its cells
   // "<workload id>/fstest/<fs>". Not read from --cells files.
   std::string setting;

@@ -8,7 +8,7 @@
 #include "base/scratch_dir.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/vm/warm/guest_judge.h"
 #include "harness/vm/warm/guest_pool.h"
 
@@ -43,7 +43,7 @@ class Runner {
   RunOutcome Run(const Workload& w, const std::string& keep_dir) {
     RunOptions r;
     r.name = fstest::WorkloadId(w);
-    r.fs = harness::FsName(fs_);
+    r.fs = {fs_};
     r.workload = fmt::format("{} run --hex {}", o_.exec_binary,
                              absl::BytesToHexString(fstest::WorkloadText(w, false)));
     r.checker = kFsTestJudge;
@@ -98,7 +98,7 @@ Workload WithOps(const Workload& w, const std::vector<size_t>& keep) {
 }
 
 std::string Readme(const FsTestReproOptions& o, const FsTestReproResult& r) {
-  std::string flags = fmt::format("--fs {} --cache {}", o.fs, o.cache);
+  std::string flags = fmt::format("--fs {} --cache {}", harness::FsName(o.fs), o.cache);
   if (!o.mkfs_options.empty()) flags += " --mkfs-options " + harness::ShellJoin({o.mkfs_options});
   if (!o.mount_options.empty()) {
     flags += " --mount-options " + harness::ShellJoin({o.mount_options});
@@ -223,7 +223,7 @@ absl::Status ShrinkState(const FsTestReproOptions& o, harness::FsKind fs, Runner
 
 absl::StatusOr<FsTestReproResult> ReproFsTest(const FsTestReproOptions& o) {
   if (o.bundle.empty()) return absl::InvalidArgumentError("fstest repro: pass --bundle DIR");
-  ASSIGN_OR_RETURN(harness::FsKind fs, harness::ParseFsKind(o.fs));
+  const harness::FsKind fs = o.fs;
   ASSIGN_OR_RETURN(std::vector<harness::CacheModel> models, ParseCacheList(o.cache, o.window));
   if (models.size() != 1) {
     return absl::InvalidArgumentError(

@@ -30,7 +30,7 @@ struct FsTestReproOptions {
   std::string workload;  // an id (fst-...) or a workload file
   // Where an id is looked for: the generator's space (`--seq`, `--persist`) or `--workloads`.
   FsTestOptions source;
-  std::string fs = "ext4";
+  harness::FsKind fs = harness::DefaultFs();
   std::string cache = "on";  // one model
   std::string window = "16";
   std::string mkfs_options, mount_options, kernel;

@@ -12,7 +12,7 @@
 #include "base/xml_escape.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/fstest/judge.h"
 #include "harness/fstest/promises.h"
 #include "harness/product/html_report.h"
@@ -250,7 +250,7 @@ absl::StatusOr<MatrixOptions> FsTestMatrix(const FsTestOptions& o,
     const std::string id = fstest::WorkloadId(w);
     if (!seen.insert(id).second) continue;  // the same operations twice (two files alike)
     const std::string text = fstest::WorkloadText(w, false);
-    for (const std::string& fs : m.fs) {
+    for (const harness::FsKind fs : m.fs) {
       CustomCell c;
       c.name = id;
       c.setting = "fstest";

@@ -16,11 +16,11 @@
 #include "fmt/format.h"
 #include "harness/check/disk_set_check.h"
 #include "harness/check/engine.h"
-#include "harness/check/file_system.h"
-#include "harness/check/fsck.h"
 #include "harness/check/image_check.h"
 #include "harness/check/oracle.h"
 #include "harness/check/state_judge.h"
+#include "harness/fs/file_system.h"
+#include "harness/fs/fsck.h"
 #include "harness/product/run.h"
 #include "harness/state/cache_model.h"
 #include "harness/trace/manifest.h"
@@ -45,7 +45,7 @@ absl::StatusOr<harness::ImageCheckResult> CheckCutImage(const RunOptions& o,
                                                         const std::string& trace,
                                                         const std::string& image,
                                                         const std::string& work) {
-  const harness::FsKind fs_kind = harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw);
+  const harness::FsKind fs_kind = o.fs.at(0);  // validated: never empty
   if (o.disks > 1) {  // a set: every disk through its own boot path, mounted at once
     ASSIGN_OR_RETURN(std::vector<harness::FsKind> disk_fs, DiskFileSystems(o.fs, o.disks));
     ASSIGN_OR_RETURN(harness::DiskLayout layout, harness::LayoutBeside(trace));

@@ -10,7 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/product/builtin.h"
 #include "harness/product/progress.h"
 
@@ -49,7 +49,7 @@ void PlanCellWorkload(const MatrixOptions& o, const MatrixCell& c, CellPlan& pla
     r.checker = BuiltinCheckCommand(o.workload_binary, b);
     std::string key = c.workload + "-" + c.setting;
     if (auto it = o.expectations.find(key); it != o.expectations.end()) {
-      plan.expect = it->second.ForFs(c.fs);
+      plan.expect = it->second.ForFs(harness::FsName(c.fs));
     } else if (o.expect) {
       plan.notes.push_back(fmt::format(
           "the workload catalog has no expected verdict for {}: every cache model is expected "
@@ -114,10 +114,12 @@ void RunEach(size_t count, int in_flight, const std::function<void(size_t)>& run
 nlohmann::json MatrixParameters(const MatrixOptions& o) {
   nlohmann::json custom = nlohmann::json::array();
   for (const CustomCell& c : o.custom_cells) custom.push_back(CustomCellToJson(c));
+  std::vector<std::string> fs;  // by name, as the reports read them back
+  for (const harness::FsKind f : o.fs) fs.emplace_back(harness::FsName(f));
   nlohmann::json j = {{"preset", o.preset},
                       {"workloads", o.workloads},
                       {"barriers", o.barriers},
-                      {"fs", o.fs},
+                      {"fs", fs},
                       {"sector", harness::SectorFormatName(o.sector)},
                       {"guest", GuestSizeToJson(o.guest)},
                       {"cache", o.cache},
@@ -151,7 +153,7 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
   return j;
 }
 
-CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::string>& fs,
+CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<harness::FsKind>& fs,
                         int guests, const std::string& kernel, CheckIn check_in) {
   struct Shared {
     absl::Mutex mu;  // held while preparing; the pools are thread-safe
@@ -162,10 +164,8 @@ CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::st
   };
   auto shared = std::make_shared<Shared>();
   vm::GuestConfig preload;
-  for (const std::string& f : fs) {
-    if (absl::StatusOr<harness::FsKind> kind = harness::ParseFsKind(f); kind.ok()) {
-      preload.Add({.modules = vm::GuestModulesFor(*kind, false, false), .keep_paths = {}});
-    }
+  for (const harness::FsKind f : fs) {
+    preload.Add({.modules = vm::GuestModulesFor(f, false, false), .keep_paths = {}});
   }
   return [=](const MatrixCell&, const RunOptions& options) {
     {
@@ -227,7 +227,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     CellPlan planned;
     RunOptions& r = planned.options;
     r.name = c.Name();
-    r.fs = c.fs;
+    r.fs = {c.fs};
     r.timeout = std::chrono::seconds(o.timeout_s);
     r.checker_timeout_s = o.checker_timeout_s;
     r.max_acks = o.max_acks;
@@ -252,7 +252,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
                     .name = c.Name(),
                     .workload = c.workload,
                     .setting = c.setting,
-                    .fs = c.fs,
+                    .fs = harness::FsName(c.fs),
                     .workload_command = r.workload,
                     .checker_command = r.checker};
     FillCell(run_cell(c, r), &cell);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "harness/fs/file_system.h"
 #include "harness/product/cell_result.h"
 #include "harness/product/custom_cells.h"
 #include "harness/product/recordings.h"
@@ -30,9 +31,9 @@ namespace powercut::product {
 // against each database's documentation: docs/your-database.md) and "multidisk" (log and data on
 // two recorded disks: the twodisk controls and RocksDB's wal_dir on disk 2; docs/run.md).
 std::vector<std::string> PresetNames();
-// The file systems a preset runs on when --fs is not given: controls and databases ext4 and xfs,
-// else ext4.
-std::vector<std::string> PresetDefaultFs(const std::string& preset);
+// The file systems a preset runs on when --fs is not given: controls and databases every row
+// with in_per_fs_presets (ext4 and xfs), else the default file system (harness/fs/).
+std::vector<harness::FsKind> PresetDefaultFs(const std::string& preset);
 // Commits per cell of the controls preset (cheap: every cell boots a VM).
 inline constexpr uint64_t kControlsCount = 8;
 // Commits per cell of the databases preset: every crash state starts a server (PostgreSQL: about
@@ -43,7 +44,7 @@ struct MatrixOptions {
   std::string preset;                  // "", "headline", "controls" or "databases"
   std::vector<std::string> workloads;  // built-in names (harness/product/builtin.h)
   std::vector<std::string> barriers;   // settings; empty: each workload's own list
-  std::vector<std::string> fs = {"ext4"};
+  std::vector<harness::FsKind> fs = {harness::DefaultFs()};  // parsed at the edge
   // The recorded disk's sectors, every cell (`--sector`).
   harness::SectorFormat sector = harness::kDefaultSectorFormat;
   std::string cache = "off,on,lying";
@@ -108,12 +109,14 @@ inline constexpr int64_t kFaultsFlakeyAfterAcks = 3;
 
 struct MatrixCell {
   size_t index = 0;
-  std::string workload, setting, fs;
+  std::string workload, setting;
+  harness::FsKind fs = harness::DefaultFs();
   uint64_t count = 0;
   std::optional<CustomCell> custom;  // a --cells cell (setting "custom")
   std::string fault;                 // "" (replay, live cuts), error_writes or drop_writes
   std::string Name() const {
-    return workload + "/" + setting + "/" + fs + (fault.empty() ? "" : "/" + fault);
+    return workload + "/" + setting + "/" + harness::FsName(fs) +
+           (fault.empty() ? "" : "/" + fault);
   }
 };
 
@@ -137,7 +140,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& options, const CellR
 // and is replaced only when a cell leaves it unusable (a hang, a disk it would not release).
 // `guests`: warm guests recording at once (vm::GuestPool); the runner is thread-safe.
 // `check_in`: where the cells' file-system states are judged (guests kept warm across cells).
-CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<std::string>& fs = {},
+CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<harness::FsKind>& fs = {},
                         int guests = 1, const std::string& kernel = "",
                         CheckIn check_in = CheckIn::kHost);
 

@@ -4,7 +4,7 @@
 
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/product/builtin.h"
 #include "harness/product/matrix.h"
 
@@ -131,12 +131,11 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> WorkloadPairs(
 // --fs: at least one file system, none of them raw.
 absl::Status CheckMatrixFs(const MatrixOptions& o) {
   if (o.fs.empty()) return absl::InvalidArgumentError("--fs: give at least one file system");
-  for (const std::string& f : o.fs) {
-    absl::StatusOr<harness::FsKind> kind = harness::ParseFsKind(f);
-    if (!kind.ok()) return kind.status();
-    if (harness::FileSystemOf(*kind).raw()) {
+  for (const harness::FsKind f : o.fs) {
+    if (harness::FileSystemOf(f).raw()) {
       return absl::InvalidArgumentError(
-          "--fs raw: the built-in workloads need a file system; use ext4, xfs or btrfs");
+          fmt::format("--fs raw: the built-in workloads need a file system; use one of {}",
+                      harness::FsNames(/*with_raw=*/false)));
     }
   }
   return absl::OkStatus();
@@ -148,9 +147,13 @@ std::vector<std::string> PresetNames() {
   return {"headline", "controls", "databases", "faults", "multidisk"};
 }
 
-std::vector<std::string> PresetDefaultFs(const std::string& preset) {
-  if (preset == "controls" || preset == "databases") return {"ext4", "xfs"};
-  return {"ext4"};
+std::vector<harness::FsKind> PresetDefaultFs(const std::string& preset) {
+  if (preset != "controls" && preset != "databases") return {harness::DefaultFs()};
+  std::vector<harness::FsKind> fs;
+  for (const harness::FileSystem& row : harness::AllFileSystems()) {
+    if (row.in_per_fs_presets) fs.push_back(row.kind);
+  }
+  return fs;
 }
 
 absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
@@ -175,7 +178,7 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
   if (!o.flakey.mode.empty()) faults = {o.flakey.mode};
   std::vector<MatrixCell> cells;
   for (const auto& [w, s] : pairs) {
-    for (const std::string& f : o.fs) {
+    for (const harness::FsKind f : o.fs) {
       if (auto b = LookupBuiltin(w, s); !b.ok()) return b.status();
       for (const std::string& fault : faults) {
         cells.push_back({.index = cells.size(),

@@ -16,10 +16,10 @@
 #include "fmt/format.h"
 #include "harness/check/disk_set_check.h"
 #include "harness/check/engine.h"
-#include "harness/check/fsck.h"
 #include "harness/check/image_check.h"
 #include "harness/check/oracle.h"
 #include "harness/check/report.h"
+#include "harness/fs/fsck.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/crash_state.h"
 #include "harness/state/materialize.h"
@@ -106,7 +106,7 @@ class StateJudge {
                .timeout_seconds = o.checker_timeout_s,
                .mountpoint = work_ + "/mnt"} {
     fs::create_directories(check_.mountpoint);
-    if (o.fsck && o.fs != harness::FsKind::kRaw) check_.before_mount = harness::FsckHook(o.fs);
+    if (o.fsck && !harness::FileSystemOf(o.fs).raw()) check_.before_mount = harness::FsckHook(o.fs);
   }
 
   // Several disks (the manifest's `disks`): each state is checked with every disk mounted
@@ -167,7 +167,8 @@ class StateJudge {
                                                     .timeout_seconds = o_.checker_timeout_s,
                                                     .work_prefix = work_ + "/set"});
     }
-    if (!o_.judges || o_.fs == harness::FsKind::kRaw) return harness::CheckImageFile(image, check_);
+    if (!o_.judges || harness::FileSystemOf(o_.fs).raw())
+      return harness::CheckImageFile(image, check_);
     if (guest_ == nullptr) {
       ASSIGN_OR_RETURN(guest_, o_.judges(0));
     }
@@ -317,7 +318,7 @@ std::string BundleReadme(const ReproOptions& o, const ReproResult& r) {
       r.state_id, r.verdict, r.minimal_state_id, r.minimal_dropped.size(),
       r.minimal_torn ? fmt::format(", entry {} torn", *r.minimal_torn) : std::string(),
       r.minimal_verdict,
-      o.fs == harness::FsKind::kRaw ? "" : "; as root: the image is loop-mounted", recheck,
+      harness::FileSystemOf(o.fs).raw() ? "" : "; as root: the image is loop-mounted", recheck,
       o.powercut, r.minimal_state_id);
 }
 
@@ -365,11 +366,8 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
   if (manifest) {
     ASSIGN_OR_RETURN(layout, harness::LayoutOf(*manifest));
     for (const harness::DiskManifest& d : manifest->disks) {
-      if (d.fs.empty()) {
-        disk_fs.push_back(harness::FsKind::kRaw);
-        continue;
-      }
-      ASSIGN_OR_RETURN(harness::FsKind fs, harness::ParseFsKind(d.fs, "the manifest's disks[].fs"));
+      ASSIGN_OR_RETURN(harness::FsKind fs,
+                       harness::ParseManifestFs(d.fs, "the manifest's disks[].fs"));
       disk_fs.push_back(fs);
     }
   }

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "harness/check/file_system.h"
 #include "harness/check/state_judge.h"
+#include "harness/fs/file_system.h"
 #include "nlohmann/json.hpp"
 
 namespace powercut::product {

@@ -9,9 +9,9 @@
 #include "base/scratch_dir.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/check/file_system.h"
-#include "harness/check/fsck.h"
 #include "harness/check/report.h"
+#include "harness/fs/file_system.h"
+#include "harness/fs/fsck.h"
 #include "harness/product/builtin.h"
 #include "harness/product/flakey.h"
 #include "harness/product/live_cuts.h"
@@ -38,11 +38,8 @@ std::string Tail(const std::string& path, size_t bytes) {
   return out;
 }
 
-// Disk 1's file system (RunOptions::fs validated by the callers).
-harness::FsKind FirstFs(const RunOptions& o) {
-  auto fs = DiskFileSystems(o.fs, o.disks);
-  return fs.ok() ? fs->front() : harness::FsKind::kRaw;
-}
+// Disk 1's file system (RunOptions::fs validated by the callers: never empty).
+harness::FsKind FirstFs(const RunOptions& o) { return o.fs.at(0); }
 
 harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& o,
                                     vm::GuestCheckPhases* phases) {
@@ -282,8 +279,8 @@ absl::Status ValidateRunOptions(const RunOptions& o) {
   }
   if (auto s = ValidateAtomicUnit(o.atomic_unit); !s.ok()) return s;
   if (o.fsck && harness::FileSystemOf(*fs).raw()) {
-    return absl::InvalidArgumentError(
-        "--fsck needs a file system (--fs ext4, xfs or btrfs), not raw");
+    return absl::InvalidArgumentError(fmt::format("--fsck needs a file system (--fs {}), not raw",
+                                                  harness::FsNames(/*with_raw=*/false)));
   }
   if (o.judge_promises && o.check_pool == nullptr) {
     return absl::InvalidArgumentError(

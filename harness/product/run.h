@@ -48,10 +48,11 @@ absl::StatusOr<CheckIn> ParseCheckIn(const std::string& text);
 // Whether this process may loop-mount: CAP_SYS_ADMIN and /dev/loop-control.
 bool MayLoopMount();
 
-// Each disk's file system from RunOptions::fs and ::disks: one name for every disk, or one per
-// disk. Errors (usage): --disks 0, more names than disks, a count that is neither 1 nor --disks,
-// an unknown name.
-absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& fs, uint32_t disks);
+// Each disk's file system from RunOptions::fs (parsed at the edge: harness::ParseFsKinds) and
+// ::disks: one for every disk, or one per disk. Errors (usage): none given, --disks 0, a count
+// that is neither 1 nor --disks.
+absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::vector<harness::FsKind>& fs,
+                                                             uint32_t disks);
 // A per-disk flag's value (`--fs`, `--sector`, `--disk-size`) over `disks` disks: one value for
 // every disk or one per disk, comma-separated; returns one value per disk. Errors (usage): --disks
 // 0, a count that is neither 1 nor `disks` (`what` names the values: "file systems").
@@ -113,9 +114,9 @@ struct RunOptions {
   std::string name;      // in reports; empty: "run"
   std::string workload;  // command, run in the guest with /bin/sh -c
   std::string checker;   // command, run on each crash image on the host
-  std::string fs = "ext4";
+  std::vector<harness::FsKind> fs = {harness::DefaultFs()};
   // Several recorded disks on one clock (`--disks N`; docs/run.md, "Several disks"): `fs` then
-  // names one file system for every disk or one per disk ("ext4,xfs"), each of `guest.disk_bytes`
+  // holds one file system for every disk or one per disk ("ext4,xfs"), each of `guest.disk_bytes`
   // (0: its file system's default), and the workload and checker see POWERCUT_DIR_2 ...
   uint32_t disks = 1;
   // The recorded disk's sectors (harness/trace/disk_geometry.h; `--sector`).

@@ -6,7 +6,7 @@
 
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/product/recordings.h"
 #include "harness/product/run.h"
 
@@ -60,11 +60,14 @@ absl::StatusOr<std::vector<T>> ParsePerDisk(const std::string& text, uint32_t di
 
 }  // namespace
 
-absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::string& fs,
+absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::vector<harness::FsKind>& fs,
                                                              uint32_t disks) {
-  return ParsePerDisk<harness::FsKind>(
-      fs, disks, "--fs", "file systems",
-      [](const std::string& name) { return harness::ParseFsKind(name); });
+  if (fs.empty()) return absl::InvalidArgumentError("--fs: give at least one file system");
+  // The count rules and messages of every per-disk flag; the names were parsed at the edge.
+  RETURN_IF_ERROR(PerDiskValues(harness::FsListName(fs), disks, "--fs", "file systems").status());
+  std::vector<harness::FsKind> out = fs;
+  out.resize(disks, fs.front());
+  return out;
 }
 
 absl::StatusOr<std::vector<harness::SectorFormat>> DiskSectors(const std::string& text,

@@ -99,19 +99,21 @@ void PrintRun(const powercut::vm::RunResult& r) {
              r.base_image, r.final_image, r.ack_log, r.console_log, r.workload_log);
 }
 
+std::string DefaultFsName() { return powercut::harness::FsName(powercut::harness::DefaultFs()); }
+
 // The flags of `run` and `check` that are parsed into the specs after the command line.
 struct RunFlags {
-  std::string recorder = "nbd", cut = "none", cache = "on", fs_name = "ext4", sector = "512e";
+  std::string recorder = "nbd", cut = "none", cache = "on", fs_name = DefaultFsName(), sector = "512e";
   uint64_t disk_mib = 0, seed = 1;
   int timeout_s = 300;
 };
 struct CheckFlags {
-  std::string fs_name = "ext4", sector = "512e";
+  std::string fs_name = DefaultFsName(), sector = "512e";
 };
 
 CLI::App* AddRunCommand(CLI::App& app, powercut::vm::RunSpec* spec, RunFlags* f) {
   auto* run = app.add_subcommand("run", "run a workload in a guest on a recorded disk");
-  run->add_option("--fs", f->fs_name, "ext4, xfs, btrfs or raw")->capture_default_str();
+  run->add_option("--fs", f->fs_name, powercut::harness::FsNames())->capture_default_str();
   run->add_option("--sector", f->sector,
                   "the disk's sectors: 512n, 512e (512-byte logical, 4,096-byte physical) or 4kn")
       ->capture_default_str();
@@ -130,8 +132,7 @@ CLI::App* AddRunCommand(CLI::App& app, powercut::vm::RunSpec* spec, RunFlags* f)
   run->add_option("--mount-options", spec->mount_options);
   run->add_flag("--also-log-writes", spec->also_log_writes,
                 "with --recorder nbd: also record with dm-log-writes in the guest");
-  run->add_option("--disk-mib", f->disk_mib,
-                  "disk size (default: ext4 512, xfs 300, btrfs and raw 128)");
+  run->add_option("--disk-mib", f->disk_mib, "disk size (default: the file system's)");
   run->add_option("--timeout", f->timeout_s, "seconds before a hung guest is killed")
       ->capture_default_str();
   run->add_option("command", spec->command, "the workload, one command string")->required();
@@ -140,7 +141,7 @@ CLI::App* AddRunCommand(CLI::App& app, powercut::vm::RunSpec* spec, RunFlags* f)
 
 CLI::App* AddCheckCommand(CLI::App& app, powercut::vm::CheckSpec* cspec, CheckFlags* f) {
   auto* check = app.add_subcommand("check", "boot a fresh guest on an image and run a checker");
-  check->add_option("--fs", f->fs_name, "ext4, xfs, btrfs or raw")->capture_default_str();
+  check->add_option("--fs", f->fs_name, powercut::harness::FsNames())->capture_default_str();
   check->add_option("--sector", f->sector, "the disk's sectors: 512n, 512e or 4kn")
       ->capture_default_str();
   check->add_option("--image", cspec->image)->required()->check(CLI::ExistingFile);

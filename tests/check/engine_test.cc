@@ -198,7 +198,7 @@ TEST_F(RawLogEngine, MissingBaseAndBadCheckerOptionsAreClearErrors) {
   o.checker = "true";
   EXPECT_THAT(std::string(RunCheck(o).status().message()), HasSubstr("pass --base"));
   EXPECT_THAT(std::string(ParseFsKind("ntfs").status().message()),
-              HasSubstr("--fs ntfs: expected ext4, xfs, btrfs or raw"));
+              HasSubstr("--fs 'ntfs': unknown file system; expected one of raw, ext4, xfs"));
   o.base_image = base;
   o.fs = FsKind::kXfs;
   o.without_mount = true;

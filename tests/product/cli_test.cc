@@ -166,6 +166,26 @@ TEST(Cli, CheckExitsTwoWhenItCannotRun) {
   EXPECT_THAT(r.output, HasSubstr(dir.File("none.log")));
 }
 
+// An unknown file system is a usage error on every command that takes --fs (exit 2, before any
+// guest boots: no kernel is prepared, so each takes well under a second), naming the typo and
+// listing the valid names; never a fallback to raw or ext4.
+TEST(Cli, AnUnknownFileSystemIsAUsageErrorListingTheValidOnes) {
+  TempDir dir;
+  const std::string bin = POWERCUT_BIN;
+  for (const std::string& args : std::vector<std::string>{
+           "run --workload true --checker true --fs ext5",
+           "run --workload true --checker true --disks 2 --fs ext4,ext5", "matrix --list --fs ext5",
+           "matrix --list --fs ext4,ext5",
+           "check --trace " + dir.File("t.log") + " --checker true --fs ext5",
+           "repro pc1_x --trace " + dir.File("t.log") + " --checker true --fs ext5",
+           std::string("fstest run --quiet --seq 1 --fs ext5")}) {
+    auto r = RunCommand(bin + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr("ext5")) << args;
+    EXPECT_THAT(r.output, HasSubstr("ext4, xfs, btrfs, f2fs")) << args;
+  }
+}
+
 // `powercut fstest`: every bad input is refused before any guest boots (no kernel is prepared, so
 // these take seconds), exit 2, naming what is wrong.
 TEST(Cli, FsTestRefusesBadInputBeforeAnyGuestBoots) {

@@ -32,7 +32,7 @@ class FsTestRun : public ::testing::Test {
     std::ofstream(dir_.File("b.fst")) << "mkdir A\nsync\ncreat A/foo\nfsync A\n";
     o_.workloads = dir_.path();
     o_.exec_binary = "/usr/libexec/powercut/powercut-fstest-exec";
-    o_.matrix.fs = {"ext4", "xfs"};
+    o_.matrix.fs = {harness::FsKind::kExt4, harness::FsKind::kXfs};
     o_.matrix.cache = "off,on";
     o_.matrix.progress = false;
     o_.matrix.mount_options = "data=journal";

@@ -12,9 +12,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/check/engine.h"
-#include "harness/check/fsck.h"
 #include "harness/check/image_check.h"
 #include "harness/check/report.h"
+#include "harness/fs/fsck.h"
 #include "harness/product/cell_result.h"
 #include "harness/product/html_report.h"
 #include "harness/product/recordings.h"
@@ -49,7 +49,7 @@ std::string Record(const TempDir& dir, harness::RawLogBarrier barrier, uint64_t 
 
 RunOptions RawOptions(const std::string& cache) {
   RunOptions o;
-  o.fs = "raw";
+  o.fs = {harness::FsKind::kRaw};
   o.checker = RAW_LOG_CHECKER;
   o.models = *ParseCacheList(cache, "16");
   o.points = *ParsePoints("acks");

@@ -87,18 +87,24 @@ TEST(Plan, TheMultidiskPresetRecordsTwoDisks) {
 }
 
 TEST(DiskFileSystems, OneForAllOrOnePerDisk) {
-  auto two = DiskFileSystems("ext4,xfs", 2);
+  using harness::FsKind;
+  auto two = DiskFileSystems({FsKind::kExt4, FsKind::kXfs}, 2);
   ASSERT_TRUE(two.ok());
-  EXPECT_EQ(*two, (std::vector<harness::FsKind>{harness::FsKind::kExt4, harness::FsKind::kXfs}));
-  auto all = DiskFileSystems("xfs", 3);
+  EXPECT_EQ(*two, (std::vector<FsKind>{FsKind::kExt4, FsKind::kXfs}));
+  auto all = DiskFileSystems({FsKind::kXfs}, 3);
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->size(), 3u);
-  EXPECT_THAT(DiskFileSystems("ext4", 0).status().message(), HasSubstr("--disks 0"));
-  EXPECT_THAT(DiskFileSystems("ext4,xfs,ext4", 2).status().message(),
-              HasSubstr("3 file systems for 2 disks"));
-  EXPECT_THAT(DiskFileSystems("ext4,xfs", 3).status().message(),
+  EXPECT_EQ(*all, (std::vector<FsKind>{FsKind::kXfs, FsKind::kXfs, FsKind::kXfs}));
+  EXPECT_THAT(DiskFileSystems({FsKind::kExt4}, 0).status().message(), HasSubstr("--disks 0"));
+  EXPECT_THAT(DiskFileSystems({FsKind::kExt4, FsKind::kXfs, FsKind::kExt4}, 2).status().message(),
+              HasSubstr("--fs ext4,xfs,ext4: 3 file systems for 2 disks"));
+  EXPECT_THAT(DiskFileSystems({FsKind::kExt4, FsKind::kXfs}, 3).status().message(),
               HasSubstr("2 file systems for 3 disks"));
-  EXPECT_FALSE(DiskFileSystems("ext4,zfs", 2).ok());
+  EXPECT_FALSE(DiskFileSystems({}, 1).ok());
+  // The names are parsed once, at the edge: a typo is an error listing the valid names.
+  auto typo = harness::ParseFsKinds("ext4,zfs");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_THAT(std::string(typo.status().message()), HasSubstr("'zfs'"));
+  EXPECT_THAT(std::string(typo.status().message()), HasSubstr("f2fs"));
 }
 
 TEST(DiskSectors, OneForAllOrOnePerDisk) {
@@ -172,11 +178,13 @@ TEST(Plan, PresetAndErrorsNameTheBadValue) {
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("none applies to workload 'rocksdb'"));
 
-  MatrixOptions fs;
-  fs.fs = {"ntfs"};
+  MatrixOptions fs;  // names were parsed at the edge: what is left to refuse is raw, or none
+  fs.fs = {harness::FsKind::kRaw};
   r = PlanMatrix(fs);
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), HasSubstr("--fs ntfs"));
+  EXPECT_THAT(r.status().message(), HasSubstr("--fs raw"));
+  fs.fs = {};
+  EXPECT_FALSE(PlanMatrix(fs).ok());
 
   MatrixOptions preset;
   preset.preset = "everything";
@@ -214,8 +222,9 @@ TEST(Plan, RocksDbAndPostgresCellsStartTheClientsBinaryWhereItIs) {
 }
 
 TEST(Plan, ControlsPreset) {
-  EXPECT_EQ(PresetDefaultFs("controls"), (std::vector<std::string>{"ext4", "xfs"}));
-  EXPECT_EQ(PresetDefaultFs("headline"), (std::vector<std::string>{"ext4"}));
+  EXPECT_EQ(PresetDefaultFs("controls"),
+            (std::vector<harness::FsKind>{harness::FsKind::kExt4, harness::FsKind::kXfs}));
+  EXPECT_EQ(PresetDefaultFs("headline"), (std::vector<harness::FsKind>{harness::FsKind::kExt4}));
   MatrixOptions o;
   o.preset = "controls";
   o.fs = PresetDefaultFs("controls");
@@ -238,7 +247,7 @@ TEST(Plan, ControlsPreset) {
   EXPECT_EQ(ackfirst->run_args, "--barrier fdatasync --append --ack-first");
   EXPECT_FALSE(LookupBuiltin("xlog", "ackfirst").ok());  // an append variant only
   o.count = 3;
-  o.fs = {"btrfs"};
+  o.fs = {harness::FsKind::kBtrfs};
   plan = PlanMatrix(o);
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->size(), 14u);
@@ -407,9 +416,9 @@ TEST(Options, OneVocabularyPerFlag) {
   EXPECT_THAT(ValidateAtomicUnit(1000).message(), HasSubstr("--atomic 1000: expected 512 or 4096"));
   RunOptions o;
   o.checker = "c";
-  o.fs = "ntfs";
-  EXPECT_THAT(ValidateRunOptions(o).message(), HasSubstr("--fs ntfs"));
-  o.fs = "raw";
+  o.fs = {};  // names are parsed at the edge (harness::ParseFsKinds); none at all is refused
+  EXPECT_THAT(ValidateRunOptions(o).message(), HasSubstr("--fs"));
+  o.fs = {harness::FsKind::kRaw};
   o.fsck = true;
   EXPECT_THAT(ValidateRunOptions(o).message(), HasSubstr("--fsck"));
   MatrixOptions m;
@@ -792,6 +801,26 @@ TEST(Expect, ParsesTheCatalogOfPowercutWorkloadList) {
   EXPECT_EQ(by_fs->at("xlog-direct").ForFs("ext4").For("off"), "survives");
   EXPECT_EQ(by_fs->at("xlog-direct").ForFs("btrfs").For("off"), "loses");
   EXPECT_EQ(by_fs->at("xlog-direct").ForFs("btrfs").For("on"), "loses");
+  // `powercut-workload list --json` keys a difference by a property of the file-system table,
+  // applied to every row that has it; an unknown property or file system is an error.
+  auto where = ParseBuiltinExpectations(
+      R"([{"name": "xlog-direct_dsync", "expect": {"off": "survives", "on": "survives"},
+           "expect_where": {"direct_dsync_overwrite_may_skip_flush": {"on": "may-lose"},
+                            "overwrites_out_of_place": {"off": "loses"}}}])",
+      "test");
+  ASSERT_TRUE(where.ok()) << where.status();
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("f2fs").For("on"), "may-lose");
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("f2fs").For("off"), "survives");
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("btrfs").For("off"), "loses");
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("ext4").For("on"), "survives");
+  EXPECT_FALSE(
+      ParseBuiltinExpectations(
+          R"([{"name": "x", "expect": {}, "expect_where": {"is_fast": {"on": "loses"}}}])", "test")
+          .ok());
+  EXPECT_FALSE(
+      ParseBuiltinExpectations(
+          R"([{"name": "x", "expect": {}, "expect_by_fs": {"ext5": {"off": "loses"}}}])", "test")
+          .ok());
   EXPECT_FALSE(
       ParseBuiltinExpectations(
           R"([{"name": "x", "expect": {}, "expect_by_fs": {"xfs": {"off": "maybe"}}}])", "test")
@@ -842,7 +871,7 @@ TEST(CustomCells, ParseRunWithTheirOwnLimitsAndRejectMistakes) {
   EXPECT_EQ(seen[0].timeout.count(), 30);
   EXPECT_EQ(seen[1].max_acks, 5u);
   EXPECT_EQ(seen[1].timeout.count(), o.timeout_s);
-  EXPECT_EQ(seen[1].fs, "xfs");
+  EXPECT_EQ(seen[1].fs, (std::vector<harness::FsKind>{harness::FsKind::kXfs}));
   EXPECT_EQ(report->cells[0].Verdict(), "ok");
   EXPECT_EQ(report->cells[1].Verdict(), "error");
   EXPECT_EQ(MatrixExitCode(*report), 2);

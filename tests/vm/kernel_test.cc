@@ -49,7 +49,7 @@ void WriteBzImage(const fs::path& path, const std::string& version) {
 void WriteModules(const fs::path& dir, bool with_dep = true) {
   std::string dep;
   for (const char* m : {"virtio_pci", "virtio_blk", "virtio_console", "9pnet_virtio", "9p",
-                        "dm-mod", "dm-log-writes", "dm-flakey", "ext4", "btrfs", "loop"}) {
+                        "dm-mod", "dm-log-writes", "dm-flakey", "ext4", "btrfs", "f2fs", "loop"}) {
     const std::string rel = fmt::format("kernel/{}.ko", m);
     WriteText(dir / rel, "not a real module");
     dep += rel + ":\n";

@@ -414,7 +414,8 @@ TEST(GuestJobTest, SeveralChecksRoundTripThroughJson) {
   EXPECT_THAT(GuestJobToJson(job), HasSubstr("\"fs\": \"btrfs\""));
   auto zfs = GuestJobFromJson("{\"fs\": \"zfs\"}");
   ASSERT_FALSE(zfs.ok());
-  EXPECT_THAT(std::string(zfs.status().message()), HasSubstr("expected ext4, xfs, btrfs or raw"));
+  EXPECT_THAT(std::string(zfs.status().message()),
+              HasSubstr("expected one of raw, ext4, xfs, btrfs, f2fs"));
   EXPECT_EQ(back->checks[1].command, "c1");
   EXPECT_EQ(back->checks[1].mount_options, "ro");
 
@@ -468,37 +469,33 @@ TEST(DiskImageTest, RefusesBlockDevices) {
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("never writes to block devices"));
 }
 
-// mkfs as the table says, on the table's default disk: the block size read back from the made
-// file system is a deployment's (ext4 4 KiB, not the 1 KiB "small" profile), and xfs takes the
-// physical sector as its sector size.
+// mkfs as the table says, on the table's default disk, for every row: the block size read back
+// from the made file system is the row's (ext4 4 KiB, not the 1 KiB "small" profile), and xfs
+// takes the physical sector as its sector size.
 TEST(DiskImageTest, MakesEachFileSystemWithItsDeploymentProfile) {
   VmTempDir dir;
   const harness::DiskGeometry g512e = harness::GeometryOf(harness::SectorFormat::k512e);
-  struct Case {
-    harness::FsKind fs;
-    const char* tool;
-  };
-  for (const Case& c :
-       {Case{harness::FsKind::kExt4, "mkfs.ext4"}, Case{harness::FsKind::kXfs, "mkfs.xfs"},
-        Case{harness::FsKind::kBtrfs, "mkfs.btrfs"}}) {
-    const harness::FileSystem& table = harness::FileSystemOf(c.fs);
-    if (!RunCommand({"sh", "-c", fmt::format("command -v {}", c.tool)}).ok() ||
-        RunCommand({"sh", "-c", fmt::format("command -v {}", c.tool)})->exit_code != 0) {
-      fmt::print("{} not installed: {} skipped\n", c.tool, table.name);
+  for (const harness::FileSystem& table : harness::AllFileSystems()) {
+    if (table.raw()) continue;
+    const std::vector<std::string> argv = table.MkfsArgv(g512e.physical_sector);
+    if (!SystemToolInstalled(argv.front())) {
+      fmt::print("{} not installed (apt-get install {}): {} skipped\n", argv.front(), table.package,
+                 table.name);
       continue;
     }
     const std::string image = dir / fmt::format("{}.img", table.name);
     ASSERT_TRUE(CreateSparseImage(image, table.default_image_bytes).ok());
-    auto mkfs = MakeFileSystem(c.fs, g512e, image);
+    auto mkfs = MakeFileSystem(table.kind, g512e, image);
     ASSERT_TRUE(mkfs.ok()) << mkfs.status();
-    EXPECT_EQ(*mkfs, harness::ShellJoin(table.MkfsArgv(g512e)));
+    EXPECT_EQ(*mkfs, harness::ShellJoin(argv));
     EXPECT_THAT(*mkfs, HasSubstr("{image}"));
-    auto block = FileSystemBlockSize(c.fs, image);
+    auto block = FileSystemBlockSize(table.kind, image);
     ASSERT_TRUE(block.ok()) << block.status();
-    EXPECT_EQ(*block, 4096u) << table.name;
+    EXPECT_EQ(*block, table.block_size) << table.name;
     fs::remove(image);
   }
-  EXPECT_THAT(harness::ShellJoin(harness::FileSystemOf(harness::FsKind::kXfs).MkfsArgv(g512e)),
+  EXPECT_THAT(harness::ShellJoin(
+                  harness::FileSystemOf(harness::FsKind::kXfs).MkfsArgv(g512e.physical_sector)),
               HasSubstr("-s size=4096"));
   auto raw = MakeFileSystem(harness::FsKind::kRaw, g512e, dir / "raw.img");
   EXPECT_FALSE(raw.ok());  // not created yet: mkfs refuses what is not a regular file

@@ -41,8 +41,10 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
                    "command run with /bin/sh -c on each image; prints `have <id>` lines")
       ->required();
   AddFsOption(check, &a->o.fs,
-              "raw (POWERCUT_DEV=image) or ext4|xfs|btrfs (boot recovery, loop mount, "
-              "POWERCUT_DIR); default: the file system the trace's manifest names, else raw");
+              fmt::format("raw (POWERCUT_DEV=image) or {} (boot recovery, loop mount, "
+                          "POWERCUT_DIR); default: the file system the trace's manifest names, "
+                          "else raw",
+                          harness::FsNames(/*with_raw=*/false)));
   check->add_flag("--without-mount", a->o.without_mount,
                   "ext4: read each image with e2fsck + debugfs instead of a loop mount");
   check->add_flag("--fs-failures-are-violations", a->o.fs_failures_are_violations,
@@ -90,9 +92,13 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
       // The recording says what its disk holds: judging an xfs recording as a raw device would
       // report false losses.
       auto manifest = harness::ReadManifest(harness::ManifestPathFor(o.trace_path));
-      if (manifest.ok() && !manifest->fs.empty()) {
-        auto kind = harness::ParseFsKind(manifest->fs);
-        if (kind.ok()) o.fs = *kind;
+      if (manifest.ok()) {
+        auto kind = harness::ParseManifestFs(manifest->fs, "the trace's manifest: \"fs\"");
+        if (!kind.ok()) {  // an unknown name is an error, never a raw device
+          *exit_code = CouldNotRun(std::string(kind.status().message()));
+          return;
+        }
+        o.fs = *kind;
       }
     }
     // The same parsers, and so the same messages, as `powercut run` and `powercut matrix`.

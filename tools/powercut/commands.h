@@ -5,7 +5,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 
 namespace powercut::cli {
 

@@ -62,18 +62,6 @@ absl::StatusOr<product::FsTestOptions> WorkloadOptions(const WorkloadArgs& a) {
   return o;
 }
 
-std::vector<std::string> SplitCommas(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    if (comma > start) out.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
 // powercut-fstest-exec: $POWERCUT_FSTEST_EXEC, else where the layout of powercut puts it
 // (base/install_layout.h: libexec/powercut/ installed, harness/fstest/ in the build tree).
 absl::StatusOr<std::string> FindExec(const std::string& self) {
@@ -93,12 +81,12 @@ absl::StatusOr<std::string> FindExec(const std::string& self) {
 
 // An option mkfs refuses is refused here, before any guest boots: mkfs runs once on a scratch
 // image of each file system with the options.
-absl::Status CheckMkfsOptions(const std::vector<std::string>& fs, const std::string& options,
+absl::Status CheckMkfsOptions(const std::vector<harness::FsKind>& fs, const std::string& options,
                               harness::SectorFormat sector) {
   if (options.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(ScratchDir dir, ScratchDir::Create("powercut-mkfs-check", "/var/tmp"));
-  for (const std::string& name : fs) {
-    ASSIGN_OR_RETURN(harness::FsKind kind, harness::ParseFsKind(name));
+  for (const harness::FsKind kind : fs) {
+    const std::string name = harness::FsName(kind);
     const std::string image = dir.File(name + ".img");
     RETURN_IF_ERROR(vm::CreateSparseImage(image, harness::FileSystemOf(kind).default_image_bytes));
     absl::StatusOr<std::string> made =
@@ -182,7 +170,8 @@ void AddList(CLI::App* fstest, int* exit_code) {
 struct RunArgs {
   WorkloadArgs w;
   product::MatrixOptions m;
-  std::string fs = "ext4", sector = "512e", shard = "1/1", json, junit, html, recordings,
+  std::string fs = harness::FsName(harness::DefaultFs());
+  std::string sector = "512e", shard = "1/1", json, junit, html, recordings,
               recordings_cap = "1GiB", budget, disk_size;
   bool quiet = false, expect_clean = false, list = false;
   int jobs = 1;
@@ -190,7 +179,9 @@ struct RunArgs {
 
 void AddRunOptions(CLI::App* c, RunArgs* a) {
   AddWorkloadOptions(c, &a->w);
-  c->add_option("--fs", a->fs, "ext4, xfs, btrfs (comma-separated: each workload on each)")
+  c->add_option("--fs", a->fs,
+                fmt::format("{} (comma-separated: each workload on each)",
+                            harness::FsNames(/*with_raw=*/false)))
       ->capture_default_str();
   c->add_option("--cache", a->m.cache,
                 "the cache models every recording is replayed under: off, on, lying "
@@ -235,10 +226,8 @@ absl::StatusOr<product::FsTestOptions> ParseRunArgs(const RunArgs& a) {
   o.expect_clean = a.expect_clean;
   o.matrix = a.m;
   product::MatrixOptions& m = o.matrix;
-  m.fs = SplitCommas(a.fs);
-  if (m.fs.empty()) return absl::InvalidArgumentError("--fs: name at least one file system");
-  for (const std::string& f : m.fs) {
-    ASSIGN_OR_RETURN(harness::FsKind kind, harness::ParseFsKind(f));
+  ASSIGN_OR_RETURN(m.fs, harness::ParseFsKinds(a.fs));
+  for (const harness::FsKind kind : m.fs) {
     if (harness::FileSystemOf(kind).raw()) {
       return absl::InvalidArgumentError("--fs raw: a file-system test needs a file system");
     }
@@ -308,7 +297,7 @@ void AddRepro(CLI::App* fstest, int* exit_code) {
       "dropped writes that still violate (exit 1 when it violates, 0 when it does not)");
   c->add_option("workload", a->o.workload, "the workload's id (fst-...) or its file")->required();
   AddWorkloadOptions(c, &a->w);
-  c->add_option("--fs", a->o.fs, "ext4, xfs or btrfs")->capture_default_str();
+  AddFsOption(c, &a->o.fs, harness::FsNames(/*with_raw=*/false));
   c->add_option("--cache", a->o.cache, "the one cache model: off, on or lying")
       ->capture_default_str();
   c->add_option("--window", a->o.window, "lying window")->capture_default_str();

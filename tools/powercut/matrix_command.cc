@@ -64,8 +64,11 @@ void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
                 "sqlite full|extra|normal|off, postgres sync-on|sync-off|fsync-off|fpw-off, redis "
                 "always|everysec|no, lmdb default|nosync|nometasync, etcd default, twodisk "
                 "fdatasync|direct|buffered; default: all of each workload's");
-  m->add_option("--fs", a->fs,
-                "ext4, xfs, btrfs (default ext4; --preset controls, databases: ext4,xfs)");
+  m->add_option(
+      "--fs", a->fs,
+      fmt::format("{} (default {}; --preset controls, databases: {})",
+                  harness::FsNames(/*with_raw=*/false), harness::FsName(harness::DefaultFs()),
+                  harness::FsListName(product::PresetDefaultFs("controls"))));
   m->add_option("--sector", a->sector,
                 "the recorded disk's sectors: 512n, 512e (512-byte logical, 4,096-byte "
                 "physical) or 4kn")
@@ -125,7 +128,14 @@ absl::StatusOr<product::MatrixOptions> ParseMatrixArgs(const MatrixArgs& a) {
   product::MatrixOptions o = a.o;
   o.workloads = SplitCommas(a.workloads);
   o.barriers = SplitCommas(a.barriers);
-  o.fs = a.fs.empty() ? product::PresetDefaultFs(o.preset) : SplitCommas(a.fs);
+  o.fs = product::PresetDefaultFs(o.preset);
+  if (!a.fs.empty()) {
+    o.fs.clear();
+    for (const std::string& name : SplitCommas(a.fs)) {
+      ASSIGN_OR_RETURN(harness::FsKind fs, harness::ParseFsKind(name));
+      o.fs.push_back(fs);
+    }
+  }
   ASSIGN_OR_RETURN(o.sector, harness::ParseSectorFormat(a.sector));
   if (!a.budget.empty()) {
     ASSIGN_OR_RETURN(o.budget_seconds, harness::ParseBudget(a.budget));
@@ -170,7 +180,8 @@ void ListCells(const std::vector<product::MatrixCell>& plan, const product::Matr
       e = c.custom->expect;
     } else if (auto it = o.expectations.find(c.workload + "-" + c.setting);
                it != o.expectations.end()) {
-      e = it->second.ForFs(c.fs);  // the per-fs expectations, as the run applies them
+      e = it->second.ForFs(
+          harness::FsName(c.fs));  // the per-fs expectations, as the run applies them
     }
     if (!o.expect) e = product::CellExpect{};
     std::string expect =

@@ -29,7 +29,7 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
   r->add_option("--trace", a->o.trace, "the trace the state came from")->required();
   r->add_option("--base", a->o.base, "base image (default: from the trace's manifest)");
   r->add_option("--checker", a->o.checker, "the checker command")->required();
-  AddFsOption(r, &a->o.fs, "raw | ext4 | xfs | btrfs");
+  AddFsOption(r, &a->o.fs, harness::FsNames());
   r->add_option("--bundle", a->o.bundle, "write the reproducer into this folder");
   r->add_flag("--ordered", a->o.ordered, "judge with --ordered");
   r->add_flag("--fsck", a->o.fsck, "fsck the image before mounting");

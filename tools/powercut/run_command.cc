@@ -7,8 +7,8 @@
 #include "base/process.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/check/file_system.h"
 #include "harness/check/report.h"
+#include "harness/fs/file_system.h"
 #include "harness/product/builtin.h"
 #include "harness/product/cell_result.h"
 #include "harness/product/html_report.h"
@@ -28,9 +28,16 @@ void AddGuestSizeOptions(CLI::App* command, product::GuestSize* guest, std::stri
       ->check(CLI::Range(128, 65536));
   command->add_option("--guest-cpus", guest->cpus, "guest CPUs (default 1)")
       ->check(CLI::Range(1, 64));
+  std::string defaults;
+  for (const harness::FileSystem& fs : harness::AllFileSystems()) {
+    if (fs.raw()) continue;
+    defaults += fmt::format("{}{} {}MiB", defaults.empty() ? "" : ", ", fs.name,
+                            fs.default_image_bytes >> 20);
+  }
   command->add_option("--disk-size", *disk,
-                      "the disk under test, e.g. 1GiB (default: ext4 512MiB, xfs 300MiB, btrfs "
-                      "128MiB); run --disks N: one for every disk or one per disk (512MiB,1GiB)");
+                      fmt::format("the disk under test, e.g. 1GiB (default: {}); run --disks N: "
+                                  "one for every disk or one per disk (512MiB,1GiB)",
+                                  defaults));
 }
 
 void AddKernelOption(CLI::App* command, std::string* path) {
@@ -83,6 +90,7 @@ namespace {
 // The flags of `powercut run`, as parsed.
 struct RunArgs {
   product::RunOptions o;
+  std::string fs = harness::FsName(harness::DefaultFs());  // parsed into o.fs
   std::string cache = "all", window = "16", recorder = "nbd", points = product::kDefaultPoints,
               states = product::kDefaultStates, json, junit, html, trace, sector = "512e", expect,
               recordings, recordings_cap = "1GiB", budget, disk_size, kernel, check_in,
@@ -99,9 +107,9 @@ void AddRunOptions(CLI::App* run, RunArgs* a) {
   run->add_option("--checker", a->o.checker,
                   "the checker command (runs on each crash image; prints `have <id>`)")
       ->required();
-  run->add_option("--fs", a->o.fs,
-                  "ext4 | xfs | btrfs | raw; with --disks N one for every disk or one per disk "
-                  "(ext4,xfs)")
+  run->add_option("--fs", a->fs,
+                  fmt::format("{}; with --disks N one for every disk or one per disk (ext4,xfs)",
+                              harness::FsNames()))
       ->capture_default_str();
   run->add_option("--disks", a->o.disks,
                   "record N disks on one clock (POWERCUT_DIR, POWERCUT_DIR_2 ...; docs/run.md)")
@@ -170,6 +178,7 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
   product::RunOptions o = a.o;
   o.powercut = SelfPath("powercut");
   o.timeout = std::chrono::seconds(a.timeout);
+  ASSIGN_OR_RETURN(o.fs, harness::ParseFsKinds(a.fs));
   auto models = product::ParseCacheList(a.cache, a.window);
   auto points = product::ParsePoints(a.points);
   auto states = product::ParseStates(a.states);
@@ -218,8 +227,7 @@ absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, product::Ru
   ASSIGN_OR_RETURN(product::CheckIn check_in, product::ParseCheckIn(a.check_in));
   std::unique_ptr<vm::GuestCheckPool> check_pool;
   // A set of several disks is judged on this host (the guest judge takes one disk).
-  if (o.disks == 1 &&
-      harness::ParseFsKind(o.fs).value_or(harness::FsKind::kRaw) != harness::FsKind::kRaw) {
+  if (o.disks == 1 && !harness::FileSystemOf(o.fs.at(0)).raw()) {
     ASSIGN_OR_RETURN(check_pool,
                      product::CheckPoolFor(check_in, product::AgentHint(o.powercut), a.kernel));
   }
@@ -269,7 +277,7 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
   }
   j["run"] = {{"workload", o.workload},
               {"checker", o.checker},
-              {"fs", o.fs},
+              {"fs", harness::FsListName(o.fs)},
               {"sector", SectorText(o)},
               {"guest", product::GuestSizeToJson(o.guest)},
               {"status", !outcome.ran                                          ? "error"
@@ -359,10 +367,10 @@ int Run(const RunArgs& a) {
   if (!ran.ok()) return CouldNotRun(std::string(ran.status().message()));
   const product::RunOutcome& outcome = *ran;
   std::printf("%s", product::RunSummary(outcome).c_str());
-  cell.name = o.name + "/" + o.fs;
+  cell.name = o.name + "/" + harness::FsListName(o.fs);
   cell.workload = o.name;
   cell.setting = "-";
-  cell.fs = o.fs;
+  cell.fs = harness::FsListName(o.fs);
   product::FillCell(outcome, &cell);
   if (cell.judged && outcome.ran) {
     std::printf("expect %s: %s\n", a.expect.c_str(),

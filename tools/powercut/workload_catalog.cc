@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "harness/fs/file_system.h"
 #include "workloads/catalog.h"
 
 namespace powercut::cli {
@@ -21,8 +22,13 @@ std::map<std::string, product::CellExpect> LinkedWorkloadCatalog() {
                                                              : workloads::Expectation::kMayLose);
     expect.models["error_writes"] = workloads::ExpectationName(config.error_writes);
     expect.models["drop_writes"] = workloads::ExpectationName(config.drop_writes);
-    for (const auto& [fs, off] : config.cache_off_by_fs) {
-      expect.by_fs[fs]["off"] = workloads::ExpectationName(off);
+    for (const harness::FileSystem& fs : harness::AllFileSystems()) {
+      if (fs.overwrites_out_of_place && config.cache_off_out_of_place) {
+        expect.by_fs[fs.name]["off"] = workloads::ExpectationName(*config.cache_off_out_of_place);
+      }
+      if (fs.direct_dsync_overwrite_may_skip_flush && config.cache_on_dsync_unflushed) {
+        expect.by_fs[fs.name]["on"] = workloads::ExpectationName(*config.cache_on_dsync_unflushed);
+      }
     }
   }
   return out;

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "fmt/format.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/vm/guest/agent.h"
 #include "harness/vm/guest/guest_job.h"
 #include "harness/vm/guest/job_cgroup.h"

@@ -55,7 +55,7 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
     job.mode =
         j.value("mode", "workload") == "check" ? GuestJob::Mode::kCheck : GuestJob::Mode::kWorkload;
     absl::StatusOr<harness::FsKind> fs =
-        harness::ParseFsKind(j.value("fs", std::string("ext4")), "job.json: \"fs\"");
+        harness::ParseFsKind(j.at("fs").get<std::string>(), "job.json: \"fs\"");
     if (!fs.ok()) return fs.status();
     job.fs = *fs;
     job.disk_serial = j.value("disk_serial", job.disk_serial);
@@ -76,13 +76,13 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
     job.sync_acks = j.value("sync_acks", false);
     for (const json& d : j.value("extra_disks", json::array())) {
       absl::StatusOr<harness::FsKind> disk_fs =
-          harness::ParseFsKind(d.value("fs", std::string("ext4")), "job.json: extra_disks[].fs");
+          harness::ParseFsKind(d.at("fs").get<std::string>(), "job.json: extra_disks[].fs");
       if (!disk_fs.ok()) return disk_fs.status();
       job.extra_disks.push_back({.disk_serial = d.value("disk_serial", ""), .fs = *disk_fs});
     }
     for (const json& c : j.value("checks", json::array())) {
       absl::StatusOr<harness::FsKind> check_fs =
-          harness::ParseFsKind(c.value("fs", std::string("ext4")), "job.json: checks[].fs");
+          harness::ParseFsKind(c.at("fs").get<std::string>(), "job.json: checks[].fs");
       if (!check_fs.ok()) return check_fs.status();
       job.checks.push_back({.disk_serial = c.value("disk_serial", ""),
                             .fs = *check_fs,

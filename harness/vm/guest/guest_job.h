@@ -9,14 +9,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 
 namespace powercut::vm {
 
 // One image to check (GuestJob::checks): the disk with that serial holds a file system `fs`.
 struct GuestCheck {
   std::string disk_serial;
-  harness::FsKind fs = harness::FsKind::kExt4;
+  harness::FsKind fs = harness::DefaultFs();
   std::string command;  // the checker
   std::string mount_options;
 };
@@ -25,14 +25,14 @@ struct GuestCheck {
 // mounted for the workload at its own folder (POWERCUT_DIR_2 ...; POWERCUT_DEV_2 ... when raw).
 struct GuestExtraDisk {
   std::string disk_serial;
-  harness::FsKind fs = harness::FsKind::kExt4;
+  harness::FsKind fs = harness::DefaultFs();
 };
 
 // What the guest agent does.
 struct GuestJob {
   enum class Mode { kWorkload, kCheck };
   Mode mode = Mode::kWorkload;
-  harness::FsKind fs = harness::FsKind::kExt4;  // in JSON its name: ext4 | xfs | btrfs | raw
+  harness::FsKind fs = harness::DefaultFs();  // in JSON its name (harness/fs/file_system.h)
   std::string disk_serial = "powercut0";
   // dm-log-writes: the log disk's serial; "" = no dm-log-writes.
   std::string log_writes_serial;

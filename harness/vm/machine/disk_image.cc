@@ -68,7 +68,8 @@ absl::StatusOr<std::string> MakeFileSystem(harness::FsKind fs,
                                            const std::string& image, const std::string& options) {
   RETURN_IF_ERROR(RequireRegularFile(image, "mkfs"));
   const harness::FileSystem& table = harness::FileSystemOf(fs);
-  const std::vector<std::string> argv = table.MkfsArgv(geometry, SplitOptions(options));
+  const std::vector<std::string> argv =
+      table.MkfsArgv(geometry.physical_sector, SplitOptions(options));
   if (argv.empty()) return std::string();
   RETURN_IF_ERROR(RunCommandOrError(fmt::format("mkfs: making {} on {} (is {} installed? package "
                                                 "{}, tools/install-deps.sh)",
@@ -79,25 +80,11 @@ absl::StatusOr<std::string> MakeFileSystem(harness::FsKind fs,
 }
 
 absl::StatusOr<uint32_t> FileSystemBlockSize(harness::FsKind fs, const std::string& image) {
-  // The tool, and the field of its output that holds the block size.
-  std::vector<std::string> argv;
-  std::string field;
-  switch (fs) {
-    case harness::FsKind::kRaw:
-      return 0;
-    case harness::FsKind::kExt4:
-      argv = {"dumpe2fs", "-h", image};
-      field = "Block size:";
-      break;
-    case harness::FsKind::kXfs:
-      argv = {"xfs_db", "-r", "-c", "sb 0", "-c", "print blocksize", image};
-      field = "blocksize =";
-      break;
-    case harness::FsKind::kBtrfs:
-      argv = {"btrfs", "inspect-internal", "dump-super", image};
-      field = "sectorsize";
-      break;
-  }
+  const harness::FileSystem& table = harness::FileSystemOf(fs);
+  if (table.raw()) return 0;
+  const harness::ToolReading& reading = table.block_size_reading;
+  const std::vector<std::string> argv = harness::WithImage(reading.argv, image);
+  const std::string& field = reading.prefix;
   const std::string step =
       fmt::format("reading the block size of {} on {}", harness::FsName(fs), image);
   ASSIGN_OR_RETURN(const std::string text, RunCommandOrError(step, argv));
@@ -108,7 +95,14 @@ absl::StatusOr<uint32_t> FileSystemBlockSize(harness::FsKind fs, const std::stri
     const std::string line = text.substr(pos, eol - pos);
     pos = eol + 1;
     if (line.rfind(field, 0) != 0) continue;
-    const uint64_t value = std::strtoull(line.c_str() + field.size(), nullptr, 10);
+    size_t at = field.size();
+    if (!reading.value_after.empty()) {
+      const size_t after = line.rfind(reading.value_after);
+      if (after == std::string::npos || after < at) continue;
+      at = after + reading.value_after.size();
+    }
+    uint64_t value = std::strtoull(line.c_str() + at, nullptr, 10);
+    if (reading.log2) value = value < 32 ? uint64_t{1} << value : 0;
     if (value >= 512 && value <= 65536 && (value & (value - 1)) == 0) {
       return static_cast<uint32_t>(value);
     }

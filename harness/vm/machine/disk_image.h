@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/trace/disk_geometry.h"
 
 namespace powercut::vm {
@@ -30,7 +30,7 @@ absl::StatusOr<std::string> MakeFileSystem(harness::FsKind fs,
 std::vector<std::string> SplitOptions(const std::string& options);
 
 // The block size of the file system on the image, read back from its superblock with the file
-// system's own tool (dumpe2fs -h, xfs_db, btrfs inspect-internal dump-super); 0 for raw.
+// system's own tool (the table's block_size_reading); 0 for raw.
 absl::StatusOr<uint32_t> FileSystemBlockSize(harness::FsKind fs, const std::string& image);
 
 // Copies an image keeping holes (cp --sparse=always).

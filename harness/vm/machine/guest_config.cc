@@ -54,7 +54,9 @@ void GuestConfig::Add(const GuestConfig& more) {
 
 std::vector<std::string> GuestModulesFor(harness::FsKind fs, bool log_writes, bool flakey) {
   std::vector<std::string> modules;
-  if (!harness::FileSystemOf(fs).raw()) modules.emplace_back(harness::FsName(fs));
+  for (const harness::GuestModule& m : harness::FileSystemOf(fs).guest_modules) {
+    modules.emplace_back(m.module);
+  }
   if (log_writes || flakey) modules.emplace_back("dm-mod");
   if (log_writes) modules.emplace_back("dm-log-writes");
   if (flakey) modules.emplace_back("dm-flakey");

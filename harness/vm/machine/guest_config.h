@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 
 namespace powercut::vm {
 

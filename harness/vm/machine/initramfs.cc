@@ -13,6 +13,7 @@
 #include "base/process.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
+#include "harness/fs/file_system.h"
 #include "harness/vm/machine/cpio_writer.h"
 
 namespace powercut::vm {
@@ -107,8 +108,13 @@ std::vector<std::string> BaseGuestModules() {
 }
 
 std::vector<std::string> DefaultGuestModules() {
-  return {"virtio_pci",    "virtio_blk", "virtio_console", "9pnet_virtio", "9p",    "dm-mod",
-          "dm-log-writes", "dm-flakey",  "ext4",           "xfs",          "btrfs", "loop"};
+  std::vector<std::string> modules = BaseGuestModules();
+  for (const char* m : {"dm-mod", "dm-log-writes", "dm-flakey"}) modules.emplace_back(m);
+  for (const harness::FileSystem& fs : harness::AllFileSystems()) {
+    for (const harness::GuestModule& m : fs.guest_modules) modules.emplace_back(m.module);
+  }
+  modules.emplace_back("loop");
+  return modules;
 }
 
 absl::StatusOr<std::vector<std::string>> MissingModules(const GuestKernel& kernel,

@@ -19,7 +19,8 @@ namespace powercut::vm {
 // Loaded at every boot: virtio (pci, blk, console) and 9p over virtio.
 std::vector<std::string> BaseGuestModules();
 
-// The base modules plus dm-mod, dm-log-writes, dm-flakey, ext4, xfs, btrfs and loop; the guest
+// The base modules plus dm-mod, dm-log-writes, dm-flakey, every file system's guest_modules
+// (harness/fs/file_system.h) and loop; the guest
 // loads these on demand (kernel parameter powercut.modules=a,b).
 std::vector<std::string> DefaultGuestModules();
 

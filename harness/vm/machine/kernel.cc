@@ -16,6 +16,7 @@
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "harness/fs/file_system.h"
 
 namespace powercut::vm {
 namespace {
@@ -139,12 +140,14 @@ std::string ModuleConfigOption(const std::string& module) {
       {"dm-mod", "CONFIG_BLK_DEV_DM"},
       {"dm-log-writes", "CONFIG_DM_LOG_WRITES"},
       {"dm-flakey", "CONFIG_DM_FLAKEY"},
-      {"ext4", "CONFIG_EXT4_FS"},
-      {"xfs", "CONFIG_XFS_FS"},
-      {"btrfs", "CONFIG_BTRFS_FS"},
       {"loop", "CONFIG_BLK_DEV_LOOP"}};
-  auto it = kOptions.find(module);
-  return it == kOptions.end() ? "" : it->second;
+  if (auto it = kOptions.find(module); it != kOptions.end()) return it->second;
+  for (const harness::FileSystem& fs : harness::AllFileSystems()) {
+    for (const harness::GuestModule& m : fs.guest_modules) {
+      if (module == m.module) return m.config_option;
+    }
+  }
+  return "";
 }
 
 std::vector<std::string> KernelConfigProblems(const GuestKernel& k) {

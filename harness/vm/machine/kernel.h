@@ -53,7 +53,8 @@ absl::StatusOr<std::string> KernelImageVersion(const std::string& image);
 // empty when the config is fine or unknown.
 std::vector<std::string> KernelConfigProblems(const GuestKernel& kernel);
 
-// The config option that makes a guest module, for messages ("xfs" -> "CONFIG_XFS_FS"); "" if
+// The config option that makes a guest module, for messages ("dm-flakey" -> "CONFIG_DM_FLAKEY",
+// a file system's from its row: "xfs" -> "CONFIG_XFS_FS"); "" if
 // not known.
 std::string ModuleConfigOption(const std::string& module);
 

@@ -57,7 +57,7 @@ class GuestCheckPhases {
 };
 
 struct GuestCheckSpec {
-  harness::FsKind fs = harness::FsKind::kExt4;
+  harness::FsKind fs = harness::DefaultFs();
   harness::SectorFormat sector = harness::kDefaultSectorFormat;  // the recording's
   std::string checker;
   std::string mount_options;

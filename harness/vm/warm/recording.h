@@ -32,7 +32,7 @@ struct RecordingDisks {
   struct Extra {
     std::string path;
     uint64_t bytes = 0;
-    harness::FsKind fs = harness::FsKind::kExt4;
+    harness::FsKind fs = harness::DefaultFs();
     harness::DiskGeometry geometry;  // this disk's own sectors
     std::string mkfs_command;
     uint32_t fs_block_size = 0;

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "harness/check/file_system.h"
+#include "harness/fs/file_system.h"
 #include "harness/state/cache_model.h"
 #include "harness/trace/disk_geometry.h"
 #include "harness/vm/devices/nbd_server.h"
@@ -62,7 +62,7 @@ struct CutSpec {
 absl::StatusOr<CutSpec> ParseCut(const std::string& text);
 
 struct RunSpec {
-  harness::FsKind fs = harness::FsKind::kExt4;
+  harness::FsKind fs = harness::DefaultFs();
   // The recorded disk's sectors as the guest sees them (512e: 512-byte logical, 4,096-byte
   // physical); also the log disk's of dm-log-writes, the NBD trace's sectorsize (the logical
   // sector) and the live cut's atomic unit (the physical sector, unless cut.model says one).
@@ -77,7 +77,7 @@ struct RunSpec {
   // With Recording::kNbd: also run dm-log-writes in the guest on top of the NBD disk, so one run
   // yields both traces of the same writes (out/log-writes.log besides out/trace.log).
   bool also_log_writes = false;
-  // 0 = the file system's default_image_bytes (harness/check/file_system.h: ext4 512 MiB, so
+  // 0 = the file system's default_image_bytes (harness/fs/file_system.h: ext4 512 MiB, so
   // mke2fs picks its normal 4 KiB-block profile; xfs 300 MiB; btrfs and raw 128 MiB).
   uint64_t disk_bytes = 0;
   // Several recorded disks on one clock (docs/vm.md, "Several disks"): disks 2..N, each with its
@@ -87,7 +87,7 @@ struct RunSpec {
   // The trace's sectorsize is then the smallest logical sector of the set. Empty: one disk. NBD
   // recording only, without dm-flakey or a live cut.
   struct ExtraDisk {
-    harness::FsKind fs = harness::FsKind::kExt4;
+    harness::FsKind fs = harness::DefaultFs();
     uint64_t bytes = 0;
     std::optional<harness::SectorFormat> sector;
   };
@@ -172,7 +172,7 @@ struct RunResult {
 absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec);
 
 struct CheckSpec {
-  harness::FsKind fs = harness::FsKind::kExt4;
+  harness::FsKind fs = harness::DefaultFs();
   // The disk's sectors as the guest sees them: the recording's (a file system made for 4kn
   // sectors does not mount on a 512-byte disk, and the reverse).
   harness::SectorFormat sector = harness::kDefaultSectorFormat;
