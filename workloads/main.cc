@@ -73,17 +73,17 @@ int List(const std::string& binary, uint64_t count, bool json) {
     nlohmann::json out = nlohmann::json::array();
     for (const WorkloadConfig& c : catalog) {
       nlohmann::json by_fs = nlohmann::json::object();
-      for (const auto& [fs, e] : c.cache_off_by_fs) by_fs[fs] = {{"off", ExpectationName(e)}};
+      for (const auto& [fs, e] : c.cache_off_by_fs) by_fs[fs] = {{"off", ExpectedVerdictName(e)}};
       out.push_back({{"name", c.name},
                      {"workload", c.workload},
                      {"setting", c.setting},
                      {"run", RunCommand(binary, c, count)},
                      {"check", CheckCommand(binary, c)},
                      {"expect",
-                      {{"process_crash", ExpectationName(c.process_crash)},
-                       {"off", ExpectationName(c.cache_off)},
-                       {"on", ExpectationName(c.cache_on)},
-                       {"lying", ExpectationName(c.cache_lying)}}},
+                      {{"process_crash", ExpectedVerdictName(c.process_crash)},
+                       {"off", ExpectedVerdictName(c.cache_off)},
+                       {"on", ExpectedVerdictName(c.cache_on)},
+                       {"lying", ExpectedVerdictName(c.cache_lying)}}},
                      {"expect_by_fs", by_fs},
                      {"documented", c.documented}});
     }
@@ -92,9 +92,9 @@ int List(const std::string& binary, uint64_t count, bool json) {
   }
   fmt::print("{:<28} {:<9} {:<9} {:<9} {:<9} {}\n", "NAME", "PROCESS", "OFF", "ON", "LYING", "RUN");
   for (const WorkloadConfig& c : catalog) {
-    fmt::print("{:<28} {:<9} {:<9} {:<9} {:<9} {}\n", c.name, ExpectationName(c.process_crash),
-               ExpectationName(c.cache_off), ExpectationName(c.cache_on),
-               ExpectationName(c.cache_lying), RunCommand(binary, c, count));
+    fmt::print("{:<28} {:<9} {:<9} {:<9} {:<9} {}\n", c.name, ExpectedVerdictName(c.process_crash),
+               ExpectedVerdictName(c.cache_off), ExpectedVerdictName(c.cache_on),
+               ExpectedVerdictName(c.cache_lying), RunCommand(binary, c, count));
   }
   return kExitOk;
 }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/install_layout.h"
+#include "base/status_macros.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
@@ -164,38 +165,31 @@ absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
       return absl::InvalidArgumentError(
           fmt::format("{}: an entry without \"name\" and \"expect\": {}", source, entry.dump()));
     }
-    CellExpect e;
-    auto read_models = [&](const nlohmann::json& v,
-                           std::map<std::string, std::string>* models) -> absl::Status {
-      if (!v.is_object()) {
+    const std::string name = entry.at("name").get<std::string>();
+    auto read_models = [&](const nlohmann::json& v) -> absl::StatusOr<ExpectedVerdicts> {
+      // A process crash is not a replayed model: `powercut-workload` tests it by itself.
+      nlohmann::json models = v;
+      if (models.is_object()) models.erase("process_crash");
+      absl::StatusOr<ExpectedVerdicts> verdicts = ExpectedVerdictsFromJson(models);
+      if (!verdicts.ok()) {
         return absl::InvalidArgumentError(
-            fmt::format("{}: {}: expected an object of verdicts, got {}", source,
-                        entry.at("name").get<std::string>(), v.dump()));
+            fmt::format("{}: {}: {}", source, name, verdicts.status().message()));
       }
-      for (const char* cache : {"off", "on", "lying"}) {
-        if (!v.contains(cache)) continue;
-        std::string verdict = v.at(cache).is_string() ? v.at(cache).get<std::string>() : "";
-        if (verdict != "survives" && verdict != "loses" && verdict != "may-lose") {
-          return absl::InvalidArgumentError(fmt::format(
-              "{}: {}: expected verdict {} for cache {} (survives, loses or may-lose expected)",
-              source, entry.at("name").get<std::string>(), v.at(cache).dump(), cache));
-        }
-        (*models)[cache] = verdict;
-      }
-      return absl::OkStatus();
+      return verdicts;
     };
-    if (absl::Status s = read_models(entry.at("expect"), &e.models); !s.ok()) return s;
+    CellExpect e;
+    ASSIGN_OR_RETURN(e.models, read_models(entry.at("expect")));
     if (entry.contains("expect_by_fs")) {
       const auto& by_fs = entry.at("expect_by_fs");
       if (!by_fs.is_object()) {
-        return absl::InvalidArgumentError(fmt::format("{}: {}: \"expect_by_fs\" must be an object",
-                                                      source, entry.at("name").get<std::string>()));
+        return absl::InvalidArgumentError(
+            fmt::format("{}: {}: \"expect_by_fs\" must be an object", source, name));
       }
       for (const auto& [fs, v] : by_fs.items()) {
-        if (absl::Status s = read_models(v, &e.by_fs[fs]); !s.ok()) return s;
+        ASSIGN_OR_RETURN(e.by_fs[fs], read_models(v));
       }
     }
-    out[entry.at("name").get<std::string>()] = std::move(e);
+    out[name] = std::move(e);
   }
   return out;
 }

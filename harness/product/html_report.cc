@@ -207,14 +207,15 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
                                           "bound",
                                           m->states, m->states_planned, m->lost_acks_max));
       }
-      h += fmt::format("<td class=\"{} num{}\" title=\"{}{}\">{} {} / {} / {}{}</td>",
-                       m->violations ? "fail" : "pass", c.AsExpected(*m) ? "" : " unexpected",
-                       c.judged ? "expected " + XmlEscape(c.expect.For(m->cache)) + ". " : "",
-                       XmlEscape(m->summary),
-                       m->violations   ? "FAIL"
-                       : m->complete() ? "pass"
-                                       : "incomplete",
-                       XmlEscape(CellLostText(*m)), CellStatesText(*m), m->violations, fs_note);
+      h += fmt::format(
+          "<td class=\"{} num{}\" title=\"{}{}\">{} {} / {} / {}{}</td>",
+          m->violations ? "fail" : "pass", c.AsExpected(*m) ? "" : " unexpected",
+          c.judged ? fmt::format("expected {}. ", ExpectedVerdictName(c.expect.For(m->kind))) : "",
+          XmlEscape(m->summary),
+          m->violations   ? "FAIL"
+          : m->complete() ? "pass"
+                          : "incomplete",
+          XmlEscape(CellLostText(*m)), CellStatesText(*m), m->violations, fs_note);
     }
     h += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td>{}</tr>\n", c.acks,
                      c.trace_entries, verdict_cell);

@@ -357,7 +357,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     if (o.preset == "faults" && o.cache == MatrixOptions{}.cache) {
       // The faults preset replays under cache on only, the model its live cuts are checked
       // against (docs/results.md, "Faults"); --cache with another list changes it.
-      r.models = {*harness::ParseCacheModel("on")};
+      r.models = {harness::CacheModel{.mode = harness::CacheMode::kOn}};
     }
     if (c.fault.empty()) {
       r.live_cuts = o.live_cuts != 0 ? o.live_cuts : o.preset == "faults" ? kFaultsLiveCuts : 0;
@@ -578,7 +578,7 @@ std::string MatrixJunit(const MatrixReport& r) {
                           XmlEscape(c.workload), XmlEscape(c.name), XmlEscape(m.cache));
       std::string what = fmt::format(
           "expected {}: {} of {} states violate; worst state loses {} acks{}",
-          c.expect.For(m.cache), m.violations, m.states, CellLostText(m),
+          ExpectedVerdictName(c.expect.For(m.kind)), m.violations, m.states, CellLostText(m),
           m.lost_acks_exact() ? ""
                               : fmt::format(" (a lower bound: {} of {} planned states checked, the "
                                             "worst first)",

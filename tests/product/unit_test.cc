@@ -418,14 +418,16 @@ TEST(Options, OneVocabularyPerFlag) {
 }
 
 TEST(Expect, ParsesRunsExpectFlag) {
-  auto e = ParseExpect("off=survives,on=survives,lying=loses", {"off", "on", "lying"});
+  auto e = ParseExpect("off=survives,on=survives,lying=loses",
+                       {ModelKind::kOff, ModelKind::kOn, ModelKind::kLying});
   ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_EQ(e->For("lying"), "loses");
-  EXPECT_EQ(e->For("on"), "survives");
-  EXPECT_TRUE(ParseExpect("on=may-lose", {"on"}).ok());
+  EXPECT_EQ(e->For(ModelKind::kLying), ExpectedVerdict::kLoses);
+  EXPECT_EQ(e->For(ModelKind::kOn), ExpectedVerdict::kSurvives);
+  EXPECT_TRUE(ParseExpect("on=may-lose", {ModelKind::kOn}).ok());
+  EXPECT_TRUE(ParseExpect("live=loses", {ModelKind::kLive}).ok());
   for (const char* bad : {"off=survives", "off=survives,on=maybe", "off", "sideways=loses,on=loses",
                           "off=survives,on=loses,off=loses", "off=survives,on=loses,lying=loses"}) {
-    auto r = ParseExpect(bad, {"off", "on"});
+    auto r = ParseExpect(bad, {ModelKind::kOff, ModelKind::kOn});
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_THAT(r.status().message(), HasSubstr(std::string("--expect ") + bad));
   }
@@ -433,7 +435,8 @@ TEST(Expect, ParsesRunsExpectFlag) {
 
 TEST(Expect, ARunWithoutExpectationsIsNotJudged) {
   CellResult c{.name = "run/ext4", .workload = "run", .setting = "-", .fs = "ext4", .ran = true};
-  c.models = {{.cache = "off", .states = 4, .violations = 2, .lost_acks_max = 1}};
+  c.models = {
+      {.cache = "off", .kind = ModelKind::kOff, .states = 4, .violations = 2, .lost_acks_max = 1}};
   c.judged = false;
   EXPECT_TRUE(c.AsExpected(c.models[0]));
   EXPECT_EQ(c.Unexpected(), "");
@@ -454,9 +457,9 @@ TEST(Expect, ARunWithoutExpectationsIsNotJudged) {
   failing.report->results.push_back({.violations = 2});
   EXPECT_EQ(RunExitCode(failing, c), 1);  // no expectation: the raw rule
   c.judged = true;
-  c.expect.models = {{"off", "loses"}};
+  c.expect.models = {{ModelKind::kOff, ExpectedVerdict::kLoses}};
   EXPECT_EQ(RunExitCode(failing, c), 0);  // --expect off=loses
-  c.expect.models = {{"off", "survives"}};
+  c.expect.models = {{ModelKind::kOff, ExpectedVerdict::kSurvives}};
   EXPECT_EQ(RunExitCode(failing, c), 1);
 }
 
@@ -468,21 +471,27 @@ TEST(Expect, EarlyStopsAndIncompletePassesAreShownAndKeptByMerge) {
   CellResult c{
       .name = "xlog/none/ext4", .workload = "xlog", .setting = "none", .fs = "ext4", .ran = true};
   c.models = {{.cache = "off",
+               .kind = ModelKind::kOff,
                .states = 3,
                .violations = 1,
                .lost_acks_max = 1,
                .states_planned = 40,
                .stopped = "first_violation"},
-              {.cache = "on", .states = 7, .states_planned = 90, .stopped = "budget"}};
-  c.expect.models = {{"off", "loses"}, {"on", "survives"}};
+              {.cache = "on",
+               .kind = ModelKind::kOn,
+               .states = 7,
+               .states_planned = 90,
+               .stopped = "budget"}};
+  c.expect.models = {{ModelKind::kOff, ExpectedVerdict::kLoses},
+                     {ModelKind::kOn, ExpectedVerdict::kSurvives}};
   EXPECT_TRUE(c.models[0].complete());
   EXPECT_FALSE(c.models[1].complete());
   EXPECT_TRUE(c.AsExpected(c.models[0]));
   EXPECT_FALSE(c.AsExpected(c.models[1]));
   EXPECT_THAT(c.Unexpected(), HasSubstr("no violation in 7 of 90 states before the budget"));
-  c.expect.models["on"] = "may-lose";
+  c.expect.models[ModelKind::kOn] = ExpectedVerdict::kMayLose;
   EXPECT_TRUE(c.AsExpected(c.models[1]));
-  c.expect.models["on"] = "survives";
+  c.expect.models[ModelKind::kOn] = ExpectedVerdict::kSurvives;
   MatrixReport r;
   r.cells = {c};
   std::string table = HeadlineTable(r);
@@ -667,9 +676,15 @@ std::map<std::string, CellExpect> FakeExpectations() {
   std::map<std::string, CellExpect> e;
   const std::vector<std::string> settings = *BuiltinSettings("xlog");
   for (const std::string& s : settings) {
-    CellExpect x{.models = {{"off", "survives"}, {"on", "survives"}, {"lying", "loses"}}};
-    if (s == "none") x.models = {{"off", "loses"}, {"on", "loses"}, {"lying", "loses"}};
-    if (s == "direct") x.models["on"] = "loses";
+    CellExpect x{.models = {{ModelKind::kOff, ExpectedVerdict::kSurvives},
+                            {ModelKind::kOn, ExpectedVerdict::kSurvives},
+                            {ModelKind::kLying, ExpectedVerdict::kLoses}}};
+    if (s == "none") {
+      x.models = {{ModelKind::kOff, ExpectedVerdict::kLoses},
+                  {ModelKind::kOn, ExpectedVerdict::kLoses},
+                  {ModelKind::kLying, ExpectedVerdict::kLoses}};
+    }
+    if (s == "direct") x.models[ModelKind::kOn] = ExpectedVerdict::kLoses;
     if (s == "io_uring") x.error = "workload-exit";
     e["xlog-" + s] = x;
   }
@@ -677,14 +692,15 @@ std::map<std::string, CellExpect> FakeExpectations() {
 }
 
 TEST(Expect, VerdictMatchesEachExpectation) {
-  EXPECT_TRUE(VerdictMatches("survives", 0));
-  EXPECT_FALSE(VerdictMatches("survives", 1));
-  EXPECT_TRUE(VerdictMatches("loses", 3));
-  EXPECT_FALSE(VerdictMatches("loses", 0));
-  EXPECT_TRUE(VerdictMatches("may-lose", 0));
-  EXPECT_TRUE(VerdictMatches("may-lose", 5));
+  EXPECT_TRUE(VerdictMatches(ExpectedVerdict::kSurvives, 0));
+  EXPECT_FALSE(VerdictMatches(ExpectedVerdict::kSurvives, 1));
+  EXPECT_TRUE(VerdictMatches(ExpectedVerdict::kLoses, 3));
+  EXPECT_FALSE(VerdictMatches(ExpectedVerdict::kLoses, 0));
+  EXPECT_TRUE(VerdictMatches(ExpectedVerdict::kMayLose, 0));
+  EXPECT_TRUE(VerdictMatches(ExpectedVerdict::kMayLose, 5));
   CellExpect none;
-  EXPECT_EQ(none.For("on"), "survives");  // no expectation: the raw rule
+  EXPECT_EQ(none.For(ModelKind::kOn), ExpectedVerdict::kSurvives);  // no expectation: raw rule
+  EXPECT_EQ(none.For(std::nullopt), ExpectedVerdict::kSurvives);    // disks of mixed models
 }
 
 TEST(Expect, EveryCellAsExpectedExitsZeroEvenWithViolations) {
@@ -782,16 +798,17 @@ TEST(Expect, ParsesTheCatalogOfPowercutWorkloadList) {
            "lying": "loses"}}])",
       "test");
   ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_EQ(e->at("xlog-none").For("off"), "loses");
-  EXPECT_EQ(e->at("sqlite-delete-full").For("on"), "may-lose");
+  EXPECT_EQ(e->at("xlog-none").For(ModelKind::kOff), ExpectedVerdict::kLoses);
+  EXPECT_EQ(e->at("sqlite-delete-full").For(ModelKind::kOn), ExpectedVerdict::kMayLose);
   auto by_fs = ParseBuiltinExpectations(
       R"([{"name": "xlog-direct", "expect": {"off": "survives", "on": "loses"},
            "expect_by_fs": {"btrfs": {"off": "loses"}}}])",
       "test");
   ASSERT_TRUE(by_fs.ok()) << by_fs.status();
-  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("ext4").For("off"), "survives");
-  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("btrfs").For("off"), "loses");
-  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("btrfs").For("on"), "loses");
+  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("ext4").For(ModelKind::kOff),
+            ExpectedVerdict::kSurvives);
+  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("btrfs").For(ModelKind::kOff), ExpectedVerdict::kLoses);
+  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("btrfs").For(ModelKind::kOn), ExpectedVerdict::kLoses);
   EXPECT_FALSE(
       ParseBuiltinExpectations(
           R"([{"name": "x", "expect": {}, "expect_by_fs": {"xfs": {"off": "maybe"}}}])", "test")
@@ -818,8 +835,8 @@ TEST(CustomCells, ParseRunWithTheirOwnLimitsAndRejectMistakes) {
   ASSERT_TRUE(cells.ok()) << cells.status();
   ASSERT_EQ(cells->size(), 2u);
   EXPECT_EQ((*cells)[0].expect.error, "timeout");
-  EXPECT_EQ((*cells)[1].expect.For("lying"), "loses");
-  EXPECT_EQ((*cells)[1].expect.For("on"), "survives");
+  EXPECT_EQ((*cells)[1].expect.For(ModelKind::kLying), ExpectedVerdict::kLoses);
+  EXPECT_EQ((*cells)[1].expect.For(ModelKind::kOn), ExpectedVerdict::kSurvives);
 
   MatrixOptions o;
   o.custom_cells = *cells;
