@@ -173,7 +173,7 @@ absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
       absl::StatusOr<ExpectedVerdicts> verdicts = ExpectedVerdictsFromJson(models);
       if (!verdicts.ok()) {
         return absl::InvalidArgumentError(
-            fmt::format("{}: {}: {}", source, name, verdicts.status().message()));
+            fmt::format("{}: {}: {}", source, name, std::string(verdicts.status().message())));
       }
       return verdicts;
     };

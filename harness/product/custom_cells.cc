@@ -87,7 +87,7 @@ absl::StatusOr<std::vector<CustomCell>> ParseCustomCells(const nlohmann::json& j
         }
         absl::StatusOr<ExpectedVerdicts> models = ExpectedVerdictsFromJson(verdicts);
         if (!models.ok()) {
-          return Bad(source, i, fmt::format("\"expect\": {}", models.status().message()));
+          return Bad(source, i, "\"expect\": " + std::string(models.status().message()));
         }
         cell.expect.models = *std::move(models);
       }

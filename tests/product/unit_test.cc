@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "harness/product/html_report.h"
 #include "harness/product/matrix.h"
 #include "harness/product/merge.h"
+#include "harness/product/model_kind.h"
 #include "harness/product/progress.h"
 #include "harness/product/repro.h"
 #include "harness/product/run.h"
@@ -878,6 +880,104 @@ TEST(CustomCells, ParseRunWithTheirOwnLimitsAndRejectMistakes) {
     EXPECT_THAT(r.status().message(), HasSubstr("cells.json")) << bad;
   }
   EXPECT_FALSE(LoadCustomCells("/nonexistent/cells.json").ok());
+}
+
+// Names are read once, at the edge: each vocabulary round-trips through its one Name, and an
+// unknown name is refused with the valid ones listed, never read as a default.
+TEST(Vocabulary, NamesRoundTripAndUnknownNamesListTheValidOnes) {
+  for (ModelKind k : {ModelKind::kOff, ModelKind::kOn, ModelKind::kLying, ModelKind::kLive,
+                      ModelKind::kErrorWrites, ModelKind::kDropWrites}) {
+    EXPECT_EQ(*ParseModelKind(ModelKindName(k)), k) << ModelKindName(k);
+  }
+  for (ExpectedVerdict v :
+       {ExpectedVerdict::kSurvives, ExpectedVerdict::kLoses, ExpectedVerdict::kMayLose}) {
+    EXPECT_EQ(*ParseExpectedVerdict(ExpectedVerdictName(v)), v) << ExpectedVerdictName(v);
+  }
+  for (harness::CacheMode m :
+       {harness::CacheMode::kOff, harness::CacheMode::kOn, harness::CacheMode::kLying}) {
+    EXPECT_EQ(*harness::ParseCacheMode(harness::CacheModeName(m)), m);
+    EXPECT_EQ(ModelKindName(ModelKindOf(m)), harness::CacheModeName(m));
+  }
+  EXPECT_THAT(ParseModelKind("fast").status().message(),
+              HasSubstr("\"fast\" is not a model: off, on, lying, live, error_writes or "
+                        "drop_writes"));
+  EXPECT_THAT(ParseExpectedVerdict("maybe").status().message(),
+              HasSubstr("\"maybe\" is not an expected verdict: survives, loses or may-lose"));
+  EXPECT_THAT(harness::ParseCacheMode("all").status().message(), HasSubstr("off, on or lying"));
+  EXPECT_THAT(ParseCacheList("off,fast", "16").status().message(),
+              HasSubstr("\"fast\" is not a cache model: off, on, lying or all"));
+  EXPECT_THAT(ParsePoints("acks,sometimes").status().message(),
+              HasSubstr(std::string(harness::kPointChoices)));
+  // A plain "lying" takes --window; a lying code keeps its own; "all" is the three in order.
+  auto models = ParseCacheList("lying,ly64KiB,on", "8");
+  ASSERT_TRUE(models.ok()) << models.status();
+  ASSERT_EQ(models->size(), 3u);
+  EXPECT_EQ((*models)[0].window, 8u);
+  EXPECT_FALSE((*models)[0].window_in_bytes);
+  EXPECT_EQ((*models)[1].window, 65536u);
+  EXPECT_TRUE((*models)[1].window_in_bytes);
+  EXPECT_EQ((*models)[2], harness::CacheModel{.mode = harness::CacheMode::kOn});
+  auto all = ParseCacheList("all", "16");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ(ModelKindOf((*all)[2]), ModelKind::kLying);
+  harness::CacheModel mixed{.disk_modes = {harness::CacheMode::kOn, harness::CacheMode::kLying}};
+  EXPECT_EQ(ModelKindOf(mixed), std::nullopt);  // no catalog entry names a mixed set
+}
+
+// The typed expectations survive the report's JSON (what `powercut merge` reads back), and a
+// report naming a model or verdict outside the vocabulary is refused, naming it.
+TEST(Expect, TypedVerdictsRoundTripThroughTheReportJson) {
+  CellResult c{.name = "w/s/ext4", .workload = "w", .setting = "s", .fs = "ext4", .ran = true};
+  c.models = {{.cache = "off", .kind = ModelKind::kOff, .states = 4, .states_planned = 4},
+              {.cache = "live", .kind = ModelKind::kLive, .states = 2, .states_planned = 2},
+              {.cache = "1=on,2=lying", .states = 3, .states_planned = 3}};
+  c.expect.models = {{ModelKind::kOff, ExpectedVerdict::kLoses},
+                     {ModelKind::kLive, ExpectedVerdict::kMayLose}};
+  const nlohmann::json j = CellToJson(c);
+  EXPECT_EQ(j["expect"]["models"],
+            nlohmann::json::parse(R"({"off": "loses", "live": "may-lose"})"));
+  auto back = CellFromJson(nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->expect.models, c.expect.models);
+  ASSERT_EQ(back->models.size(), 3u);
+  EXPECT_EQ(back->models[0].kind, ModelKind::kOff);
+  EXPECT_EQ(back->models[1].kind, ModelKind::kLive);
+  EXPECT_EQ(back->models[2].kind, std::nullopt);
+  EXPECT_EQ(back->Verdict(), c.Verdict());
+
+  nlohmann::json bad = j;
+  bad["expect"]["models"]["fast"] = "loses";
+  EXPECT_THAT(CellFromJson(bad).status().message(),
+              HasSubstr("cell w/s/ext4: \"expect\": \"fast\" is not a model: off, on, lying"));
+  bad = j;
+  bad["expect"]["models"]["off"] = "maybe";
+  EXPECT_THAT(CellFromJson(bad).status().message(),
+              HasSubstr("model off: \"maybe\" is not an expected verdict: survives, loses or "
+                        "may-lose"));
+  bad = j;
+  bad["results"][0]["cache"] = "fast";
+  EXPECT_THAT(CellFromJson(bad).status().message(), HasSubstr("\"fast\" is not a model"));
+  // The same through a whole report, as `powercut merge` reads its shards.
+  nlohmann::json report = MatrixToJson(RunFake("1/1"));
+  report["cells"][0]["expect"]["models"]["off"] = "fine";
+  EXPECT_THAT(MatrixFromJson(report).status().message(), HasSubstr("\"fine\""));
+}
+
+// --cells names models and verdicts by the same vocabulary, fault modes included.
+TEST(CustomCells, ExpectNamesEveryModelAndRefusesUnknownOnes) {
+  auto cells = ParseCustomCells(nlohmann::json::parse(R"([{"name": "a", "workload": "w",
+      "checker": "c", "expect": {"on": "may-lose", "live": "loses"}}])"),
+                                "cells.json");
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  EXPECT_EQ((*cells)[0].expect.For(ModelKind::kLive), ExpectedVerdict::kLoses);
+  EXPECT_EQ((*cells)[0].expect.For(ModelKind::kOn), ExpectedVerdict::kMayLose);
+  auto bad = ParseCustomCells(nlohmann::json::parse(R"([{"name": "a", "workload": "w",
+      "checker": "c", "expect": {"sideways": "loses"}}])"),
+                              "cells.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("cells.json: cell 1: \"expect\": \"sideways\" is not a model: off, on"));
 }
 
 TEST(Html, HoldsTheMatrixAndATimelinePerFailingCell) {

@@ -112,7 +112,9 @@ absl::StatusOr<harness::CheckOptions> ParseCheckArgs(const CheckArgs& a, bool fs
         "--samples seeded subsets)",
         a.o.states.max_exhaustive));
   }
-  if (!a.budget.empty()) ASSIGN_OR_RETURN(o.budget_seconds, harness::ParseBudget(a.budget));
+  if (!a.budget.empty()) {
+    ASSIGN_OR_RETURN(o.budget_seconds, harness::ParseBudget(a.budget));
+  }
   if (!a.order.empty()) {
     auto order = harness::ParseOrderSemantics(a.order);
     if (!order.ok()) {
@@ -131,8 +133,9 @@ absl::Status WriteCheckReports(const CheckArgs& a, const harness::CheckReport& r
     if (!check_phases.empty()) json["check_phases"] = product::PhasesToJson(check_phases);
     RETURN_IF_ERROR(harness::WriteTextFile(a.json, json.dump(2) + "\n"));
   }
-  if (!a.junit.empty())
+  if (!a.junit.empty()) {
     RETURN_IF_ERROR(harness::WriteTextFile(a.junit, harness::ReportToJunit(report)));
+  }
   return absl::OkStatus();
 }
 
