@@ -184,8 +184,8 @@ TEST(Cli, TheCatalogsVerdictsRoundTripThroughItsJson) {
                 entry.at("expect").at(std::string(ModelKindName(kind))).get<std::string>())
           << entry.at("name");
     }
-    for (const auto& [fs, verdicts] :
-         entry.value("expect_by_fs", nlohmann::json::object()).items()) {
+    const nlohmann::json entry_by_fs = entry.value("expect_by_fs", nlohmann::json::object());
+    for (const auto& [fs, verdicts] : entry_by_fs.items()) {
       ++by_fs;
       EXPECT_EQ(ExpectedVerdictName(e.ForFs(fs).For(ModelKind::kOff)),
                 verdicts.at("off").get<std::string>());

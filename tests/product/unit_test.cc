@@ -736,7 +736,8 @@ TEST(Expect, EveryCellAsExpectedExitsZeroEvenWithViolations) {
 TEST(Expect, AWrongExpectationExitsOne) {
   MatrixOptions o;
   o.expectations = FakeExpectations();
-  o.expectations["xlog-fdatasync"].models["lying"] = "survives";  // deliberately wrong
+  o.expectations["xlog-fdatasync"].models[ModelKind::kLying] =
+      ExpectedVerdict::kSurvives;  // deliberately wrong
   MatrixReport r = RunFake("1/1", o);
   EXPECT_EQ(MatrixExitCode(r), 1);
   const CellResult& fdatasync = r.cells[0];
@@ -752,7 +753,7 @@ TEST(Expect, AWrongExpectationExitsOne) {
 
   // A cell expected to lose that survives is as unexpected.
   o.expectations = FakeExpectations();
-  o.expectations["xlog-fsync"].models["off"] = "loses";
+  o.expectations["xlog-fsync"].models[ModelKind::kOff] = ExpectedVerdict::kLoses;
   EXPECT_EQ(MatrixExitCode(RunFake("1/1", o)), 1);
 
   // An error of another kind than the expected one, and a run where an error was expected.
