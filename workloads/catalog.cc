@@ -9,18 +9,6 @@
 
 namespace powercut::workloads {
 
-std::string_view ExpectationName(Expectation e) {
-  switch (e) {
-    case Expectation::kSurvives:
-      return "survives";
-    case Expectation::kLoses:
-      return "loses";
-    case Expectation::kMayLose:
-      return "may-lose";
-  }
-  return "?";
-}
-
 void ExpectBarrierVerdicts(wal::Barrier barrier, bool extends_file, WorkloadConfig& c) {
   if (wal::IsDurableWithVolatileCache(barrier)) {
     c.cache_off = Expectation::kSurvives;

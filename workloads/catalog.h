@@ -11,16 +11,16 @@
 #include <string_view>
 #include <vector>
 
+#include "base/expected_verdict.h"
 #include "wal/barrier.h"
 
 namespace powercut::workloads {
 
-enum class Expectation {
-  kSurvives,  // no acked commit lost, checker exits 0, no corrupt
-  kLoses,     // some crash state loses acked commits
-  kMayLose,   // depends on timing the tester may or may not hit (e.g. only the last ack)
-};
-std::string_view ExpectationName(Expectation e);  // "survives", "loses", "may-lose"
+// What a configuration is expected to do under each model (base/expected_verdict.h; printed
+// with ExpectedVerdictName): survives (no acked commit lost, checker exits 0, no corrupt), loses
+// (some crash state loses acked commits) or may-lose (depends on timing the tester may or may not
+// hit, e.g. only the last ack).
+using Expectation = ExpectedVerdict;
 
 struct WorkloadConfig {
   std::string name;                   // e.g. "xlog-append-fdatasync", "sqlite-wal-normal"

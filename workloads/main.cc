@@ -75,11 +75,11 @@ int List(const std::string& binary, uint64_t count, bool json) {
       // Verdicts that differ by a property of the tester's file-system table.
       nlohmann::json where = nlohmann::json::object();
       if (c.cache_off_out_of_place) {
-        where["overwrites_out_of_place"]["off"] = ExpectationName(*c.cache_off_out_of_place);
+        where["overwrites_out_of_place"]["off"] = ExpectedVerdictName(*c.cache_off_out_of_place);
       }
       if (c.cache_on_dsync_unflushed) {
         where["direct_dsync_overwrite_may_skip_flush"]["on"] =
-            ExpectationName(*c.cache_on_dsync_unflushed);
+            ExpectedVerdictName(*c.cache_on_dsync_unflushed);
       }
       out.push_back({{"name", c.name},
                      {"workload", c.workload},
@@ -87,10 +87,10 @@ int List(const std::string& binary, uint64_t count, bool json) {
                      {"run", RunCommand(binary, c, count)},
                      {"check", CheckCommand(binary, c)},
                      {"expect",
-                      {{"process_crash", ExpectationName(c.process_crash)},
-                       {"off", ExpectationName(c.cache_off)},
-                       {"on", ExpectationName(c.cache_on)},
-                       {"lying", ExpectationName(c.cache_lying)}}},
+                      {{"process_crash", ExpectedVerdictName(c.process_crash)},
+                       {"off", ExpectedVerdictName(c.cache_off)},
+                       {"on", ExpectedVerdictName(c.cache_on)},
+                       {"lying", ExpectedVerdictName(c.cache_lying)}}},
                      {"expect_where", where},
                      {"documented", c.documented}});
     }
@@ -99,9 +99,9 @@ int List(const std::string& binary, uint64_t count, bool json) {
   }
   fmt::print("{:<28} {:<9} {:<9} {:<9} {:<9} {}\n", "NAME", "PROCESS", "OFF", "ON", "LYING", "RUN");
   for (const WorkloadConfig& c : catalog) {
-    fmt::print("{:<28} {:<9} {:<9} {:<9} {:<9} {}\n", c.name, ExpectationName(c.process_crash),
-               ExpectationName(c.cache_off), ExpectationName(c.cache_on),
-               ExpectationName(c.cache_lying), RunCommand(binary, c, count));
+    fmt::print("{:<28} {:<9} {:<9} {:<9} {:<9} {}\n", c.name, ExpectedVerdictName(c.process_crash),
+               ExpectedVerdictName(c.cache_off), ExpectedVerdictName(c.cache_on),
+               ExpectedVerdictName(c.cache_lying), RunCommand(binary, c, count));
   }
   return kExitOk;
 }

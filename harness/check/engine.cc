@@ -134,7 +134,9 @@ absl::StatusOr<CheckSetup> Setup(const CheckOptions& options) {
   s.physical = s.manifest ? s.manifest->physical_sector : 0;
   ASSIGN_OR_RETURN(s.unit, AtomicUnit(o, s.physical, trace.sector_size));
   if (o.models.empty()) {
-    for (const char* name : {"off", "on", "lying"}) o.models.push_back(*ParseCacheModel(name));
+    for (CacheMode mode : {CacheMode::kOff, CacheMode::kOn, CacheMode::kLying}) {
+      o.models.push_back(CacheModel{.mode = mode});
+    }
   }
   for (CacheModel& model : o.models) model.atomic_unit = s.unit;
   // Several disks of their own geometries (`--sector 512e,512n`): each disk tears at its own

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/install_layout.h"
+#include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/fs/file_system.h"
 #include "nlohmann/json.hpp"
@@ -165,58 +166,49 @@ absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
       return absl::InvalidArgumentError(
           fmt::format("{}: an entry without \"name\" and \"expect\": {}", source, entry.dump()));
     }
-    CellExpect e;
-    auto read_models = [&](const nlohmann::json& v,
-                           std::map<std::string, std::string>* models) -> absl::Status {
-      if (!v.is_object()) {
+    const std::string name = entry.at("name").get<std::string>();
+    auto read_models = [&](const nlohmann::json& v) -> absl::StatusOr<ExpectedVerdicts> {
+      // A process crash is not a replayed model: `powercut-workload` tests it by itself.
+      nlohmann::json models = v;
+      if (models.is_object()) models.erase("process_crash");
+      absl::StatusOr<ExpectedVerdicts> verdicts = ExpectedVerdictsFromJson(models);
+      if (!verdicts.ok()) {
         return absl::InvalidArgumentError(
-            fmt::format("{}: {}: expected an object of verdicts, got {}", source,
-                        entry.at("name").get<std::string>(), v.dump()));
+            fmt::format("{}: {}: {}", source, name, std::string(verdicts.status().message())));
       }
-      for (const char* cache : {"off", "on", "lying"}) {
-        if (!v.contains(cache)) continue;
-        std::string verdict = v.at(cache).is_string() ? v.at(cache).get<std::string>() : "";
-        if (verdict != "survives" && verdict != "loses" && verdict != "may-lose") {
-          return absl::InvalidArgumentError(fmt::format(
-              "{}: {}: expected verdict {} for cache {} (survives, loses or may-lose expected)",
-              source, entry.at("name").get<std::string>(), v.at(cache).dump(), cache));
-        }
-        (*models)[cache] = verdict;
-      }
-      return absl::OkStatus();
+      return verdicts;
     };
-    if (absl::Status s = read_models(entry.at("expect"), &e.models); !s.ok()) return s;
+    CellExpect e;
+    ASSIGN_OR_RETURN(e.models, read_models(entry.at("expect")));
     if (entry.contains("expect_by_fs")) {
       const auto& by_fs = entry.at("expect_by_fs");
       if (!by_fs.is_object()) {
-        return absl::InvalidArgumentError(fmt::format("{}: {}: \"expect_by_fs\" must be an object",
-                                                      source, entry.at("name").get<std::string>()));
+        return absl::InvalidArgumentError(
+            fmt::format("{}: {}: \"expect_by_fs\" must be an object", source, name));
       }
       for (const auto& [fs, v] : by_fs.items()) {
         if (absl::Status s = harness::ParseFsKind(fs, "\"expect_by_fs\"").status(); !s.ok()) {
-          return absl::InvalidArgumentError(fmt::format(
-              "{}: {}: {}", source, entry.at("name").get<std::string>(), std::string(s.message())));
+          return absl::InvalidArgumentError(
+              fmt::format("{}: {}: {}", source, name, std::string(s.message())));
         }
-        if (absl::Status s = read_models(v, &e.by_fs[fs]); !s.ok()) return s;
+        ASSIGN_OR_RETURN(e.by_fs[fs], read_models(v));
       }
     }
     // `powercut-workload list --json` names no file system: a verdict keyed by a property of the
     // file-system table applies to every row that has it.
     const nlohmann::json where = entry.value("expect_where", nlohmann::json::object());
     for (const auto& [property, v] : where.items()) {
-      std::map<std::string, std::string> models;
-      if (absl::Status s = read_models(v, &models); !s.ok()) return s;
+      ASSIGN_OR_RETURN(const ExpectedVerdicts models, read_models(v));
       for (const harness::FileSystem& fs : harness::AllFileSystems()) {
         absl::StatusOr<bool> has = harness::HasCatalogProperty(fs, property);
         if (!has.ok()) {
           return absl::InvalidArgumentError(fmt::format("{}: {}: \"expect_where\": {}", source,
-                                                        entry.at("name").get<std::string>(),
-                                                        std::string(has.status().message())));
+                                                        name, std::string(has.status().message())));
         }
         if (*has) e.by_fs[fs.name].insert(models.begin(), models.end());
       }
     }
-    out[entry.at("name").get<std::string>()] = std::move(e);
+    out[name] = std::move(e);
   }
   return out;
 }

@@ -17,9 +17,10 @@ bool CellResult::failed() const {
   return false;
 }
 
-std::string CellExpect::For(const std::string& cache) const {
-  auto it = models.find(cache);
-  return it == models.end() ? "survives" : it->second;
+ExpectedVerdict CellExpect::For(std::optional<ModelKind> kind) const {
+  if (!kind) return ExpectedVerdict::kSurvives;
+  auto it = models.find(*kind);
+  return it == models.end() ? ExpectedVerdict::kSurvives : it->second;
 }
 
 CellExpect CellExpect::ForFs(const std::string& fs) const {
@@ -27,22 +28,64 @@ CellExpect CellExpect::ForFs(const std::string& fs) const {
   out.models = models;
   out.error = error;
   if (auto it = by_fs.find(fs); it != by_fs.end()) {
-    for (const auto& [cache, verdict] : it->second) out.models[cache] = verdict;
+    for (const auto& [kind, verdict] : it->second) out.models[kind] = verdict;
   }
   return out;
 }
 
-nlohmann::json CellExpect::ToJson() const { return {{"models", models}, {"error", error}}; }
+nlohmann::json ExpectedVerdictsToJson(const ExpectedVerdicts& verdicts) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [kind, verdict] : verdicts) {
+    j[std::string(ModelKindName(kind))] = ExpectedVerdictName(verdict);
+  }
+  return j;
+}
 
-CellExpect CellExpect::FromJson(const nlohmann::json& j) {
+absl::StatusOr<ExpectedVerdicts> ExpectedVerdictsFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) {
+    return absl::InvalidArgumentError(
+        fmt::format("expected an object of verdicts per model, got {}", j.dump()));
+  }
+  ExpectedVerdicts out;
+  for (const auto& [key, value] : j.items()) {
+    absl::StatusOr<ModelKind> kind = ParseModelKind(key);
+    if (!kind.ok()) return kind.status();
+    absl::StatusOr<ExpectedVerdict> verdict =
+        value.is_string()
+            ? ParseExpectedVerdict(value.get<std::string>())
+            : absl::InvalidArgumentError(fmt::format("{} is not an expected verdict: {}",
+                                                     value.dump(), kExpectedVerdictChoices));
+    if (!verdict.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("model {}: {}", key, std::string(verdict.status().message())));
+    }
+    out[*kind] = *verdict;
+  }
+  return out;
+}
+
+nlohmann::json CellExpect::ToJson() const {
+  return {{"models", ExpectedVerdictsToJson(models)}, {"error", error}};
+}
+
+absl::StatusOr<CellExpect> CellExpect::FromJson(const nlohmann::json& j) {
   CellExpect e;
-  e.models = j.value("models", std::map<std::string, std::string>{});
+  if (j.contains("models")) {
+    absl::StatusOr<ExpectedVerdicts> models = ExpectedVerdictsFromJson(j.at("models"));
+    if (!models.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("\"expect\": {}", std::string(models.status().message())));
+    }
+    e.models = *std::move(models);
+  }
   e.error = j.value("error", "");
   return e;
 }
 
 absl::StatusOr<CellExpect> ParseExpect(const std::string& text,
-                                       const std::vector<std::string>& caches) {
+                                       const std::vector<ModelKind>& checked) {
+  std::vector<std::string_view> checked_names;
+  for (ModelKind kind : checked) checked_names.push_back(ModelKindName(kind));
   CellExpect e;
   size_t start = 0;
   while (start <= text.size()) {
@@ -50,42 +93,38 @@ absl::StatusOr<CellExpect> ParseExpect(const std::string& text,
     std::string item =
         text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t eq = item.find('=');
-    std::string cache = item.substr(0, eq);
-    std::string verdict = eq == std::string::npos ? "" : item.substr(eq + 1);
-    if (cache != "off" && cache != "on" && cache != "lying") {
+    absl::StatusOr<ModelKind> kind = ParseModelKind(item.substr(0, eq));
+    if (!kind.ok()) {
       return absl::InvalidArgumentError(
-          fmt::format("--expect {}: \"{}\": expected <cache>=<verdict> with cache off, on or lying",
-                      text, item));
+          fmt::format("--expect {}: \"{}\": expected <model>=<verdict> with model {}", text, item,
+                      kModelKindChoices));
     }
-    if (verdict != "survives" && verdict != "loses" && verdict != "may-lose") {
-      return absl::InvalidArgumentError(fmt::format(
-          "--expect {}: \"{}\": the verdict is survives, loses or may-lose", text, item));
+    absl::StatusOr<ExpectedVerdict> verdict =
+        ParseExpectedVerdict(eq == std::string::npos ? "" : item.substr(eq + 1));
+    if (!verdict.ok()) {
+      return absl::InvalidArgumentError(fmt::format("--expect {}: \"{}\": the verdict is {}", text,
+                                                    item, kExpectedVerdictChoices));
     }
-    if (std::find(caches.begin(), caches.end(), cache) == caches.end()) {
+    if (std::find(checked.begin(), checked.end(), *kind) == checked.end()) {
       return absl::InvalidArgumentError(
-          fmt::format("--expect {}: cache {} is not checked (--cache {})", text, cache,
-                      fmt::join(caches, ",")));
+          fmt::format("--expect {}: cache {} is not checked (this run checks {})", text,
+                      ModelKindName(*kind), fmt::join(checked_names, ",")));
     }
-    if (!e.models.emplace(cache, verdict).second) {
+    if (!e.models.emplace(*kind, *verdict).second) {
       return absl::InvalidArgumentError(
-          fmt::format("--expect {}: cache {} given twice", text, cache));
+          fmt::format("--expect {}: cache {} given twice", text, ModelKindName(*kind)));
     }
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  for (const std::string& cache : caches) {
-    if (!e.models.contains(cache)) {
-      return absl::InvalidArgumentError(fmt::format(
-          "--expect {}: no verdict for cache {} (give one for every --cache model)", text, cache));
+  for (ModelKind kind : checked) {
+    if (!e.models.contains(kind)) {
+      return absl::InvalidArgumentError(
+          fmt::format("--expect {}: no verdict for cache {} (give one for every model checked: {})",
+                      text, ModelKindName(kind), fmt::join(checked_names, ",")));
     }
   }
   return e;
-}
-
-bool VerdictMatches(const std::string& expectation, uint64_t violations) {
-  if (expectation == "loses") return violations > 0;
-  if (expectation == "may-lose") return true;
-  return violations == 0;  // "survives"
 }
 
 std::string CellStatesText(const CellModel& m) {
@@ -102,8 +141,8 @@ std::string CellLostText(const CellModel& m) {
 
 bool CellResult::AsExpected(const CellModel& m) const {
   if (!judged) return true;
-  if (!m.complete()) return expect.For(m.cache) == "may-lose";
-  return VerdictMatches(expect.For(m.cache), m.violations);
+  if (!m.complete()) return expect.For(m.kind) == ExpectedVerdict::kMayLose;
+  return VerdictMatches(expect.For(m.kind), m.violations);
 }
 
 std::string CellResult::Unexpected() const {
@@ -119,7 +158,8 @@ std::string CellResult::Unexpected() const {
   for (const CellModel& m : models) {
     if (AsExpected(m)) continue;
     why += fmt::format(
-        "{}cache {}: expected {}, got {}", why.empty() ? "" : "; ", m.cache, expect.For(m.cache),
+        "{}cache {}: expected {}, got {}", why.empty() ? "" : "; ", m.cache,
+        ExpectedVerdictName(expect.For(m.kind)),
         m.violations   ? fmt::format("{} violating states", m.violations)
         : m.complete() ? std::string("no violation")
                        : fmt::format("an incomplete check: no violation in {} of {} states before "
@@ -164,6 +204,7 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
   cell->check_kernel = o.report->check_kernel;
   for (const auto& m : o.report->results) {
     CellModel cm{.cache = m.model.Name(),
+                 .kind = ModelKindOf(m.model),
                  .points = m.points,
                  .states = m.states,
                  .checked = m.checked,
@@ -226,6 +267,15 @@ std::vector<std::pair<std::string, double>> PhasesFromJson(const nlohmann::json&
   return phases;
 }
 
+// A report row's kind from its name (CellModel::cache): none for a set whose disks have
+// different models ("1=on,2=lying", CacheModel::Name), else the name must be a ModelKind.
+absl::StatusOr<std::optional<ModelKind>> RowKindFromName(const std::string& name) {
+  if (name.find('=') != std::string::npos) return std::nullopt;
+  absl::StatusOr<ModelKind> kind = ParseModelKind(name);
+  if (!kind.ok()) return kind.status();
+  return *kind;
+}
+
 }  // namespace
 
 std::string RecordPhasesSummary(const std::vector<CellResult>& cells) {
@@ -281,7 +331,8 @@ nlohmann::json ModelToJson(const CellResult& c, const CellModel& m) {
                                                             : nlohmann::json(m.first_fs_repaired)},
           {"fs_repair_steps", m.fs_repair_steps},
           {"passed", m.violations == 0},
-          {"expect", c.judged ? nlohmann::json(c.expect.For(m.cache)) : nlohmann::json(nullptr)},
+          {"expect", c.judged ? nlohmann::json(ExpectedVerdictName(c.expect.For(m.kind)))
+                              : nlohmann::json(nullptr)},
           {"as_expected", c.AsExpected(m)},
           {"lost_acks_max", m.lost_acks_max},
           {"lost_acks_max_exact", m.lost_acks_exact()},
@@ -427,9 +478,25 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     }
     if (j.contains("expect")) {
       c.judged = !j.at("expect").is_null();
-      if (c.judged) c.expect = CellExpect::FromJson(j.at("expect"));
+      if (c.judged) {
+        absl::StatusOr<CellExpect> expect = CellExpect::FromJson(j.at("expect"));
+        if (!expect.ok()) {
+          return absl::InvalidArgumentError(
+              fmt::format("cell {}: {}", c.name, std::string(expect.status().message())));
+        }
+        c.expect = *std::move(expect);
+      }
     }
-    for (const auto& r : j.at("results")) c.models.push_back(ModelFromJson(r));
+    for (const auto& r : j.at("results")) {
+      CellModel m = ModelFromJson(r);
+      absl::StatusOr<std::optional<ModelKind>> kind = RowKindFromName(m.cache);
+      if (!kind.ok()) {
+        return absl::InvalidArgumentError(
+            fmt::format("cell {}: {}", c.name, std::string(kind.status().message())));
+      }
+      m.kind = *kind;
+      c.models.push_back(std::move(m));
+    }
     if (j.contains("timeline") && !j.at("timeline").is_null()) {
       auto t = TimelineFromJson(j.at("timeline"));
       if (!t.ok()) return t.status();

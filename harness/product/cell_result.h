@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/expected_verdict.h"
+#include "harness/product/model_kind.h"
 #include "harness/product/run.h"
 #include "harness/product/timeline.h"
 #include "nlohmann/json.hpp"
@@ -20,7 +22,10 @@ namespace powercut::product {
 inline constexpr size_t kCheckerStderrBytes = 2048;
 
 struct CellModel {
-  std::string cache;  // off / on / lying
+  std::string cache;  // the row's name: off / on / lying, per disk "1=on,2=lying", or a fault mode
+  // What the row is, for its expectation (CellExpect::For); none for a set whose disks have
+  // different models.
+  std::optional<ModelKind> kind;
   uint64_t points = 0;
   uint64_t states = 0;
   uint64_t checked = 0;
@@ -60,31 +65,40 @@ struct CellModel {
   bool lost_acks_exact() const { return states >= states_planned; }
 };
 
+// A verdict per row kind; a kind not named is expected to survive.
+using ExpectedVerdicts = std::map<ModelKind, ExpectedVerdict>;
+// {"off": "survives", "lying": "loses", ...} (ModelKindName, ExpectedVerdictName).
+nlohmann::json ExpectedVerdictsToJson(const ExpectedVerdicts& verdicts);
+// The inverse of ExpectedVerdictsToJson: an object whose keys are model names and whose values
+// are verdict names. A key or verdict not in the vocabulary is an error naming it and listing
+// the valid ones, never a default.
+absl::StatusOr<ExpectedVerdicts> ExpectedVerdictsFromJson(const nlohmann::json& j);
+
 // What a cell is expected to do. Built-in cells take it from the workload catalog
 // (`powercut-workload list --json`, docs/workloads.md "Expected verdicts"); custom cells from
 // their --cells file. Without an expectation a cache model is expected to survive, which is the
 // raw "no violation" rule (`powercut matrix --no-expect`).
 struct CellExpect {
-  std::map<std::string, std::string> models;  // cache -> "survives", "loses" or "may-lose"
+  ExpectedVerdicts models;
   std::string error;  // non-empty: the cell is expected not to run, with this error kind
-  // fs -> (cache -> verdict) where a file system differs from `models`; ForFs folds it in.
-  std::map<std::string, std::map<std::string, std::string>> by_fs;
+  // fs -> verdicts where a file system differs from `models`; ForFs folds it in.
+  std::map<std::string, ExpectedVerdicts> by_fs;
 
-  std::string For(const std::string& cache) const;  // "survives" when not given
-  CellExpect ForFs(const std::string& fs) const;    // `models` with by_fs[fs] applied
+  // The expected verdict of a row of that kind: survives when not given, or for no kind.
+  ExpectedVerdict For(std::optional<ModelKind> kind) const;
+  CellExpect ForFs(const std::string& fs) const;  // `models` with by_fs[fs] applied
   // The reports' form, {"models": {...}, "error": "..."}; by_fs is folded in before reporting.
   nlohmann::json ToJson() const;
-  static CellExpect FromJson(const nlohmann::json& j);
+  // Reads ToJson's form back; an unknown model or verdict is an error (ExpectedVerdictsFromJson).
+  static absl::StatusOr<CellExpect> FromJson(const nlohmann::json& j);
   bool empty() const { return models.empty() && error.empty(); }
 };
 
 // `--expect off=survives,on=survives,lying=loses` of `powercut run`: a verdict (survives, loses,
-// may-lose) for every cache model in `caches` (model names) and none other.
+// may-lose) for every row kind in `checked` (the run's cache models and fault modes) and none
+// other. An unknown model or verdict is a usage error that lists the valid ones.
 absl::StatusOr<CellExpect> ParseExpect(const std::string& text,
-                                       const std::vector<std::string>& caches);
-
-// Whether `violations` agrees with `expectation`: survives = none, loses = some, may-lose = any.
-bool VerdictMatches(const std::string& expectation, uint64_t violations);
+                                       const std::vector<ModelKind>& checked);
 
 // A model's states for the tables: "N", or "NofM*" / "NofM~" when it stopped at its first
 // violation / when the budget ran out (harness::StatesText, the legend in harness::StatesLegend).
@@ -156,9 +170,8 @@ void FillCell(const RunOutcome& outcome, CellResult* cell);
 
 // The fault modes as rows of cell->models (harness/product/fault_cells.cc): cache "live" (one
 // state per live cut, violating when the oracle fails it) and cache "error_writes" or
-// "drop_writes" (one state: the final image of the flakey run). Expectations name them the same
-// way (CellExpect::models).
-inline constexpr char kLiveCutModel[] = "live";
+// "drop_writes" (one state: the final image of the flakey run). Expectations name them by the
+// same ModelKind (CellExpect::models).
 void AppendFaultModels(CellResult* cell);
 // The HTML report's section for a cell's live cuts (one row per seed) and failing disk ("" when
 // it has neither).

@@ -75,27 +75,22 @@ absl::StatusOr<std::vector<CustomCell>> ParseCustomCells(const nlohmann::json& j
       if (c.contains("expect")) {
         const nlohmann::json& e = c.at("expect");
         if (!e.is_object()) return Bad(source, i, "\"expect\" must be an object");
-        for (const auto& [key, value] : e.items()) {
-          std::string v = value.get<std::string>();
-          if (key == "error") {
-            if (ErrorKinds().count(v) == 0) {
-              return Bad(source, i,
-                         fmt::format("\"expect\": error '{}': expected one of {}", v,
-                                     fmt::join(ErrorKinds(), ", ")));
-            }
-            cell.expect.error = v;
-          } else if (key == "off" || key == "on" || key == "lying") {
-            if (v != "survives" && v != "loses" && v != "may-lose") {
-              return Bad(
-                  source, i,
-                  fmt::format("\"expect\": {} '{}': expected survives, loses or may-lose", key, v));
-            }
-            cell.expect.models[key] = v;
-          } else {
+        nlohmann::json verdicts = e;
+        if (e.contains("error")) {
+          std::string v = e.at("error").get<std::string>();
+          if (ErrorKinds().count(v) == 0) {
             return Bad(source, i,
-                       fmt::format("\"expect\": unknown key '{}' (off, on, lying or error)", key));
+                       fmt::format("\"expect\": error '{}': expected one of {}", v,
+                                   fmt::join(ErrorKinds(), ", ")));
           }
+          cell.expect.error = v;
+          verdicts.erase("error");
         }
+        absl::StatusOr<ExpectedVerdicts> models = ExpectedVerdictsFromJson(verdicts);
+        if (!models.ok()) {
+          return Bad(source, i, "\"expect\": " + std::string(models.status().message()));
+        }
+        cell.expect.models = *std::move(models);
       }
       cells.push_back(std::move(cell));
     } catch (const nlohmann::json::exception& e) {

@@ -12,7 +12,8 @@ using powercut::XmlEscape;
 void AppendFaultModels(CellResult* cell) {
   if (cell->live_cuts) {
     const LiveCutsResult& r = *cell->live_cuts;
-    CellModel m{.cache = kLiveCutModel,
+    CellModel m{.cache = std::string(ModelKindName(ModelKind::kLive)),
+                .kind = ModelKind::kLive,
                 .points = r.Counted(),
                 .states = r.Counted(),
                 .checked = r.Counted(),
@@ -41,7 +42,10 @@ void AppendFaultModels(CellResult* cell) {
   }
   if (cell->flakey) {
     const FlakeyResult& f = *cell->flakey;
+    // The flakey mode is still a name (RunOptions::Flakey::mode, checked by ValidateFlakey).
+    absl::StatusOr<ModelKind> kind = ParseModelKind(f.mode);
     CellModel m{.cache = f.mode,
+                .kind = kind.ok() ? std::optional<ModelKind>(*kind) : std::nullopt,
                 .points = 1,
                 .states = 1,
                 .checked = 1,

@@ -241,9 +241,9 @@ absl::StatusOr<MatrixOptions> FsTestMatrix(const FsTestOptions& o,
   ASSIGN_OR_RETURN(std::vector<harness::CacheModel> models, ParseCacheList(m.cache, m.window));
   CellExpect expect;
   for (const harness::CacheModel& model : models) {
-    const std::string name = model.Name();
-    expect.models[name] =
-        o.expect_clean && (name == "off" || name == "on") ? "survives" : "may-lose";
+    expect.models[ModelKindOf(model.mode)] =
+        o.expect_clean && model.mode != harness::CacheMode::kLying ? ExpectedVerdict::kSurvives
+                                                                   : ExpectedVerdict::kMayLose;
   }
   std::set<std::string> seen;
   for (const Workload& w : workloads) {

@@ -82,7 +82,7 @@ void PlanCellCheck(const MatrixOptions& o, const MatrixCell& c, const CheckFlags
   if (o.preset == "faults" && o.cache == MatrixOptions{}.cache) {
     // The faults preset replays under cache on only, the model its live cuts are checked
     // against (docs/results.md, "Faults"); --cache with another list changes it.
-    r.models = {*harness::ParseCacheModel("on")};
+    r.models = {harness::CacheModel{.mode = harness::CacheMode::kOn}};
   }
   if (c.fault.empty()) {
     r.live_cuts = o.live_cuts != 0 ? o.live_cuts : o.preset == "faults" ? kFaultsLiveCuts : 0;

@@ -187,7 +187,7 @@ std::string MatrixJunit(const MatrixReport& r) {
                           XmlEscape(c.workload), XmlEscape(c.name), XmlEscape(m.cache));
       std::string what = fmt::format(
           "expected {}: {} of {} states violate; worst state loses {} acks{}",
-          c.expect.For(m.cache), m.violations, m.states, CellLostText(m),
+          ExpectedVerdictName(c.expect.For(m.kind)), m.violations, m.states, CellLostText(m),
           m.lost_acks_exact() ? ""
                               : fmt::format(" (a lower bound: {} of {} planned states checked, the "
                                             "worst first)",

@@ -91,30 +91,7 @@ absl::StatusOr<std::vector<uint64_t>> DiskSizes(const std::string& text, uint32_
 
 absl::StatusOr<std::vector<harness::CacheModel>> ParseCacheList(const std::string& text,
                                                                 const std::string& window) {
-  harness::CacheModel probe;
-  if (auto s = harness::ParseWindow(window, &probe); !s.ok()) {
-    return absl::InvalidArgumentError(
-        fmt::format("--window {}: {}", window, std::string(s.message())));
-  }
-  std::string list = text == "all" ? "off,on,lying" : text;
-  std::vector<harness::CacheModel> models;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    std::string name =
-        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    auto model = harness::ParseCacheModel(name);
-    if (!model.ok()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "--cache {}: \"{}\" is not a cache model: off, on, lying or all (comma-separated)", text,
-          name));
-    }
-    if (name == "lying") (void)harness::ParseWindow(window, &*model);
-    models.push_back(*model);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return models;
+  return harness::ParseCacheModels(text, window);
 }
 
 absl::StatusOr<harness::PointSelection> ParsePoints(const std::string& text) {

@@ -8,9 +8,7 @@
 
 namespace powercut::harness {
 
-namespace {
-
-const char* ModeName(CacheMode mode) {
+const char* CacheModeName(CacheMode mode) {
   switch (mode) {
     case CacheMode::kOff:
       return "off";
@@ -22,8 +20,18 @@ const char* ModeName(CacheMode mode) {
   return "?";
 }
 
+absl::StatusOr<CacheMode> ParseCacheMode(std::string_view name) {
+  for (CacheMode mode : {CacheMode::kOff, CacheMode::kOn, CacheMode::kLying}) {
+    if (name == CacheModeName(mode)) return mode;
+  }
+  return absl::InvalidArgumentError(
+      fmt::format("cache model \"{}\": expected {}", std::string(name), kCacheModeChoices));
+}
+
+namespace {
+
 std::string ModeCode(CacheMode mode, const CacheModel& model) {
-  if (mode != CacheMode::kLying) return ModeName(mode);
+  if (mode != CacheMode::kLying) return CacheModeName(mode);
   return fmt::format("ly{}{}", model.window, model.window_in_bytes ? 'b' : 'e');
 }
 
@@ -33,10 +41,10 @@ absl::StatusOr<CacheModel> ParseOneCacheModel(std::string_view text);
 }  // namespace
 
 std::string CacheModel::Name() const {
-  if (disk_modes.empty()) return ModeName(mode);
+  if (disk_modes.empty()) return CacheModeName(mode);
   std::string out;
   for (size_t d = 0; d < disk_modes.size(); ++d) {
-    out += fmt::format("{}{}={}", d ? "," : "", d + 1, ModeName(disk_modes[d]));
+    out += fmt::format("{}{}={}", d ? "," : "", d + 1, CacheModeName(disk_modes[d]));
   }
   return out;
 }
@@ -102,13 +110,8 @@ namespace {
 
 absl::StatusOr<CacheModel> ParseOneCacheModel(std::string_view text) {
   CacheModel m;
-  if (text == "off") return m;
-  if (text == "on") {
-    m.mode = CacheMode::kOn;
-    return m;
-  }
-  if (text == "lying") {
-    m.mode = CacheMode::kLying;
+  if (absl::StatusOr<CacheMode> mode = ParseCacheMode(text); mode.ok()) {
+    m.mode = *mode;
     return m;
   }
   if (text.substr(0, 2) == "ly" && text.size() > 2) {
@@ -118,7 +121,7 @@ absl::StatusOr<CacheModel> ParseOneCacheModel(std::string_view text) {
     return m;
   }
   return absl::InvalidArgumentError(
-      fmt::format("cache model \"{}\": expected off, on or lying", std::string(text)));
+      fmt::format("cache model \"{}\": expected {}", std::string(text), kCacheModeChoices));
 }
 
 }  // namespace
@@ -151,14 +154,52 @@ absl::StatusOr<CacheModel> ParseCacheModel(std::string_view text) {
   return m;
 }
 
+absl::StatusOr<std::vector<CacheModel>> ParseCacheModels(std::string_view text,
+                                                         std::string_view window) {
+  CacheModel lying;
+  if (auto s = ParseWindow(window, &lying); !s.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("--window {}: {}", std::string(window), std::string(s.message())));
+  }
+  // "all" is the list's own shorthand; the names are each mode's CacheModeName.
+  const std::string list = text == "all" ? "off,on,lying" : std::string(text);
+  std::vector<CacheModel> models;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string name =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    absl::StatusOr<CacheModel> model;
+    if (absl::StatusOr<CacheMode> mode = ParseCacheMode(name); mode.ok()) {
+      // A plain name takes --window (lying only); a code ("ly64KiB") carries its own.
+      model = CacheModel{.mode = *mode};
+      if (*mode == CacheMode::kLying) {
+        model->window = lying.window;
+        model->window_in_bytes = lying.window_in_bytes;
+      }
+    } else {
+      model = ParseCacheModel(name);
+    }
+    if (!model.ok()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "--cache {}: \"{}\" is not a cache model: off, on, lying or all (comma-separated)",
+          std::string(text), name));
+    }
+    models.push_back(*model);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return models;
+}
+
 absl::Status ApplyCachePerDisk(std::string_view text, uint32_t disks,
                                std::vector<CacheModel>* models) {
   std::vector<std::optional<CacheMode>> chosen(disks);
   auto bad = [&](std::string_view item, const std::string& why) {
     return absl::InvalidArgumentError(fmt::format(
         "--cache-per-disk {}: \"{}\" {} (expected DISK=MODEL pairs such as 1=on,2=lying, DISK "
-        "in 1..{}, MODEL off, on or lying)",
-        std::string(text), std::string(item), why, disks));
+        "in 1..{}, MODEL {})",
+        std::string(text), std::string(item), why, disks, kCacheModeChoices));
   };
   size_t start = 0;
   while (start <= text.size()) {
@@ -175,10 +216,10 @@ absl::Status ApplyCachePerDisk(std::string_view text, uint32_t disks,
       return bad(item, fmt::format("names disk {}, but there {} {} disk{}", disk,
                                    disks == 1 ? "is" : "are", disks, disks == 1 ? "" : "s"));
     }
-    std::string_view mode = item.substr(eq + 1);
-    if (mode != "off" && mode != "on" && mode != "lying") return bad(item, "has no such model");
+    absl::StatusOr<CacheMode> mode = ParseCacheMode(item.substr(eq + 1));
+    if (!mode.ok()) return bad(item, "has no such model");
     if (chosen[disk - 1]) return bad(item, fmt::format("sets disk {} twice", disk));
-    chosen[disk - 1] = ParseOneCacheModel(mode)->mode;
+    chosen[disk - 1] = *mode;
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }

@@ -57,8 +57,20 @@ struct CacheModel {
   bool operator==(const CacheModel&) const = default;
 };
 
-// Parses "off", "on", "lying" (with `default_window`) or a Code().
+// For help texts and errors.
+inline constexpr std::string_view kCacheModeChoices = "off, on or lying";
+// "off", "on", "lying": the one spelling of a mode (CacheModel::Name, per disk "1=on,2=lying").
+const char* CacheModeName(CacheMode mode);
+// The inverse of CacheModeName; anything else is an error that lists the valid names.
+absl::StatusOr<CacheMode> ParseCacheMode(std::string_view name);
+
+// Parses "off", "on", "lying" (the default window) or a Code().
 absl::StatusOr<CacheModel> ParseCacheModel(std::string_view text);
+// `--cache off,on,lying` (or "all") with `--window`: the models in order, the lying ones with
+// `window` ("16", "64KiB"; checked even when lying is not in the list); a Code() such as
+// "ly64KiB" keeps its own window. An unknown name is an error that lists the valid ones.
+absl::StatusOr<std::vector<CacheModel>> ParseCacheModels(std::string_view text,
+                                                         std::string_view window);
 // `--cache-per-disk 1=on,2=lying` over a set of `disks`: in each of `models` (from `--cache`),
 // the named disks get the named model and the others keep the model's own. A disk number outside
 // 1..disks, a repeated disk or an unknown model is an error naming it.

@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "harness/product/builtin.h"
 #include "harness/product/matrix.h"
+#include "harness/product/model_kind.h"
+#include "nlohmann/json.hpp"
 #include "tests/product/test_util.h"
 
 namespace powercut::product {
@@ -114,6 +119,79 @@ TEST(Cli, ListShowsTheCatalogsExpectedVerdictsAndCustomCells) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("bad.json: cell 1"));
   EXPECT_THAT(r.output, HasSubstr("\"checker\""));
+}
+
+// Names are read once, at the edge: an unknown cache model, crash-point kind, model or verdict is
+// bad usage (exit 2) that lists the valid names, in every command that reads one, before anything
+// is read or booted (the traces named here do not exist).
+TEST(Cli, UnknownModelPointAndVerdictNamesAreUsageErrorsListingTheValidOnes) {
+  const std::string bin = POWERCUT_BIN;
+  const std::string run = bin + " run --workload true --checker true";
+  const std::string check = bin + " check --trace /nonexistent/t.log --checker true";
+  const std::string list = bin + " state list --trace /nonexistent/t.log";
+  const std::string matrix = bin + " matrix --workloads xlog --list";
+  const std::string cache = "\"fast\" is not a cache model: off, on, lying or all";
+  const std::string points = "\"sometimes\" is not a crash-point choice: every, acks, flushes";
+  for (const auto& [command, message] : std::vector<std::pair<std::string, std::string>>{
+           {run + " --cache off,fast", cache},
+           {check + " --cache off,fast", cache},
+           {list + " --cache off,fast", cache},
+           {matrix + " --cache off,fast", cache},
+           {run + " --points sometimes", points},
+           {check + " --points sometimes", points},
+           {list + " --points sometimes", points},
+           {matrix + " --points sometimes", points},
+           {run + " --cache off --expect off=maybe", "the verdict is survives, loses or may-lose"},
+           {run + " --cache off --expect fast=loses",
+            "with model off, on, lying, live, error_writes or drop_writes"},
+           {run + " --disks 2 --cache-per-disk 1=fast", "MODEL off, on or lying"},
+           {check + " --order sideways", "\"completion\" or \"flush-epoch\""},
+           {bin + " trace manifest --log /nonexistent/t.log --base /nonexistent/b --order sideways",
+            "\"completion\" or \"flush-epoch\""},
+       }) {
+    auto r = RunCommand(command);
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(message)) << command;
+  }
+  TempDir dir;
+  {
+    std::ofstream(dir.File("cells.json"))
+        << R"([{"name": "a", "workload": "true", "checker": "true", "expect": {"lying": "fine"}}])";
+  }
+  auto r = RunCommand(bin + " matrix --list --cells " + dir.File("cells.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"fine\" is not an expected verdict: survives, loses or "
+                                  "may-lose"));
+}
+
+// The catalog's verdicts as `powercut-workload list --json` prints them read back into the same
+// types, entry by entry and file system by file system.
+TEST(Cli, TheCatalogsVerdictsRoundTripThroughItsJson) {
+  // The powercut-workload built beside this powercut, found as `matrix` finds it.
+  auto workload = FindWorkloadBinary("", POWERCUT_BIN);
+  ASSERT_TRUE(workload.ok()) << workload.status();
+  auto r = RunCommand(*workload + " list --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto parsed = ParseBuiltinExpectations(r.output, "powercut-workload list --json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const nlohmann::json catalog = nlohmann::json::parse(r.output);
+  ASSERT_GT(catalog.size(), 20u);
+  size_t by_fs = 0;
+  for (const nlohmann::json& entry : catalog) {
+    const CellExpect& e = parsed->at(entry.at("name").get<std::string>());
+    for (ModelKind kind : {ModelKind::kOff, ModelKind::kOn, ModelKind::kLying}) {
+      EXPECT_EQ(ExpectedVerdictName(e.For(kind)),
+                entry.at("expect").at(std::string(ModelKindName(kind))).get<std::string>())
+          << entry.at("name");
+    }
+    const nlohmann::json entry_by_fs = entry.value("expect_by_fs", nlohmann::json::object());
+    for (const auto& [fs, verdicts] : entry_by_fs.items()) {
+      ++by_fs;
+      EXPECT_EQ(ExpectedVerdictName(e.ForFs(fs).For(ModelKind::kOff)),
+                verdicts.at("off").get<std::string>());
+    }
+  }
+  EXPECT_GT(by_fs, 0u);  // btrfs differs for direct and sync_file_range
 }
 
 TEST(Cli, RunAndMergeAndReproRejectBadInput) {

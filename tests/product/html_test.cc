@@ -29,7 +29,8 @@ MatrixReport Sample() {
                   .ran = true,
                   .trace_entries = 9,
                   .acks = 3};
-  pass.models = {{.cache = "off", .states = 40}, {.cache = "on", .states = 55}};
+  pass.models = {{.cache = "off", .kind = ModelKind::kOff, .states = 40},
+                 {.cache = "on", .kind = ModelKind::kOn, .states = 55}};
   CellResult fail{.index = 1,
                   .name = "xlog/none/ext4",
                   .workload = "xlog",
@@ -38,8 +39,9 @@ MatrixReport Sample() {
                   .ran = true,
                   .trace_entries = 9,
                   .acks = 3};
-  fail.models = {{.cache = "off", .states = 40},
+  fail.models = {{.cache = "off", .kind = ModelKind::kOff, .states = 40},
                  {.cache = "on",
+                  .kind = ModelKind::kOn,
                   .states = 50,
                   .violations = 7,
                   .lost_acks_max = 2,
@@ -63,7 +65,8 @@ MatrixReport Sample() {
                    .error_kind = "workload-exit",
                    .error = "exited with status 2"};
   // The none cell is expected to lose under off, but it survived there: one unexpected model.
-  fail.expect.models = {{"off", "loses"}, {"on", "loses"}};
+  fail.expect.models = {{ModelKind::kOff, ExpectedVerdict::kLoses},
+                        {ModelKind::kOn, ExpectedVerdict::kLoses}};
   r.cells = {pass, fail, error};
   return r;
 }

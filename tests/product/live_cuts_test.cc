@@ -182,12 +182,13 @@ TEST(FaultResultsTest, CellRowsJsonRoundTripAndVerdicts) {
   CellResult cell{.name = "w/s/ext4"};
   FillCell(o, &cell);
   ASSERT_EQ(cell.models.size(), 1u);
-  EXPECT_EQ(cell.models[0].cache, kLiveCutModel);
+  EXPECT_EQ(cell.models[0].cache, "live");
+  EXPECT_EQ(cell.models[0].kind, ModelKind::kLive);
   EXPECT_EQ(cell.models[0].states, 2u);
   EXPECT_EQ(cell.models[0].violations, 1u);
   EXPECT_EQ(cell.models[0].lost_acks_max, 2u);
   EXPECT_EQ(cell.Verdict(), "unexpected") << "live cuts are expected to survive by default";
-  cell.expect.models[kLiveCutModel] = "loses";
+  cell.expect.models[ModelKind::kLive] = ExpectedVerdict::kLoses;
   EXPECT_EQ(cell.Verdict(), "ok");
 
   auto back = CellFromJson(CellToJson(cell));

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "harness/product/html_report.h"
 #include "harness/product/matrix.h"
 #include "harness/product/merge.h"
+#include "harness/product/model_kind.h"
 #include "harness/product/progress.h"
 #include "harness/product/repro.h"
 #include "harness/product/run.h"
@@ -427,14 +429,16 @@ TEST(Options, OneVocabularyPerFlag) {
 }
 
 TEST(Expect, ParsesRunsExpectFlag) {
-  auto e = ParseExpect("off=survives,on=survives,lying=loses", {"off", "on", "lying"});
+  auto e = ParseExpect("off=survives,on=survives,lying=loses",
+                       {ModelKind::kOff, ModelKind::kOn, ModelKind::kLying});
   ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_EQ(e->For("lying"), "loses");
-  EXPECT_EQ(e->For("on"), "survives");
-  EXPECT_TRUE(ParseExpect("on=may-lose", {"on"}).ok());
+  EXPECT_EQ(e->For(ModelKind::kLying), ExpectedVerdict::kLoses);
+  EXPECT_EQ(e->For(ModelKind::kOn), ExpectedVerdict::kSurvives);
+  EXPECT_TRUE(ParseExpect("on=may-lose", {ModelKind::kOn}).ok());
+  EXPECT_TRUE(ParseExpect("live=loses", {ModelKind::kLive}).ok());
   for (const char* bad : {"off=survives", "off=survives,on=maybe", "off", "sideways=loses,on=loses",
                           "off=survives,on=loses,off=loses", "off=survives,on=loses,lying=loses"}) {
-    auto r = ParseExpect(bad, {"off", "on"});
+    auto r = ParseExpect(bad, {ModelKind::kOff, ModelKind::kOn});
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_THAT(r.status().message(), HasSubstr(std::string("--expect ") + bad));
   }
@@ -442,7 +446,8 @@ TEST(Expect, ParsesRunsExpectFlag) {
 
 TEST(Expect, ARunWithoutExpectationsIsNotJudged) {
   CellResult c{.name = "run/ext4", .workload = "run", .setting = "-", .fs = "ext4", .ran = true};
-  c.models = {{.cache = "off", .states = 4, .violations = 2, .lost_acks_max = 1}};
+  c.models = {
+      {.cache = "off", .kind = ModelKind::kOff, .states = 4, .violations = 2, .lost_acks_max = 1}};
   c.judged = false;
   EXPECT_TRUE(c.AsExpected(c.models[0]));
   EXPECT_EQ(c.Unexpected(), "");
@@ -463,9 +468,9 @@ TEST(Expect, ARunWithoutExpectationsIsNotJudged) {
   failing.report->results.push_back({.violations = 2});
   EXPECT_EQ(RunExitCode(failing, c), 1);  // no expectation: the raw rule
   c.judged = true;
-  c.expect.models = {{"off", "loses"}};
+  c.expect.models = {{ModelKind::kOff, ExpectedVerdict::kLoses}};
   EXPECT_EQ(RunExitCode(failing, c), 0);  // --expect off=loses
-  c.expect.models = {{"off", "survives"}};
+  c.expect.models = {{ModelKind::kOff, ExpectedVerdict::kSurvives}};
   EXPECT_EQ(RunExitCode(failing, c), 1);
 }
 
@@ -477,21 +482,27 @@ TEST(Expect, EarlyStopsAndIncompletePassesAreShownAndKeptByMerge) {
   CellResult c{
       .name = "xlog/none/ext4", .workload = "xlog", .setting = "none", .fs = "ext4", .ran = true};
   c.models = {{.cache = "off",
+               .kind = ModelKind::kOff,
                .states = 3,
                .violations = 1,
                .lost_acks_max = 1,
                .states_planned = 40,
                .stopped = "first_violation"},
-              {.cache = "on", .states = 7, .states_planned = 90, .stopped = "budget"}};
-  c.expect.models = {{"off", "loses"}, {"on", "survives"}};
+              {.cache = "on",
+               .kind = ModelKind::kOn,
+               .states = 7,
+               .states_planned = 90,
+               .stopped = "budget"}};
+  c.expect.models = {{ModelKind::kOff, ExpectedVerdict::kLoses},
+                     {ModelKind::kOn, ExpectedVerdict::kSurvives}};
   EXPECT_TRUE(c.models[0].complete());
   EXPECT_FALSE(c.models[1].complete());
   EXPECT_TRUE(c.AsExpected(c.models[0]));
   EXPECT_FALSE(c.AsExpected(c.models[1]));
   EXPECT_THAT(c.Unexpected(), HasSubstr("no violation in 7 of 90 states before the budget"));
-  c.expect.models["on"] = "may-lose";
+  c.expect.models[ModelKind::kOn] = ExpectedVerdict::kMayLose;
   EXPECT_TRUE(c.AsExpected(c.models[1]));
-  c.expect.models["on"] = "survives";
+  c.expect.models[ModelKind::kOn] = ExpectedVerdict::kSurvives;
   MatrixReport r;
   r.cells = {c};
   std::string table = HeadlineTable(r);
@@ -676,9 +687,15 @@ std::map<std::string, CellExpect> FakeExpectations() {
   std::map<std::string, CellExpect> e;
   const std::vector<std::string> settings = *BuiltinSettings("xlog");
   for (const std::string& s : settings) {
-    CellExpect x{.models = {{"off", "survives"}, {"on", "survives"}, {"lying", "loses"}}};
-    if (s == "none") x.models = {{"off", "loses"}, {"on", "loses"}, {"lying", "loses"}};
-    if (s == "direct") x.models["on"] = "loses";
+    CellExpect x{.models = {{ModelKind::kOff, ExpectedVerdict::kSurvives},
+                            {ModelKind::kOn, ExpectedVerdict::kSurvives},
+                            {ModelKind::kLying, ExpectedVerdict::kLoses}}};
+    if (s == "none") {
+      x.models = {{ModelKind::kOff, ExpectedVerdict::kLoses},
+                  {ModelKind::kOn, ExpectedVerdict::kLoses},
+                  {ModelKind::kLying, ExpectedVerdict::kLoses}};
+    }
+    if (s == "direct") x.models[ModelKind::kOn] = ExpectedVerdict::kLoses;
     if (s == "io_uring") x.error = "workload-exit";
     e["xlog-" + s] = x;
   }
@@ -686,14 +703,15 @@ std::map<std::string, CellExpect> FakeExpectations() {
 }
 
 TEST(Expect, VerdictMatchesEachExpectation) {
-  EXPECT_TRUE(VerdictMatches("survives", 0));
-  EXPECT_FALSE(VerdictMatches("survives", 1));
-  EXPECT_TRUE(VerdictMatches("loses", 3));
-  EXPECT_FALSE(VerdictMatches("loses", 0));
-  EXPECT_TRUE(VerdictMatches("may-lose", 0));
-  EXPECT_TRUE(VerdictMatches("may-lose", 5));
+  EXPECT_TRUE(VerdictMatches(ExpectedVerdict::kSurvives, 0));
+  EXPECT_FALSE(VerdictMatches(ExpectedVerdict::kSurvives, 1));
+  EXPECT_TRUE(VerdictMatches(ExpectedVerdict::kLoses, 3));
+  EXPECT_FALSE(VerdictMatches(ExpectedVerdict::kLoses, 0));
+  EXPECT_TRUE(VerdictMatches(ExpectedVerdict::kMayLose, 0));
+  EXPECT_TRUE(VerdictMatches(ExpectedVerdict::kMayLose, 5));
   CellExpect none;
-  EXPECT_EQ(none.For("on"), "survives");  // no expectation: the raw rule
+  EXPECT_EQ(none.For(ModelKind::kOn), ExpectedVerdict::kSurvives);  // no expectation: raw rule
+  EXPECT_EQ(none.For(std::nullopt), ExpectedVerdict::kSurvives);    // disks of mixed models
 }
 
 TEST(Expect, EveryCellAsExpectedExitsZeroEvenWithViolations) {
@@ -727,7 +745,8 @@ TEST(Expect, EveryCellAsExpectedExitsZeroEvenWithViolations) {
 TEST(Expect, AWrongExpectationExitsOne) {
   MatrixOptions o;
   o.expectations = FakeExpectations();
-  o.expectations["xlog-fdatasync"].models["lying"] = "survives";  // deliberately wrong
+  o.expectations["xlog-fdatasync"].models[ModelKind::kLying] =
+      ExpectedVerdict::kSurvives;  // deliberately wrong
   MatrixReport r = RunFake("1/1", o);
   EXPECT_EQ(MatrixExitCode(r), 1);
   const CellResult& fdatasync = r.cells[0];
@@ -743,7 +762,7 @@ TEST(Expect, AWrongExpectationExitsOne) {
 
   // A cell expected to lose that survives is as unexpected.
   o.expectations = FakeExpectations();
-  o.expectations["xlog-fsync"].models["off"] = "loses";
+  o.expectations["xlog-fsync"].models[ModelKind::kOff] = ExpectedVerdict::kLoses;
   EXPECT_EQ(MatrixExitCode(RunFake("1/1", o)), 1);
 
   // An error of another kind than the expected one, and a run where an error was expected.
@@ -791,16 +810,17 @@ TEST(Expect, ParsesTheCatalogOfPowercutWorkloadList) {
            "lying": "loses"}}])",
       "test");
   ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_EQ(e->at("xlog-none").For("off"), "loses");
-  EXPECT_EQ(e->at("sqlite-delete-full").For("on"), "may-lose");
+  EXPECT_EQ(e->at("xlog-none").For(ModelKind::kOff), ExpectedVerdict::kLoses);
+  EXPECT_EQ(e->at("sqlite-delete-full").For(ModelKind::kOn), ExpectedVerdict::kMayLose);
   auto by_fs = ParseBuiltinExpectations(
       R"([{"name": "xlog-direct", "expect": {"off": "survives", "on": "loses"},
            "expect_by_fs": {"btrfs": {"off": "loses"}}}])",
       "test");
   ASSERT_TRUE(by_fs.ok()) << by_fs.status();
-  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("ext4").For("off"), "survives");
-  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("btrfs").For("off"), "loses");
-  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("btrfs").For("on"), "loses");
+  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("ext4").For(ModelKind::kOff),
+            ExpectedVerdict::kSurvives);
+  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("btrfs").For(ModelKind::kOff), ExpectedVerdict::kLoses);
+  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("btrfs").For(ModelKind::kOn), ExpectedVerdict::kLoses);
   // `powercut-workload list --json` keys a difference by a property of the file-system table,
   // applied to every row that has it; an unknown property or file system is an error.
   auto where = ParseBuiltinExpectations(
@@ -809,10 +829,10 @@ TEST(Expect, ParsesTheCatalogOfPowercutWorkloadList) {
                             "overwrites_out_of_place": {"off": "loses"}}}])",
       "test");
   ASSERT_TRUE(where.ok()) << where.status();
-  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("f2fs").For("on"), "may-lose");
-  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("f2fs").For("off"), "survives");
-  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("btrfs").For("off"), "loses");
-  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("ext4").For("on"), "survives");
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("f2fs").For(ModelKind::kOn), ExpectedVerdict::kMayLose);
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("f2fs").For(ModelKind::kOff), ExpectedVerdict::kSurvives);
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("btrfs").For(ModelKind::kOff), ExpectedVerdict::kLoses);
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("ext4").For(ModelKind::kOn), ExpectedVerdict::kSurvives);
   EXPECT_FALSE(
       ParseBuiltinExpectations(
           R"([{"name": "x", "expect": {}, "expect_where": {"is_fast": {"on": "loses"}}}])", "test")
@@ -847,8 +867,8 @@ TEST(CustomCells, ParseRunWithTheirOwnLimitsAndRejectMistakes) {
   ASSERT_TRUE(cells.ok()) << cells.status();
   ASSERT_EQ(cells->size(), 2u);
   EXPECT_EQ((*cells)[0].expect.error, "timeout");
-  EXPECT_EQ((*cells)[1].expect.For("lying"), "loses");
-  EXPECT_EQ((*cells)[1].expect.For("on"), "survives");
+  EXPECT_EQ((*cells)[1].expect.For(ModelKind::kLying), ExpectedVerdict::kLoses);
+  EXPECT_EQ((*cells)[1].expect.For(ModelKind::kOn), ExpectedVerdict::kSurvives);
 
   MatrixOptions o;
   o.custom_cells = *cells;
@@ -890,6 +910,104 @@ TEST(CustomCells, ParseRunWithTheirOwnLimitsAndRejectMistakes) {
     EXPECT_THAT(r.status().message(), HasSubstr("cells.json")) << bad;
   }
   EXPECT_FALSE(LoadCustomCells("/nonexistent/cells.json").ok());
+}
+
+// Names are read once, at the edge: each vocabulary round-trips through its one Name, and an
+// unknown name is refused with the valid ones listed, never read as a default.
+TEST(Vocabulary, NamesRoundTripAndUnknownNamesListTheValidOnes) {
+  for (ModelKind k : {ModelKind::kOff, ModelKind::kOn, ModelKind::kLying, ModelKind::kLive,
+                      ModelKind::kErrorWrites, ModelKind::kDropWrites}) {
+    EXPECT_EQ(*ParseModelKind(ModelKindName(k)), k) << ModelKindName(k);
+  }
+  for (ExpectedVerdict v :
+       {ExpectedVerdict::kSurvives, ExpectedVerdict::kLoses, ExpectedVerdict::kMayLose}) {
+    EXPECT_EQ(*ParseExpectedVerdict(ExpectedVerdictName(v)), v) << ExpectedVerdictName(v);
+  }
+  for (harness::CacheMode m :
+       {harness::CacheMode::kOff, harness::CacheMode::kOn, harness::CacheMode::kLying}) {
+    EXPECT_EQ(*harness::ParseCacheMode(harness::CacheModeName(m)), m);
+    EXPECT_EQ(ModelKindName(ModelKindOf(m)), harness::CacheModeName(m));
+  }
+  EXPECT_THAT(ParseModelKind("fast").status().message(),
+              HasSubstr("\"fast\" is not a model: off, on, lying, live, error_writes or "
+                        "drop_writes"));
+  EXPECT_THAT(ParseExpectedVerdict("maybe").status().message(),
+              HasSubstr("\"maybe\" is not an expected verdict: survives, loses or may-lose"));
+  EXPECT_THAT(harness::ParseCacheMode("all").status().message(), HasSubstr("off, on or lying"));
+  EXPECT_THAT(ParseCacheList("off,fast", "16").status().message(),
+              HasSubstr("\"fast\" is not a cache model: off, on, lying or all"));
+  EXPECT_THAT(ParsePoints("acks,sometimes").status().message(),
+              HasSubstr(std::string(harness::kPointChoices)));
+  // A plain "lying" takes --window; a lying code keeps its own; "all" is the three in order.
+  auto models = ParseCacheList("lying,ly64KiB,on", "8");
+  ASSERT_TRUE(models.ok()) << models.status();
+  ASSERT_EQ(models->size(), 3u);
+  EXPECT_EQ((*models)[0].window, 8u);
+  EXPECT_FALSE((*models)[0].window_in_bytes);
+  EXPECT_EQ((*models)[1].window, 65536u);
+  EXPECT_TRUE((*models)[1].window_in_bytes);
+  EXPECT_EQ((*models)[2], harness::CacheModel{.mode = harness::CacheMode::kOn});
+  auto all = ParseCacheList("all", "16");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ(ModelKindOf((*all)[2]), ModelKind::kLying);
+  harness::CacheModel mixed{.disk_modes = {harness::CacheMode::kOn, harness::CacheMode::kLying}};
+  EXPECT_EQ(ModelKindOf(mixed), std::nullopt);  // no catalog entry names a mixed set
+}
+
+// The typed expectations survive the report's JSON (what `powercut merge` reads back), and a
+// report naming a model or verdict outside the vocabulary is refused, naming it.
+TEST(Expect, TypedVerdictsRoundTripThroughTheReportJson) {
+  CellResult c{.name = "w/s/ext4", .workload = "w", .setting = "s", .fs = "ext4", .ran = true};
+  c.models = {{.cache = "off", .kind = ModelKind::kOff, .states = 4, .states_planned = 4},
+              {.cache = "live", .kind = ModelKind::kLive, .states = 2, .states_planned = 2},
+              {.cache = "1=on,2=lying", .states = 3, .states_planned = 3}};
+  c.expect.models = {{ModelKind::kOff, ExpectedVerdict::kLoses},
+                     {ModelKind::kLive, ExpectedVerdict::kMayLose}};
+  const nlohmann::json j = CellToJson(c);
+  EXPECT_EQ(j["expect"]["models"],
+            nlohmann::json::parse(R"({"off": "loses", "live": "may-lose"})"));
+  auto back = CellFromJson(nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->expect.models, c.expect.models);
+  ASSERT_EQ(back->models.size(), 3u);
+  EXPECT_EQ(back->models[0].kind, ModelKind::kOff);
+  EXPECT_EQ(back->models[1].kind, ModelKind::kLive);
+  EXPECT_EQ(back->models[2].kind, std::nullopt);
+  EXPECT_EQ(back->Verdict(), c.Verdict());
+
+  nlohmann::json bad = j;
+  bad["expect"]["models"]["fast"] = "loses";
+  EXPECT_THAT(CellFromJson(bad).status().message(),
+              HasSubstr("cell w/s/ext4: \"expect\": \"fast\" is not a model: off, on, lying"));
+  bad = j;
+  bad["expect"]["models"]["off"] = "maybe";
+  EXPECT_THAT(CellFromJson(bad).status().message(),
+              HasSubstr("model off: \"maybe\" is not an expected verdict: survives, loses or "
+                        "may-lose"));
+  bad = j;
+  bad["results"][0]["cache"] = "fast";
+  EXPECT_THAT(CellFromJson(bad).status().message(), HasSubstr("\"fast\" is not a model"));
+  // The same through a whole report, as `powercut merge` reads its shards.
+  nlohmann::json report = MatrixToJson(RunFake("1/1"));
+  report["cells"][0]["expect"]["models"]["off"] = "fine";
+  EXPECT_THAT(MatrixFromJson(report).status().message(), HasSubstr("\"fine\""));
+}
+
+// --cells names models and verdicts by the same vocabulary, fault modes included.
+TEST(CustomCells, ExpectNamesEveryModelAndRefusesUnknownOnes) {
+  auto cells = ParseCustomCells(nlohmann::json::parse(R"([{"name": "a", "workload": "w",
+      "checker": "c", "expect": {"on": "may-lose", "live": "loses"}}])"),
+                                "cells.json");
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  EXPECT_EQ((*cells)[0].expect.For(ModelKind::kLive), ExpectedVerdict::kLoses);
+  EXPECT_EQ((*cells)[0].expect.For(ModelKind::kOn), ExpectedVerdict::kMayLose);
+  auto bad = ParseCustomCells(nlohmann::json::parse(R"([{"name": "a", "workload": "w",
+      "checker": "c", "expect": {"sideways": "loses"}}])"),
+                              "cells.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("cells.json: cell 1: \"expect\": \"sideways\" is not a model: off, on"));
 }
 
 TEST(Html, HoldsTheMatrixAndATimelinePerFailingCell) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/process.h"
+#include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/check/engine.h"
 #include "harness/check/report.h"
@@ -20,20 +21,17 @@
 #include "tools/powercut/product_commands.h"
 
 namespace powercut::cli {
-namespace {}  // namespace
+namespace {
 
-void AddCheckCommands(CLI::App& app, int* exit_code) {
-  struct Args {
-    harness::CheckOptions o;
-    std::string cache = "off,on,lying", points = "acks,flushes", window = "16", order, json, junit;
-    std::string budget, check_in, kernel;
-    bool no_torn = false;
-  };
-  auto a = std::make_shared<Args>();
-  CLI::App* check = app.add_subcommand(
-      "check",
-      "rebuild crash states of a trace under cache models and judge them with a checker (exit 0 "
-      "pass, 1 violations, 2 could not run or not every state checked)");
+struct CheckArgs {
+  harness::CheckOptions o;
+  std::string cache = "off,on,lying", points = "acks,flushes", window = "16", order, json, junit;
+  std::string budget, check_in, kernel;
+  bool no_torn = false;
+};
+
+// What is judged: the trace, its base image, the checker and the file system.
+void AddJudgedOptions(CLI::App* check, CheckArgs* a) {
   check->add_option("--trace", a->o.trace_path, "the dm-log-writes log")->required();
   check->add_option("--base", a->o.base_image, "base image (default: from LOG.manifest.json)");
   check
@@ -49,7 +47,11 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
                   "ext4: read each image with e2fsck + debugfs instead of a loop mount");
   check->add_flag("--fs-failures-are-violations", a->o.fs_failures_are_violations,
                   "count states the file system's own tools cannot bring back as violations");
-  check->add_option("--cache", a->cache, "cache models, comma-separated: off,on,lying");
+}
+
+// Which crash states: the cache models, the crash points and the states at each.
+void AddStateOptions(CLI::App* check, CheckArgs* a) {
+  check->add_option("--cache", a->cache, "cache models, comma-separated: off,on,lying or all");
   check->add_option("--window", a->window, "lying window: entries (16, 16e) or bytes (64KiB)");
   check->add_option("--atomic", a->o.atomic_unit,
                     "atomic unit for torn writes: 512 or 4096 "
@@ -64,6 +66,10 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
   check->add_flag("--no-torn", a->no_torn, "no torn-write variants");
   check->add_option("--seed", a->o.seed, "seed for every sample");
   check->add_flag("--ordered", a->o.ordered, "also require the commits present to be a prefix");
+}
+
+// How they are judged and reported.
+void AddJudgingOptions(CLI::App* check, CheckArgs* a) {
   check->add_option("--workers", a->o.workers, "parallel checks (default: one per core)");
   check->add_option("--timeout", a->o.checker_timeout_s, "checker timeout in seconds");
   check->add_option("--order", a->order, "override the manifest: completion or flush-epoch");
@@ -81,104 +87,105 @@ void AddCheckCommands(CLI::App& app, int* exit_code) {
   AddKernelOption(check, &a->kernel);
   check->add_option("--json", a->json, "write the JSON report here");
   check->add_option("--junit", a->junit, "write a JUnit XML report here");
-  // Every error exits 2 (CouldNotRun): bad usage, a broken checker, a trace that cannot be read, a
-  // VM that cannot be prepared, a report that cannot be written. Exit 1 is kept for violations,
-  // so that a job never reads "could not run" as "the program loses data" (docs/report.md).
-  check->callback([=] {
-    harness::CheckOptions o = a->o;
-    o.states.torn = !a->no_torn;
-    o.powercut = SelfPath("powercut");
-    if (check->count("--fs") == 0) {
-      // The recording says what its disk holds: judging an xfs recording as a raw device would
-      // report false losses.
-      auto manifest = harness::ReadManifest(harness::ManifestPathFor(o.trace_path));
-      if (manifest.ok()) {
-        auto kind = harness::ParseManifestFs(manifest->fs, "the trace's manifest: \"fs\"");
-        if (!kind.ok()) {  // an unknown name is an error, never a raw device
-          *exit_code = CouldNotRun(std::string(kind.status().message()));
-          return;
-        }
-        o.fs = *kind;
-      }
+}
+
+// Every flag turned into the check's options; an error is bad usage. `fs_given`: --fs was on the
+// command line (else the recording's manifest names the file system).
+absl::StatusOr<harness::CheckOptions> ParseCheckArgs(const CheckArgs& a, bool fs_given) {
+  harness::CheckOptions o = a.o;
+  o.states.torn = !a.no_torn;
+  o.powercut = SelfPath("powercut");
+  if (!fs_given) {
+    // The recording says what its disk holds: judging an xfs recording as a raw device would
+    // report false losses.
+    auto manifest = harness::ReadManifest(harness::ManifestPathFor(o.trace_path));
+    if (manifest.ok()) {
+      // An unknown name is an error, never a raw device.
+      ASSIGN_OR_RETURN(o.fs, harness::ParseManifestFs(manifest->fs, "the trace's manifest: \"fs\""));
     }
-    // The same parsers, and so the same messages, as `powercut run` and `powercut matrix`.
-    auto points = product::ParsePoints(a->points);
-    auto models = product::ParseCacheList(a->cache, a->window);
-    for (const absl::Status& s :
-         {points.status(), models.status(), product::ValidateAtomicUnit(a->o.atomic_unit)}) {
-      if (!s.ok()) {
-        *exit_code = CouldNotRun(std::string(s.message()));
-        return;
-      }
+  }
+  // The same parsers, and so the same messages, as `powercut run` and `powercut matrix`.
+  ASSIGN_OR_RETURN(o.points, product::ParsePoints(a.points));
+  ASSIGN_OR_RETURN(o.models, product::ParseCacheList(a.cache, a.window));
+  RETURN_IF_ERROR(product::ValidateAtomicUnit(a.o.atomic_unit));
+  if (a.o.states.max_exhaustive > 16) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--states {}: expected 0-16 (every subset of up to K volatile writes; beyond that the "
+        "--samples seeded subsets)",
+        a.o.states.max_exhaustive));
+  }
+  if (!a.budget.empty()) {
+    ASSIGN_OR_RETURN(o.budget_seconds, harness::ParseBudget(a.budget));
+  }
+  if (!a.order.empty()) {
+    auto order = harness::ParseOrderSemantics(a.order);
+    if (!order.ok()) {
+      return absl::InvalidArgumentError("--order: " + std::string(order.status().message()));
     }
-    if (a->o.states.max_exhaustive > 16) {
-      *exit_code = CouldNotRun(fmt::format(
-          "--states {}: expected 0-16 (every subset of up to K volatile writes; beyond that the "
-          "--samples seeded subsets)",
-          a->o.states.max_exhaustive));
-      return;
-    }
-    o.points = *points;
-    o.models = *models;
-    if (!a->budget.empty()) {
-      auto budget = harness::ParseBudget(a->budget);
-      if (!budget.ok()) {
-        *exit_code = CouldNotRun(std::string(budget.status().message()));
-        return;
-      }
-      o.budget_seconds = *budget;
-    }
-    if (!a->order.empty()) {
-      auto order = harness::ParseOrderSemantics(a->order);
-      if (!order.ok()) {
-        *exit_code = CouldNotRun("--order: " + std::string(order.status().message()));
-        return;
-      }
-      o.order = *order;
-    }
-    // --check-in guest: warm guests with the recording's sectors judge the file-system states.
-    auto judging = product::JudgeTrace(
-        a->check_in, o.fs, o.powercut, a->kernel, o.trace_path, o.checker, o.checker_timeout_s,
-        o.without_mount ? "--without-mount reads states with debugfs on the host" : "");
-    if (!judging.ok()) {
-      *exit_code = CouldNotRun(std::string(judging.status().message()));
-      return;
-    }
-    o.judges = judging->judges;
-    auto report = harness::RunCheck(o);
-    if (!report.ok()) {
-      // Neither a broken checker (cannot start, output not the protocol) nor an unreadable trace
-      // is a finding: exit 2.
-      *exit_code = CouldNotRun(std::string(report.status().message()));
-      return;
-    }
-    const std::vector<std::pair<std::string, double>> check_phases = judging->phases->Mean();
-    std::printf("%s%s", product::GuestCheckPhasesLine(check_phases).c_str(),
-                harness::ReportSummaryTable(*report).c_str());
-    if (!a->kernel.empty() && !o.judges) {
-      // Said, not silently dropped: the states were judged by the host's kernel.
-      std::printf(
-          "note: --kernel is for checks in a guest; these states were checked on the host\n");
-    }
-    if (!a->json.empty()) {
-      nlohmann::json json = harness::ReportToJson(*report);
-      if (!check_phases.empty()) json["check_phases"] = product::PhasesToJson(check_phases);
-      if (auto s = harness::WriteTextFile(a->json, json.dump(2) + "\n"); !s.ok()) {
-        *exit_code = CouldNotRun(std::string(s.message()));
-        return;
-      }
-    }
-    if (!a->junit.empty()) {
-      if (auto s = harness::WriteTextFile(a->junit, harness::ReportToJunit(*report)); !s.ok()) {
-        *exit_code = CouldNotRun(std::string(s.message()));
-        return;
-      }
-    }
-    uint64_t unchecked = 0;
-    for (const auto& m : report->results) unchecked += m.could_not_check;
-    // An incomplete pass (the budget ran out first) did not show the program survives: exit 2.
-    *exit_code = !report->passed() ? 1 : unchecked > 0 || !report->complete() ? 2 : 0;
-  });
+    o.order = *order;
+  }
+  return o;
+}
+
+// The --json and --junit files, when asked for.
+absl::Status WriteCheckReports(const CheckArgs& a, const harness::CheckReport& report,
+                               const std::vector<std::pair<std::string, double>>& check_phases) {
+  if (!a.json.empty()) {
+    nlohmann::json json = harness::ReportToJson(report);
+    if (!check_phases.empty()) json["check_phases"] = product::PhasesToJson(check_phases);
+    RETURN_IF_ERROR(harness::WriteTextFile(a.json, json.dump(2) + "\n"));
+  }
+  if (!a.junit.empty()) {
+    RETURN_IF_ERROR(harness::WriteTextFile(a.junit, harness::ReportToJunit(report)));
+  }
+  return absl::OkStatus();
+}
+
+// `powercut check` once its flags are read; returns the exit code. Every error exits 2
+// (CouldNotRun): bad usage, a broken checker, a trace that cannot be read, a VM that cannot be
+// prepared, a report that cannot be written. Exit 1 is kept for violations, so that a job never
+// reads "could not run" as "the program loses data" (docs/report.md).
+int Check(const CheckArgs& a, bool fs_given) {
+  absl::StatusOr<harness::CheckOptions> o = ParseCheckArgs(a, fs_given);
+  if (!o.ok()) return CouldNotRun(std::string(o.status().message()));
+  // --check-in guest: warm guests with the recording's sectors judge the file-system states.
+  auto judging = product::JudgeTrace(
+      a.check_in, o->fs, o->powercut, a.kernel, o->trace_path, o->checker, o->checker_timeout_s,
+      o->without_mount ? "--without-mount reads states with debugfs on the host" : "");
+  if (!judging.ok()) return CouldNotRun(std::string(judging.status().message()));
+  o->judges = judging->judges;
+  auto report = harness::RunCheck(*o);
+  // Neither a broken checker (cannot start, output not the protocol) nor an unreadable trace is
+  // a finding: exit 2.
+  if (!report.ok()) return CouldNotRun(std::string(report.status().message()));
+  const std::vector<std::pair<std::string, double>> check_phases = judging->phases->Mean();
+  std::printf("%s%s", product::GuestCheckPhasesLine(check_phases).c_str(),
+              harness::ReportSummaryTable(*report).c_str());
+  if (!a.kernel.empty() && !o->judges) {
+    // Said, not silently dropped: the states were judged by the host's kernel.
+    std::printf("note: --kernel is for checks in a guest; these states were checked on the host\n");
+  }
+  if (absl::Status s = WriteCheckReports(a, *report, check_phases); !s.ok()) {
+    return CouldNotRun(std::string(s.message()));
+  }
+  uint64_t unchecked = 0;
+  for (const auto& m : report->results) unchecked += m.could_not_check;
+  // An incomplete pass (the budget ran out first) did not show the program survives: exit 2.
+  return !report->passed() ? 1 : unchecked > 0 || !report->complete() ? 2 : 0;
+}
+
+}  // namespace
+
+void AddCheckCommands(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<CheckArgs>();
+  CLI::App* check = app.add_subcommand(
+      "check",
+      "rebuild crash states of a trace under cache models and judge them with a checker (exit 0 "
+      "pass, 1 violations, 2 could not run or not every state checked)");
+  AddJudgedOptions(check, a.get());
+  AddStateOptions(check, a.get());
+  AddJudgingOptions(check, a.get());
+  check->callback([=] { *exit_code = Check(*a, check->count("--fs") > 0); });
 }
 
 }  // namespace powercut::cli

@@ -184,14 +184,20 @@ void ListCells(const std::vector<product::MatrixCell>& plan, const product::Matr
           harness::FsName(c.fs));  // the per-fs expectations, as the run applies them
     }
     if (!o.expect) e = product::CellExpect{};
-    std::string expect =
-        !e.error.empty() ? "error=" + e.error
-        : !c.fault.empty()
-            ? fmt::format("{}={}", c.fault, e.For(c.fault))
-            : fmt::format("off={} on={} lying={}{}", e.For("off"), e.For("on"), e.For("lying"),
-                          o.live_cuts > 0 || o.preset == "faults"
-                              ? " live=" + e.For(product::kLiveCutModel)
-                              : "");
+    // The rows the cell will have: the failing disk's mode, or the cache models and live cuts.
+    std::vector<product::ModelKind> rows;
+    if (!c.fault.empty()) {
+      // The failing disk's mode is still a name (MatrixCell::fault), one PlanMatrix checked.
+      if (auto fault = product::ParseModelKind(c.fault); fault.ok()) rows.push_back(*fault);
+    } else {
+      rows = {product::ModelKind::kOff, product::ModelKind::kOn, product::ModelKind::kLying};
+      if (o.live_cuts > 0 || o.preset == "faults") rows.push_back(product::ModelKind::kLive);
+    }
+    std::string expect = e.error.empty() ? "" : "error=" + e.error;
+    for (size_t i = 0; e.error.empty() && i < rows.size(); ++i) {
+      expect += fmt::format("{}{}={}", i ? " " : "", product::ModelKindName(rows[i]),
+                            ExpectedVerdictName(e.For(rows[i])));
+    }
     std::printf("%-36s expect %s\n", c.Name().c_str(), expect.c_str());
   }
 }

@@ -171,6 +171,31 @@ void AddRunOptions(CLI::App* run, RunArgs* a) {
                   "bound the checking time (30s, 2m, 1h); a pass cut short is incomplete");
 }
 
+// The rows `--expect` names: each cache model replayed (or the failing disk's mode instead) and
+// the live cuts. A set whose disks have different models has no name to expect by.
+absl::StatusOr<std::vector<product::ModelKind>> CheckedModels(
+    const product::RunOptions& o, const std::vector<harness::CacheModel>& models) {
+  std::vector<product::ModelKind> checked;
+  if (o.flakey.mode.empty()) {
+    for (const harness::CacheModel& m : models) {
+      std::optional<product::ModelKind> kind = product::ModelKindOf(m);
+      if (!kind) {
+        return absl::InvalidArgumentError(fmt::format(
+            "--expect: cache {} gives the disks different models; --expect names one model "
+            "for every disk (off, on or lying)",
+            m.Name()));
+      }
+      checked.push_back(*kind);
+    }
+  } else {
+    // The failing disk's mode is still a name (RunOptions::Flakey::mode).
+    ASSIGN_OR_RETURN(product::ModelKind fault, product::ParseModelKind(o.flakey.mode));
+    checked.push_back(fault);
+  }
+  if (o.live_cuts > 0) checked.push_back(product::ModelKind::kLive);
+  return checked;
+}
+
 // Every flag checked (all of them before the VM boots) and turned into the run's options; the
 // cell's expectations filled when --expect is given. `recordings` must outlive the options.
 absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::CellResult* cell,
@@ -200,13 +225,8 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
   *cell = product::CellResult{.workload_command = o.workload, .checker_command = o.checker};
   cell->judged = !a.expect.empty();
   if (cell->judged) {
-    std::vector<std::string> caches;
-    if (o.flakey.mode.empty()) {
-      for (const auto& m : *models) caches.emplace_back(m.Name());
-    }
-    if (o.live_cuts > 0) caches.emplace_back(product::kLiveCutModel);
-    if (!o.flakey.mode.empty()) caches.push_back(o.flakey.mode);
-    auto expect = product::ParseExpect(a.expect, caches);
+    ASSIGN_OR_RETURN(std::vector<product::ModelKind> checked, CheckedModels(o, *models));
+    auto expect = product::ParseExpect(a.expect, checked);
     if (!expect.ok()) return expect.status();
     cell->expect = *expect;
   }

@@ -1,6 +1,7 @@
 // powercut trace show | replay | manifest
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -12,6 +13,7 @@
 #include "harness/trace/trace_replay.h"
 #include "nlohmann/json.hpp"
 #include "tools/powercut/commands.h"
+#include "tools/powercut/product_commands.h"
 
 namespace powercut::cli {
 namespace {
@@ -110,27 +112,50 @@ int Show(const std::string& log, const std::string& base, bool json) {
   return 0;
 }
 
-}  // namespace
+struct ShowArgs {
+  std::string log, base;
+  bool json = false;
+};
 
-void AddTraceCommands(CLI::App& app, int* exit_code) {
-  CLI::App* trace = app.add_subcommand("trace", "read, replay and describe dm-log-writes traces");
-  trace->require_subcommand(1);
-
-  struct ShowArgs {
-    std::string log, base;
-    bool json = false;
-  };
+void AddShowCommand(CLI::App* trace, int* exit_code) {
   auto show_args = std::make_shared<ShowArgs>();
   CLI::App* show = trace->add_subcommand("show", "print entries, flags, marks and counts");
   show->add_option("LOG", show_args->log, "the dm-log-writes log")->required();
   show->add_option("--base", show_args->base, "base image (checks entries lie inside it)");
   show->add_flag("--json", show_args->json, "JSON instead of text");
   show->callback([=] { *exit_code = Show(show_args->log, show_args->base, show_args->json); });
+}
 
-  struct ReplayArgs {
-    std::string log, base, out, end_mark;
-    std::optional<uint64_t> end_entry;
-  };
+// The log, read with `base`'s size as the device's (entries must lie inside it).
+absl::StatusOr<std::unique_ptr<harness::TraceFile>> OpenAgainstBase(const std::string& log,
+                                                                    const std::string& base) {
+  absl::StatusOr<uint64_t> size = powercut::FileSize(base);
+  if (!size.ok()) return size.status();
+  harness::TraceReadOptions options;
+  options.device_bytes = *size;
+  return harness::TraceFile::Open(log, options);
+}
+
+struct ReplayArgs {
+  std::string log, base, out, end_mark;
+  std::optional<uint64_t> end_entry;
+};
+
+int Replay(const ReplayArgs& a) {
+  auto file = OpenAgainstBase(a.log, a.base);
+  if (!file.ok()) return Fail(std::string(file.status().message()));
+  for (const auto& n : (*file)->trace().notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+  harness::ReplayOptions ro;
+  ro.end_entry = a.end_entry;
+  if (!a.end_mark.empty()) ro.end_mark = a.end_mark;
+  auto applied = harness::ReplayTrace(**file, a.base, a.out, ro);
+  if (!applied.ok()) return Fail(std::string(applied.status().message()));
+  std::printf("replayed %llu of %zu entries onto %s\n", static_cast<unsigned long long>(*applied),
+              (*file)->trace().entries.size(), a.out.c_str());
+  return 0;
+}
+
+void AddReplayCommand(CLI::App* trace, int* exit_code) {
   auto replay_args = std::make_shared<ReplayArgs>();
   CLI::App* replay = trace->add_subcommand(
       "replay", "apply a prefix of the log to a copy of the base image (xfstests' replay-log)");
@@ -142,35 +167,29 @@ void AddTraceCommands(CLI::App& app, int* exit_code) {
   auto* end_mark = replay->add_option("--end-mark", replay_args->end_mark,
                                       "apply up to and including this mark");
   end_entry->excludes(end_mark);
-  replay->callback([=] {
-    harness::TraceReadOptions options;
-    auto size = powercut::FileSize(replay_args->base);
-    if (!size.ok()) {
-      *exit_code = Fail(std::string(size.status().message()));
-      return;
-    }
-    options.device_bytes = *size;
-    auto file = harness::TraceFile::Open(replay_args->log, options);
-    if (!file.ok()) {
-      *exit_code = Fail(std::string(file.status().message()));
-      return;
-    }
-    for (const auto& n : (*file)->trace().notes) std::fprintf(stderr, "note: %s\n", n.c_str());
-    harness::ReplayOptions ro;
-    ro.end_entry = replay_args->end_entry;
-    if (!replay_args->end_mark.empty()) ro.end_mark = replay_args->end_mark;
-    auto applied = harness::ReplayTrace(**file, replay_args->base, replay_args->out, ro);
-    if (!applied.ok()) {
-      *exit_code = Fail(std::string(applied.status().message()));
-      return;
-    }
-    std::printf("replayed %llu of %zu entries onto %s\n", static_cast<unsigned long long>(*applied),
-                (*file)->trace().entries.size(), replay_args->out.c_str());
-  });
+  replay->callback([=] { *exit_code = Replay(*replay_args); });
+}
 
-  struct ManifestArgs {
-    std::string log, base, order = "completion";
-  };
+struct ManifestArgs {
+  std::string log, base, order = "completion";
+};
+
+int WriteManifestOf(const ManifestArgs& a) {
+  auto order = harness::ParseOrderSemantics(a.order);
+  // A name not in the vocabulary is bad usage: exit 2, before the log is read.
+  if (!order.ok()) return CouldNotRun("--order: " + std::string(order.status().message()));
+  auto file = OpenAgainstBase(a.log, a.base);
+  if (!file.ok()) return Fail(std::string(file.status().message()));
+  auto m = harness::MakeManifest(a.base, (*file)->trace().sector_size, *order,
+                                 (*file)->trace().entries.size());
+  if (!m.ok()) return Fail(std::string(m.status().message()));
+  std::string path = harness::ManifestPathFor(a.log);
+  if (auto s = harness::WriteManifest(path, *m); !s.ok()) return Fail(std::string(s.message()));
+  std::printf("%s\n", path.c_str());
+  return 0;
+}
+
+void AddManifestCommand(CLI::App* trace, int* exit_code) {
   auto manifest_args = std::make_shared<ManifestArgs>();
   CLI::App* manifest = trace->add_subcommand(
       "manifest", "write LOG.manifest.json: base image, hash, block size, order semantics");
@@ -179,37 +198,17 @@ void AddTraceCommands(CLI::App& app, int* exit_code) {
       ->required();
   manifest->add_option("--order", manifest_args->order,
                        "completion (powercut's recorder) or flush-epoch (kernel dm-log-writes)");
-  manifest->callback([=] {
-    auto order = harness::ParseOrderSemantics(manifest_args->order);
-    if (!order.ok()) {
-      *exit_code = Fail(std::string(order.status().message()));
-      return;
-    }
-    auto size = powercut::FileSize(manifest_args->base);
-    if (!size.ok()) {
-      *exit_code = Fail(std::string(size.status().message()));
-      return;
-    }
-    harness::TraceReadOptions options;
-    options.device_bytes = *size;
-    auto file = harness::TraceFile::Open(manifest_args->log, options);
-    if (!file.ok()) {
-      *exit_code = Fail(std::string(file.status().message()));
-      return;
-    }
-    auto m = harness::MakeManifest(manifest_args->base, (*file)->trace().sector_size, *order,
-                                   (*file)->trace().entries.size());
-    if (!m.ok()) {
-      *exit_code = Fail(std::string(m.status().message()));
-      return;
-    }
-    std::string path = harness::ManifestPathFor(manifest_args->log);
-    if (auto s = harness::WriteManifest(path, *m); !s.ok()) {
-      *exit_code = Fail(std::string(s.message()));
-      return;
-    }
-    std::printf("%s\n", path.c_str());
-  });
+  manifest->callback([=] { *exit_code = WriteManifestOf(*manifest_args); });
+}
+
+}  // namespace
+
+void AddTraceCommands(CLI::App& app, int* exit_code) {
+  CLI::App* trace = app.add_subcommand("trace", "read, replay and describe dm-log-writes traces");
+  trace->require_subcommand(1);
+  AddShowCommand(trace, exit_code);
+  AddReplayCommand(trace, exit_code);
+  AddManifestCommand(trace, exit_code);
 }
 
 }  // namespace powercut::cli

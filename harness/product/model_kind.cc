@@ -1,0 +1,53 @@
+#include "harness/product/model_kind.h"
+
+#include <string>
+
+#include "fmt/format.h"
+
+namespace powercut::product {
+
+std::string_view ModelKindName(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::kOff:
+      return harness::CacheModeName(harness::CacheMode::kOff);
+    case ModelKind::kOn:
+      return harness::CacheModeName(harness::CacheMode::kOn);
+    case ModelKind::kLying:
+      return harness::CacheModeName(harness::CacheMode::kLying);
+    case ModelKind::kLive:
+      return "live";
+    case ModelKind::kErrorWrites:
+      return "error_writes";
+    case ModelKind::kDropWrites:
+      return "drop_writes";
+  }
+  return "?";
+}
+
+absl::StatusOr<ModelKind> ParseModelKind(std::string_view name) {
+  for (ModelKind k : {ModelKind::kOff, ModelKind::kOn, ModelKind::kLying, ModelKind::kLive,
+                      ModelKind::kErrorWrites, ModelKind::kDropWrites}) {
+    if (name == ModelKindName(k)) return k;
+  }
+  return absl::InvalidArgumentError(
+      fmt::format("\"{}\" is not a model: {}", std::string(name), kModelKindChoices));
+}
+
+ModelKind ModelKindOf(harness::CacheMode mode) {
+  switch (mode) {
+    case harness::CacheMode::kOff:
+      return ModelKind::kOff;
+    case harness::CacheMode::kOn:
+      return ModelKind::kOn;
+    case harness::CacheMode::kLying:
+      return ModelKind::kLying;
+  }
+  return ModelKind::kOff;
+}
+
+std::optional<ModelKind> ModelKindOf(const harness::CacheModel& model) {
+  if (!model.disk_modes.empty()) return std::nullopt;
+  return ModelKindOf(model.mode);
+}
+
+}  // namespace powercut::product
