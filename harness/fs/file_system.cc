@@ -29,110 +29,126 @@ std::vector<FsStep> Ext4Recovery() {
   return steps;
 }
 
+FileSystem RawRow() {
+  return {.kind = FsKind::kRaw,
+          .name = "raw",
+          .default_image_bytes = 128 * kMiB,
+          .min_image_bytes = kMiB};
+}
+
+// 512 MiB: mke2fs's normal profile (4 KiB blocks; smaller disks get the 1 KiB "small"
+// profile) and four block groups, so backup superblocks exist for recovery.
+FileSystem Ext4Row() {
+  return {.kind = FsKind::kExt4,
+          .name = "ext4",
+          .package = "e2fsprogs",
+          .mkfs_argv = {"mkfs.ext4", "-F", "-q"},
+          .default_image_bytes = 512 * kMiB,
+          .min_image_bytes = 16 * kMiB,
+          .block_size = 4096,
+          .block_size_reading = {.argv = {"dumpe2fs", "-h", "{image}"}, .prefix = "Block size:"},
+          .read_without_mount_argv = {"debugfs", "-R", "rdump / {dir}", "{image}"},
+          .read_without_mount_method = "e2fsck + debugfs rdump (no mount)",
+          .boot_steps = {{.name = "e2fsck -p",
+                          .argv = {"e2fsck", "-p", "{image}"},
+                          .ok_exits = kFsckFixed,
+                          .repaired_exits = {1, 2}}},
+          .recovery_steps = Ext4Recovery(),
+          // e2fsck -n skips the journal and would call every image with a committed but
+          // unreplayed transaction inconsistent: replay it first (exit 0/1: replayed or nothing).
+          .fsck = {.replay_argv = {"e2fsck", "-E", "journal_only", "-y", "{image}"},
+                   .replay_ok_exits = {0, 1},
+                   .argv = {"e2fsck", "-fn", "{image}"}},
+          .guest_modules = {{"ext4", "CONFIG_EXT4_FS"}},
+          .in_per_fs_presets = true,
+          .default_fs = true};
+}
+
+// On a block device mkfs.xfs takes the physical sector as its sector size; an image file
+// has no geometry, so it is said. 300 MiB: mkfs.xfs's own minimum.
+FileSystem XfsRow() {
+  return {.kind = FsKind::kXfs,
+          .name = "xfs",
+          .package = "xfsprogs",
+          .mkfs_argv = {"mkfs.xfs", "-f", "-q", "-s", "size={physical_sector}"},
+          .default_image_bytes = 300 * kMiB,
+          .min_image_bytes = 300 * kMiB,
+          .block_size = 4096,
+          .block_size_reading = {.argv = {"xfs_db", "-r", "-c", "sb 0", "-c", "print blocksize",
+                                          "{image}"},
+                                 .prefix = "blocksize ="},
+          .mount_options = "nouuid",
+          // No boot check: fstab's fsck pass for xfs is a no-op; the mount replays the log.
+          .recovery_steps = {{.name = "xfs_repair",
+                              .argv = {"xfs_repair", "{image}"},
+                              .repaired_exits = {0}},
+                             {.name = "xfs_repair -L",  // zeroes a log it cannot replay
+                              .argv = {"xfs_repair", "-L", "{image}"},
+                              .repaired_exits = {0}}},
+          // A dirty log cannot be checked without replaying it, which only a mount does.
+          .fsck = {.argv = {"xfs_repair", "-n", "{image}"},
+                   .unjudgeable_output = "metadata changes in a log"},
+          .guest_modules = {{"xfs", "CONFIG_XFS_FS"}},
+          .in_per_fs_presets = true};
+}
+
+FileSystem BtrfsRow() {
+  return {.kind = FsKind::kBtrfs,
+          .name = "btrfs",
+          .package = "btrfs-progs",
+          .mkfs_argv = {"mkfs.btrfs", "-f", "-q"},
+          .default_image_bytes = 128 * kMiB,
+          .min_image_bytes = 128 * kMiB,
+          .block_size = 4096,
+          .block_size_reading = {.argv = {"btrfs", "inspect-internal", "dump-super", "{image}"},
+                                 .prefix = "sectorsize"},
+          .clone_mounts_need = "/sys/fs/btrfs/features/temp_fsid",
+          // No boot-time fsck: the mount replays the tree log.
+          .recovery_steps = {{.name = "btrfs rescue super-recover",
+                              .argv = {"btrfs", "rescue", "super-recover", "-y", "{image}"},
+                              .repaired_exits = {0}},
+                             {.name = "btrfs rescue zero-log",
+                              .argv = {"btrfs", "rescue", "zero-log", "{image}"},
+                              .repaired_exits = {0}}},
+          .fsck = {.argv = {"btrfs", "check", "--readonly", "{image}"}},
+          .guest_modules = {{"btrfs", "CONFIG_BTRFS_FS"}},
+          .overwrites_out_of_place = true};
+}
+
+// mkfs.f2fs refuses a disk under 52 MiB ("Device size is not sufficient": its six
+// segment areas and overprovisioning); 256 MiB leaves ~170 MiB to write (fsck.f2fs's
+// "Free space"). fsck.f2fs follows fsck(8)'s exit codes since f2fs-tools 1.14; `-a` (what
+// an fstab pass runs) acts only when the kernel flagged the file system, `-f` checks and
+// fixes everything. The mount does the roll-forward recovery of fsync'd data.
+FileSystem F2fsRow() {
+  return {.kind = FsKind::kF2fs,
+          .name = "f2fs",
+          .package = "f2fs-tools",
+          .mkfs_argv = {"mkfs.f2fs", "-f", "-q"},
+          .default_image_bytes = 256 * kMiB,
+          .min_image_bytes = 52 * kMiB,
+          .block_size = 4096,
+          .block_size_reading = {.argv = {"fsck.f2fs", "--dry-run", "-d", "1", "{image}"},
+                                 .prefix = "log_blocksize",
+                                 .value_after = ":",
+                                 .log2 = true},
+          .boot_steps = {{.name = "fsck.f2fs -a",
+                          .argv = {"fsck.f2fs", "-a", "{image}"},
+                          .ok_exits = kFsckFixed,
+                          .repaired_exits = {1, 2}}},
+          .recovery_steps = {{.name = "fsck.f2fs -f -y",
+                              .argv = {"fsck.f2fs", "-f", "-y", "{image}"},
+                              .ok_exits = kFsckFixed,
+                              .repaired_exits = kFsckFixed}},
+          .fsck = {.argv = {"fsck.f2fs", "--dry-run", "{image}"}},
+          .guest_modules = {{"f2fs", "CONFIG_F2FS_FS"}},
+          .direct_dsync_overwrite_may_skip_flush = true};
+}
+
+// One row a file system, in FsKind order (a unit test holds the table to it).
 const std::vector<FileSystem>& Table() {
-  static const std::vector<FileSystem> table = {
-      {.kind = FsKind::kRaw,
-       .name = "raw",
-       .default_image_bytes = 128 * kMiB,
-       .min_image_bytes = kMiB},
-      // 512 MiB: mke2fs's normal profile (4 KiB blocks; smaller disks get the 1 KiB "small"
-      // profile) and four block groups, so backup superblocks exist for recovery.
-      {.kind = FsKind::kExt4,
-       .name = "ext4",
-       .package = "e2fsprogs",
-       .mkfs_argv = {"mkfs.ext4", "-F", "-q"},
-       .default_image_bytes = 512 * kMiB,
-       .min_image_bytes = 16 * kMiB,
-       .block_size = 4096,
-       .block_size_reading = {.argv = {"dumpe2fs", "-h", "{image}"}, .prefix = "Block size:"},
-       .read_without_mount_argv = {"debugfs", "-R", "rdump / {dir}", "{image}"},
-       .read_without_mount_method = "e2fsck + debugfs rdump (no mount)",
-       .boot_steps = {{.name = "e2fsck -p",
-                       .argv = {"e2fsck", "-p", "{image}"},
-                       .ok_exits = kFsckFixed,
-                       .repaired_exits = {1, 2}}},
-       .recovery_steps = Ext4Recovery(),
-       // e2fsck -n skips the journal and would call every image with a committed but
-       // unreplayed transaction inconsistent: replay it first (exit 0/1: replayed or nothing).
-       .fsck = {.replay_argv = {"e2fsck", "-E", "journal_only", "-y", "{image}"},
-                .replay_ok_exits = {0, 1},
-                .argv = {"e2fsck", "-fn", "{image}"}},
-       .guest_modules = {{"ext4", "CONFIG_EXT4_FS"}},
-       .in_per_fs_presets = true,
-       .default_fs = true},
-      // On a block device mkfs.xfs takes the physical sector as its sector size; an image file
-      // has no geometry, so it is said. 300 MiB: mkfs.xfs's own minimum.
-      {.kind = FsKind::kXfs,
-       .name = "xfs",
-       .package = "xfsprogs",
-       .mkfs_argv = {"mkfs.xfs", "-f", "-q", "-s", "size={physical_sector}"},
-       .default_image_bytes = 300 * kMiB,
-       .min_image_bytes = 300 * kMiB,
-       .block_size = 4096,
-       .block_size_reading = {.argv = {"xfs_db", "-r", "-c", "sb 0", "-c", "print blocksize",
-                                       "{image}"},
-                              .prefix = "blocksize ="},
-       .mount_options = "nouuid",
-       // No boot check: fstab's fsck pass for xfs is a no-op; the mount replays the log.
-       .recovery_steps = {{.name = "xfs_repair",
-                           .argv = {"xfs_repair", "{image}"},
-                           .repaired_exits = {0}},
-                          {.name = "xfs_repair -L",  // zeroes a log it cannot replay
-                           .argv = {"xfs_repair", "-L", "{image}"},
-                           .repaired_exits = {0}}},
-       // A dirty log cannot be checked without replaying it, which only a mount does.
-       .fsck = {.argv = {"xfs_repair", "-n", "{image}"},
-                .unjudgeable_output = "metadata changes in a log"},
-       .guest_modules = {{"xfs", "CONFIG_XFS_FS"}},
-       .in_per_fs_presets = true},
-      {.kind = FsKind::kBtrfs,
-       .name = "btrfs",
-       .package = "btrfs-progs",
-       .mkfs_argv = {"mkfs.btrfs", "-f", "-q"},
-       .default_image_bytes = 128 * kMiB,
-       .min_image_bytes = 128 * kMiB,
-       .block_size = 4096,
-       .block_size_reading = {.argv = {"btrfs", "inspect-internal", "dump-super", "{image}"},
-                              .prefix = "sectorsize"},
-       .clone_mounts_need = "/sys/fs/btrfs/features/temp_fsid",
-       // No boot-time fsck: the mount replays the tree log.
-       .recovery_steps = {{.name = "btrfs rescue super-recover",
-                           .argv = {"btrfs", "rescue", "super-recover", "-y", "{image}"},
-                           .repaired_exits = {0}},
-                          {.name = "btrfs rescue zero-log",
-                           .argv = {"btrfs", "rescue", "zero-log", "{image}"},
-                           .repaired_exits = {0}}},
-       .fsck = {.argv = {"btrfs", "check", "--readonly", "{image}"}},
-       .guest_modules = {{"btrfs", "CONFIG_BTRFS_FS"}},
-       .overwrites_out_of_place = true},
-      // mkfs.f2fs refuses a disk under 52 MiB ("Device size is not sufficient": its six
-      // segment areas and overprovisioning); 256 MiB leaves ~170 MiB to write (fsck.f2fs's
-      // "Free space"). fsck.f2fs follows fsck(8)'s exit codes since f2fs-tools 1.14; `-a` (what
-      // an fstab pass runs) acts only when the kernel flagged the file system, `-f` checks and
-      // fixes everything. The mount does the roll-forward recovery of fsync'd data.
-      {.kind = FsKind::kF2fs,
-       .name = "f2fs",
-       .package = "f2fs-tools",
-       .mkfs_argv = {"mkfs.f2fs", "-f", "-q"},
-       .default_image_bytes = 256 * kMiB,
-       .min_image_bytes = 52 * kMiB,
-       .block_size = 4096,
-       .block_size_reading = {.argv = {"fsck.f2fs", "--dry-run", "-d", "1", "{image}"},
-                              .prefix = "log_blocksize",
-                              .value_after = ":",
-                              .log2 = true},
-       .boot_steps = {{.name = "fsck.f2fs -a",
-                       .argv = {"fsck.f2fs", "-a", "{image}"},
-                       .ok_exits = kFsckFixed,
-                       .repaired_exits = {1, 2}}},
-       .recovery_steps = {{.name = "fsck.f2fs -f -y",
-                           .argv = {"fsck.f2fs", "-f", "-y", "{image}"},
-                           .ok_exits = kFsckFixed,
-                           .repaired_exits = kFsckFixed}},
-       .fsck = {.argv = {"fsck.f2fs", "--dry-run", "{image}"}},
-       .guest_modules = {{"f2fs", "CONFIG_F2FS_FS"}},
-       .direct_dsync_overwrite_may_skip_flush = true},
-  };
+  static const std::vector<FileSystem> table = {RawRow(), Ext4Row(), XfsRow(), BtrfsRow(),
+                                                F2fsRow()};
   return table;
 }
 

@@ -230,7 +230,8 @@ TEST(RunCommand, EveryFlagIsValidatedBeforeTheVmBoots) {
             "--cache sometimes: \"sometimes\" is not a cache model: off, on, "
             "lying or all"},
            {"--window 16parsecs", "--window 16parsecs: lying window"},
-           {"--fs ntfs", "--fs ntfs: expected ext4, xfs, btrfs or raw"},
+           {"--fs ntfs",
+            "--fs 'ntfs': unknown file system; expected one of raw, ext4, xfs, btrfs, f2fs"},
            {"--recordings-cap lots", "--recordings-cap lots: expected a size"},
            {"--cache off --expect on=survives", "--expect on=survives: cache on is not checked"},
            {"--cache off,on --expect off=survives", "no verdict for cache on"},
