@@ -68,14 +68,15 @@ std::string ModelNotesHtml(const CellModel* m) {
 // One cache cell: the verdict, the acks lost, the states checked and the violating states.
 std::string ModelCellHtml(const CellResult& c, const CellModel* m) {
   const std::string fs_note = ModelNotesHtml(m);
-  return fmt::format("<td class=\"{} num{}\" title=\"{}{}\">{} {} / {} / {}{}</td>",
-                     m->violations ? "fail" : "pass", c.AsExpected(*m) ? "" : " unexpected",
-                     c.judged ? fmt::format("expected {}. ", ExpectedVerdictName(c.expect.For(m->kind))) : "",
-                     XmlEscape(m->summary),
-                     m->violations   ? "FAIL"
-                     : m->complete() ? "pass"
-                                     : "incomplete",
-                     XmlEscape(CellLostText(*m)), CellStatesText(*m), m->violations, fs_note);
+  return fmt::format(
+      "<td class=\"{} num{}\" title=\"{}{}\">{} {} / {} / {}{}</td>",
+      m->violations ? "fail" : "pass", c.AsExpected(*m) ? "" : " unexpected",
+      c.judged ? fmt::format("expected {}. ", ExpectedVerdictName(c.expect.For(m->kind))) : "",
+      XmlEscape(m->summary),
+      m->violations   ? "FAIL"
+      : m->complete() ? "pass"
+                      : "incomplete",
+      XmlEscape(CellLostText(*m)), CellStatesText(*m), m->violations, fs_note);
 }
 
 // A row's verdict (its data-verdict) and its column: as expected, unexpected (and why) or could

@@ -103,7 +103,8 @@ std::string DefaultFsName() { return powercut::harness::FsName(powercut::harness
 
 // The flags of `run` and `check` that are parsed into the specs after the command line.
 struct RunFlags {
-  std::string recorder = "nbd", cut = "none", cache = "on", fs_name = DefaultFsName(), sector = "512e";
+  std::string recorder = "nbd", cut = "none", cache = "on", fs_name = DefaultFsName(),
+              sector = "512e";
   uint64_t disk_mib = 0, seed = 1;
   int timeout_s = 300;
 };

@@ -829,10 +829,14 @@ TEST(Expect, ParsesTheCatalogOfPowercutWorkloadList) {
                             "overwrites_out_of_place": {"off": "loses"}}}])",
       "test");
   ASSERT_TRUE(where.ok()) << where.status();
-  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("f2fs").For(ModelKind::kOn), ExpectedVerdict::kMayLose);
-  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("f2fs").For(ModelKind::kOff), ExpectedVerdict::kSurvives);
-  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("btrfs").For(ModelKind::kOff), ExpectedVerdict::kLoses);
-  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("ext4").For(ModelKind::kOn), ExpectedVerdict::kSurvives);
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("f2fs").For(ModelKind::kOn),
+            ExpectedVerdict::kMayLose);
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("f2fs").For(ModelKind::kOff),
+            ExpectedVerdict::kSurvives);
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("btrfs").For(ModelKind::kOff),
+            ExpectedVerdict::kLoses);
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("ext4").For(ModelKind::kOn),
+            ExpectedVerdict::kSurvives);
   EXPECT_FALSE(
       ParseBuiltinExpectations(
           R"([{"name": "x", "expect": {}, "expect_where": {"is_fast": {"on": "loses"}}}])", "test")

@@ -101,7 +101,8 @@ absl::StatusOr<harness::CheckOptions> ParseCheckArgs(const CheckArgs& a, bool fs
     auto manifest = harness::ReadManifest(harness::ManifestPathFor(o.trace_path));
     if (manifest.ok()) {
       // An unknown name is an error, never a raw device.
-      ASSIGN_OR_RETURN(o.fs, harness::ParseManifestFs(manifest->fs, "the trace's manifest: \"fs\""));
+      ASSIGN_OR_RETURN(o.fs,
+                       harness::ParseManifestFs(manifest->fs, "the trace's manifest: \"fs\""));
     }
   }
   // The same parsers, and so the same messages, as `powercut run` and `powercut matrix`.
