@@ -74,7 +74,7 @@ struct FileSystem {
   uint64_t default_image_bytes = 0;  // the recorded disk when `--disk-size` is not given
   uint64_t min_image_bytes = 0;      // the smallest disk mkfs makes it on
   uint32_t block_size = 0;           // what mkfs_argv makes on the default disk (0: raw)
-  ToolReading block_size_reading;    // the made file system's block size (vm/disk_image.h)
+  ToolReading block_size_reading;    // the made file system's block size (vm/machine/disk_image.h)
 
   // mount(2) data always added (xfs: nouuid, since every crash image is a copy of one file
   // system and shares its UUID).
