@@ -3,6 +3,7 @@
 // the recorder.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "base/status_macros.h"
 #include "fmt/format.h"
@@ -18,28 +19,41 @@ absl::Status ValidateAtomicUnit(uint32_t unit) {
       fmt::format("--atomic {}: expected 512 or 4096 (bytes; default: the disk's sector)", unit));
 }
 
-absl::StatusOr<std::vector<std::string>> PerDiskValues(const std::string& text, uint32_t disks,
-                                                       const std::string& flag,
-                                                       const std::string& what) {
+namespace {
+
+// The count rule of every per-disk flag: one value for every disk, or one per disk; the values
+// expanded to one per disk. `text` is the flag's value as given, for the message.
+template <typename T>
+absl::StatusOr<std::vector<T>> OnePerDisk(std::vector<T> values, uint32_t disks,
+                                          const std::string& flag, const std::string& text,
+                                          const std::string& what) {
   if (disks == 0) {
     return absl::InvalidArgumentError(
         "--disks 0: a run records at least one disk (--disks 1 is the default)");
   }
-  std::vector<std::string> out;
+  if (values.size() != 1 && values.size() != disks) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} {}: {} {} for {} disk{}: give one for every disk or one per disk (--disks N)", flag,
+        text, values.size(), what, disks, disks == 1 ? "" : "s"));
+  }
+  values.resize(disks, values.front());
+  return values;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> PerDiskValues(const std::string& text, uint32_t disks,
+                                                       const std::string& flag,
+                                                       const std::string& what) {
+  std::vector<std::string> values;
   size_t start = 0;
   while (true) {
     const size_t comma = text.find(',', start);
-    out.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
+    values.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (out.size() != 1 && out.size() != disks) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{} {}: {} {} for {} disk{}: give one for every disk or one per disk (--disks N)", flag,
-        text, out.size(), what, disks, disks == 1 ? "" : "s"));
-  }
-  out.resize(disks, out.front());
-  return out;
+  return OnePerDisk(std::move(values), disks, flag, text, what);
 }
 
 namespace {
@@ -63,11 +77,8 @@ absl::StatusOr<std::vector<T>> ParsePerDisk(const std::string& text, uint32_t di
 absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::vector<harness::FsKind>& fs,
                                                              uint32_t disks) {
   if (fs.empty()) return absl::InvalidArgumentError("--fs: give at least one file system");
-  // The count rules and messages of every per-disk flag; the names were parsed at the edge.
-  RETURN_IF_ERROR(PerDiskValues(harness::FsListName(fs), disks, "--fs", "file systems").status());
-  std::vector<harness::FsKind> out = fs;
-  out.resize(disks, fs.front());
-  return out;
+  // The names were parsed at the edge; the count rule is every per-disk flag's.
+  return OnePerDisk(fs, disks, "--fs", harness::FsListName(fs), "file systems");
 }
 
 absl::StatusOr<std::vector<harness::SectorFormat>> DiskSectors(const std::string& text,
