@@ -172,17 +172,6 @@ absl::StatusOr<CheckSetup> Setup(const CheckOptions& options) {
   return s;
 }
 
-std::string PointsName(const PointSelection& points) {
-  std::vector<std::string> p;
-  if (points.every_entry) p.emplace_back("entry");
-  if (points.acks) p.emplace_back("ack");
-  if (points.flushes) p.emplace_back("flush");
-  if (points.sample) p.push_back(fmt::format("sample:{}", points.sample));
-  std::string out;
-  for (size_t i = 0; i < p.size(); ++i) out += (i ? "," : "") + p[i];
-  return out;
-}
-
 // The report's description of the check; RunCheck appends the results.
 CheckReport ReportHeader(const CheckSetup& s, const TraceIndex& index) {
   const CheckOptions& o = s.options;
@@ -212,7 +201,7 @@ CheckReport ReportHeader(const CheckSetup& s, const TraceIndex& index) {
   report.budget_seconds = o.budget_seconds;
   report.states = o.states;
   report.trace_notes = trace.notes;
-  report.points = PointsName(o.points);
+  report.points = PointSelectionName(o.points);
   if (o.disks.several()) {
     std::vector<std::string> names;
     for (uint32_t d = 0; d < o.disks.count(); ++d) {

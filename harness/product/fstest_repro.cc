@@ -31,11 +31,9 @@ std::string ClassOf(const harness::Verdict& v) {
 // Records and judges workloads, one at a time, in one warm guest and one checking guest.
 class Runner {
  public:
-  Runner(const FsTestReproOptions& o, const vm::VmEnvironment& env,
-         std::vector<harness::CacheModel> models, harness::FsKind fs)
+  Runner(const FsTestReproOptions& o, const vm::VmEnvironment& env, harness::FsKind fs)
       : o_(o),
         env_(env),
-        models_(std::move(models)),
         fs_(fs),
         pool_(env, PreloadFor(fs)),
         checks_(env) {}
@@ -47,9 +45,9 @@ class Runner {
     r.workload = fmt::format("{} run --hex {}", o_.exec_binary,
                              absl::BytesToHexString(fstest::WorkloadText(w, false)));
     r.checker = kFsTestJudge;
-    r.models = models_;
-    r.points = *ParsePoints(kDefaultPoints);
-    r.states = *ParseStates(kDefaultStates);
+    r.models = {o_.model};
+    r.points = ReplayChoice{}.points;  // acks: the persistence points
+    r.states = ReplayChoice{}.states.Options();
     r.latest_ack_only = true;
     r.boot_checks = false;
     r.sync_acks = true;
@@ -84,7 +82,6 @@ class Runner {
 
   const FsTestReproOptions& o_;
   const vm::VmEnvironment& env_;
-  const std::vector<harness::CacheModel> models_;
   const harness::FsKind fs_;
   vm::GuestPool pool_;
   vm::GuestCheckPool checks_;
@@ -98,7 +95,8 @@ Workload WithOps(const Workload& w, const std::vector<size_t>& keep) {
 }
 
 std::string Readme(const FsTestReproOptions& o, const FsTestReproResult& r) {
-  std::string flags = fmt::format("--fs {} --cache {}", harness::FsName(o.fs), o.cache);
+  std::string flags =
+      fmt::format("--fs {} --cache {}", harness::FsName(o.fs), harness::CacheListName({o.model}));
   if (!o.mkfs_options.empty()) flags += " --mkfs-options " + harness::ShellJoin({o.mkfs_options});
   if (!o.mount_options.empty()) {
     flags += " --mount-options " + harness::ShellJoin({o.mount_options});
@@ -224,15 +222,10 @@ absl::Status ShrinkState(const FsTestReproOptions& o, harness::FsKind fs, Runner
 absl::StatusOr<FsTestReproResult> ReproFsTest(const FsTestReproOptions& o) {
   if (o.bundle.empty()) return absl::InvalidArgumentError("fstest repro: pass --bundle DIR");
   const harness::FsKind fs = o.fs;
-  ASSIGN_OR_RETURN(std::vector<harness::CacheModel> models, ParseCacheList(o.cache, o.window));
-  if (models.size() != 1) {
-    return absl::InvalidArgumentError(
-        fmt::format("--cache {}: repro shrinks under one cache model (off, on or lying)", o.cache));
-  }
   FsTestReproResult r;
   ASSIGN_OR_RETURN(r.original, FindFsTestWorkload(o.workload, o.source));
   ASSIGN_OR_RETURN(vm::VmEnvironment env, vm::PrepareVm(o.agent_hint, o.kernel));
-  Runner runner(o, env, models, fs);
+  Runner runner(o, env, fs);
   ASSIGN_OR_RETURN(ScratchDir work, ScratchDir::Create("powercut-fstest-repro", "/var/tmp"));
 
   RunOutcome first = runner.Run(r.original, work.File("original"));
@@ -244,7 +237,8 @@ absl::StatusOr<FsTestReproResult> ReproFsTest(const FsTestReproOptions& o) {
   r.violates = v != nullptr;
   if (!r.violates) {
     r.minimal = r.original;
-    r.note = fmt::format("the workload does not violate under cache {} on this run", o.cache);
+    r.note = fmt::format("the workload does not violate under cache {} on this run",
+                         harness::CacheListName({o.model}));
     return r;
   }
   r.failure_class = ClassOf(*v);

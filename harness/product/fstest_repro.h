@@ -31,8 +31,7 @@ struct FsTestReproOptions {
   // Where an id is looked for: the generator's space (`--seq`, `--persist`) or `--workloads`.
   FsTestOptions source;
   harness::FsKind fs = harness::DefaultFs();
-  std::string cache = "on";  // one model
-  std::string window = "16";
+  harness::CacheModel model{.mode = harness::CacheMode::kOn};  // the one model (`--cache`)
   std::string mkfs_options, mount_options, kernel;
   std::string bundle;  // the reproducer's folder (required)
   bool shrink = true;  // shrink the workload and the state

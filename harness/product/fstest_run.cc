@@ -238,9 +238,8 @@ absl::StatusOr<MatrixOptions> FsTestMatrix(const FsTestOptions& o,
   m.preset.clear();
   m.workloads.clear();
   m.custom_cells.clear();
-  ASSIGN_OR_RETURN(std::vector<harness::CacheModel> models, ParseCacheList(m.cache, m.window));
   CellExpect expect;
-  for (const harness::CacheModel& model : models) {
+  for (const harness::CacheModel& model : MatrixModels(m)) {
     expect.models[ModelKindOf(model.mode)] =
         o.expect_clean && model.mode != harness::CacheMode::kLying ? ExpectedVerdict::kSurvives
                                                                    : ExpectedVerdict::kMayLose;

@@ -24,13 +24,6 @@ struct CellPlan {
   std::vector<std::string> notes;
 };
 
-// The flags every cell shares, parsed once (PlanMatrix checked them).
-struct CheckFlags {
-  std::vector<harness::CacheModel> models;
-  harness::PointSelection points;
-  harness::StateOptions states;
-};
-
 // What the cell runs and what it is expected to do: from the --cells file, or the built-in
 // workload's commands and the workload catalog's verdict.
 void PlanCellWorkload(const MatrixOptions& o, const MatrixCell& c, CellPlan& plan) {
@@ -61,12 +54,11 @@ void PlanCellWorkload(const MatrixOptions& o, const MatrixCell& c, CellPlan& pla
 }
 
 // How the cell's recording is checked (the matrix's flags) and which fault mode it runs.
-void PlanCellCheck(const MatrixOptions& o, const MatrixCell& c, const CheckFlags& flags,
-                   CellPlan& plan) {
+void PlanCellCheck(const MatrixOptions& o, const MatrixCell& c, CellPlan& plan) {
   RunOptions& r = plan.options;
-  r.models = flags.models;
-  r.points = flags.points;
-  r.states = flags.states;
+  r.models = MatrixModels(o);
+  r.points = o.replay.points;
+  r.states = o.replay.states.Options();
   r.states.torn = o.torn;
   r.fs_failures_are_violations = o.fs_failures_are_violations;
   r.exhaustive = o.exhaustive;
@@ -79,11 +71,6 @@ void PlanCellCheck(const MatrixOptions& o, const MatrixCell& c, const CheckFlags
   r.mkfs_options = o.mkfs_options;
   r.mount_options = o.mount_options;
   r.workers = o.workers;
-  if (o.preset == "faults" && o.cache == MatrixOptions{}.cache) {
-    // The faults preset replays under cache on only, the model its live cuts are checked
-    // against (docs/results.md, "Faults"); --cache with another list changes it.
-    r.models = {harness::CacheModel{.mode = harness::CacheMode::kOn}};
-  }
   if (c.fault.empty()) {
     r.live_cuts = o.live_cuts != 0 ? o.live_cuts : o.preset == "faults" ? kFaultsLiveCuts : 0;
   } else {
@@ -111,6 +98,14 @@ void RunEach(size_t count, int in_flight, const std::function<void(size_t)>& run
 
 }  // namespace
 
+std::vector<harness::CacheModel> MatrixModels(const MatrixOptions& o) {
+  if (!o.replay.models.empty()) return o.replay.models;
+  if (o.preset == "faults") return {harness::CacheModel{.mode = harness::CacheMode::kOn}};
+  return {harness::CacheModel{.mode = harness::CacheMode::kOff},
+          harness::CacheModel{.mode = harness::CacheMode::kOn},
+          harness::CacheModel{.mode = harness::CacheMode::kLying}};
+}
+
 nlohmann::json MatrixParameters(const MatrixOptions& o) {
   nlohmann::json custom = nlohmann::json::array();
   for (const CustomCell& c : o.custom_cells) custom.push_back(CustomCellToJson(c));
@@ -122,10 +117,11 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
                       {"fs", fs},
                       {"sector", harness::SectorFormatName(o.sector)},
                       {"guest", GuestSizeToJson(o.guest)},
-                      {"cache", o.cache},
-                      {"window", o.window},
-                      {"points", o.points},
-                      {"states", o.states},
+                      // Spelled as the flags read them back (replay_choice.h); a lying
+                      // window other than 16 entries is in its model's code ("ly64KiB").
+                      {"cache", harness::CacheListName(MatrixModels(o))},
+                      {"points", harness::PointSelectionName(o.replay.points)},
+                      {"states", o.replay.states.Name()},
                       {"count", o.count},
                       {"seed", o.seed},
                       {"atomic_unit", o.atomic_unit},
@@ -199,10 +195,6 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
   auto start = std::chrono::steady_clock::now();
   auto plan = PlanMatrix(o);
   if (!plan.ok()) return plan.status();
-  CheckFlags flags;
-  ASSIGN_OR_RETURN(flags.models, ParseCacheList(o.cache, o.window));
-  ASSIGN_OR_RETURN(flags.points, ParsePoints(o.points));
-  ASSIGN_OR_RETURN(flags.states, ParseStates(o.states));
   bool builtin = std::any_of(plan->begin(), plan->end(),
                              [](const MatrixCell& c) { return !c.custom.has_value(); });
   if (builtin && o.workload_binary.empty()) {
@@ -233,7 +225,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     r.max_acks = o.max_acks;
     r.guest = o.guest;
     PlanCellWorkload(o, c, planned);
-    PlanCellCheck(o, c, flags, planned);
+    PlanCellCheck(o, c, planned);
     // Only when the line is shown: the engine counts the states up front for it (one more
     // state-generation pass).
     if (progress.enabled()) {

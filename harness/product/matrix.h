@@ -19,6 +19,7 @@
 #include "harness/product/cell_result.h"
 #include "harness/product/custom_cells.h"
 #include "harness/product/recordings.h"
+#include "harness/product/replay_choice.h"
 #include "harness/product/shard.h"
 #include "harness/vm/warm/vm_run.h"
 #include "nlohmann/json.hpp"
@@ -47,11 +48,10 @@ struct MatrixOptions {
   std::vector<harness::FsKind> fs = {harness::DefaultFs()};  // parsed at the edge
   // The recorded disk's sectors, every cell (`--sector`).
   harness::SectorFormat sector = harness::kDefaultSectorFormat;
-  std::string cache = "off,on,lying";
-  std::string window = "16";
-  // The same defaults as `powercut run` (one physics: docs/cache-models.md).
-  std::string points = kDefaultPoints;
-  std::string states = kDefaultStates;
+  // Every cell's replay (`--cache`, `--window`, `--points`, `--states`), parsed at the edge; the
+  // same defaults as `powercut run` (one physics: docs/cache-models.md). No models: the preset's
+  // own (MatrixModels).
+  ReplayChoice replay;
   // Commits per workload run; 0: the default (controls preset 8; else xlog 20, others 10).
   uint64_t count = 0;
   uint64_t seed = 1;
@@ -119,6 +119,11 @@ struct MatrixCell {
            (fault.empty() ? "" : "/" + fault);
   }
 };
+
+// The cache models every cell is replayed under: options.replay's, else the faults preset's
+// (on: the model its live cuts are checked against, docs/results.md "Faults"), else off, on and
+// lying.
+std::vector<harness::CacheModel> MatrixModels(const MatrixOptions& options);
 
 // The whole (unsharded) plan; fails on an unknown workload/setting/fs/preset.
 absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& options);

@@ -158,11 +158,7 @@ std::vector<harness::FsKind> PresetDefaultFs(const std::string& preset) {
 
 absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
   // Every flag is checked here, before --list and before any VM boots.
-  for (const absl::Status& s :
-       {ParseCacheList(o.cache, o.window).status(), ParsePoints(o.points).status(),
-        ParseStates(o.states).status(), ValidateAtomicUnit(o.atomic_unit)}) {
-    if (!s.ok()) return s;
-  }
+  RETURN_IF_ERROR(ValidateAtomicUnit(o.atomic_unit));
   std::vector<std::pair<std::string, std::string>> pairs;
   bool builtin = !o.preset.empty() || !o.workloads.empty() || o.custom_cells.empty();
   if (!builtin) {

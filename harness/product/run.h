@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "harness/check/engine.h"
 #include "harness/product/fault_results.h"
+#include "harness/product/replay_choice.h"
 #include "harness/product/timeline.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/state_generator.h"
@@ -29,13 +30,6 @@
 #include "harness/vm/warm/vm_run.h"
 
 namespace powercut::product {
-
-// The defaults every command shares (`run`, `matrix`, every preset; docs/cache-models.md): crash
-// points at every ack (where a durability promise binds), about 8 states per point, torn writes on
-// at the disk's physical sector. `--points acks,flushes` or `every` searches between acks too, at
-// about three times the checking time.
-inline constexpr char kDefaultPoints[] = "acks";
-inline constexpr char kDefaultStates[] = "8";
 
 struct RecordingStore;  // harness/product/recordings.h
 
@@ -240,15 +234,6 @@ absl::Status ValidateRunOptions(const RunOptions& options);
 // --atomic: 0 (the trace's sector size), 512 or 4096.
 absl::Status ValidateAtomicUnit(uint32_t unit);
 
-// "off,on,lying", "all"; `window` is the lying window ("16", "64KiB"), checked even when lying
-// is not in the list.
-absl::StatusOr<std::vector<harness::CacheModel>> ParseCacheList(const std::string& text,
-                                                                const std::string& window);
-// harness::kPointChoices (every, acks, flushes, N); the same parser as `powercut check`.
-absl::StatusOr<harness::PointSelection> ParsePoints(const std::string& text);
-// "exhaustive" (every subset up to 16 volatile writes) or N: about N states per point (every
-// subset up to log2(N) writes, else the extremes and N seeded samples).
-absl::StatusOr<harness::StateOptions> ParseStates(const std::string& text);
 absl::StatusOr<vm::Recording> ParseRecorder(const std::string& text);
 
 // One line per cache model, for stdout.

@@ -1,8 +1,6 @@
 // The flag parsers of run.h, one vocabulary per flag: the atomic unit, the per-disk flags
-// (`--fs`, `--sector`, `--disk-size`), the cache models, crash points, states per point and
-// the recorder.
+// (`--fs`, `--sector`, `--disk-size`) and the recorder (the replay's flags: replay_choice.h).
 #include <algorithm>
-#include <cmath>
 #include <utility>
 
 #include "base/status_macros.h"
@@ -98,35 +96,6 @@ absl::StatusOr<std::vector<uint64_t>> DiskSizes(const std::string& text, uint32_
         }
         return bytes;
       });
-}
-
-absl::StatusOr<std::vector<harness::CacheModel>> ParseCacheList(const std::string& text,
-                                                                const std::string& window) {
-  return harness::ParseCacheModels(text, window);
-}
-
-absl::StatusOr<harness::PointSelection> ParsePoints(const std::string& text) {
-  return harness::ParsePointSelection(text);
-}
-
-absl::StatusOr<harness::StateOptions> ParseStates(const std::string& text) {
-  harness::StateOptions s;
-  if (text == "exhaustive") {
-    s.max_exhaustive = 16;
-    return s;
-  }
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
-      text.size() > 9 || std::stoull(text) == 0) {
-    return absl::InvalidArgumentError(fmt::format(
-        "--states {}: expected exhaustive or a positive number of states per point", text));
-  }
-  uint64_t n = std::stoull(text);
-  s.samples = static_cast<uint32_t>(n);
-  s.max_exhaustive = static_cast<uint32_t>(std::floor(std::log2(static_cast<double>(n))));
-  s.max_all_but_one = static_cast<uint32_t>(std::min<uint64_t>(n, 64));
-  s.max_torn_writes = static_cast<uint32_t>(std::min<uint64_t>(n, 4));
-  s.torn_samples = n >= 8 ? 2 : 1;
-  return s;
 }
 
 absl::StatusOr<vm::Recording> ParseRecorder(const std::string& text) {

@@ -71,6 +71,10 @@ absl::StatusOr<CacheModel> ParseCacheModel(std::string_view text);
 // "ly64KiB" keeps its own window. An unknown name is an error that lists the valid ones.
 absl::StatusOr<std::vector<CacheModel>> ParseCacheModels(std::string_view text,
                                                          std::string_view window);
+// The inverse of ParseCacheModels for reports and rebuild commands: a `--cache` text that reads
+// back (with the default `--window`) to exactly `models`: "off,on,lying", a lying model of
+// another window by its Code() ("off,ly64KiB" spelled "off,ly65536b").
+std::string CacheListName(const std::vector<CacheModel>& models);
 // `--cache-per-disk 1=on,2=lying` over a set of `disks`: in each of `models` (from `--cache`),
 // the named disks get the named model and the others keep the model's own. A disk number outside
 // 1..disks, a repeated disk or an unknown model is an error naming it.

@@ -69,6 +69,17 @@ absl::StatusOr<PointSelection> ParsePointSelection(std::string_view text) {
   return s;
 }
 
+std::string PointSelectionName(const PointSelection& points) {
+  std::vector<std::string> p;
+  if (points.every_entry) p.emplace_back("every");
+  if (points.acks) p.emplace_back("acks");
+  if (points.flushes) p.emplace_back("flushes");
+  if (points.sample) p.push_back(std::to_string(points.sample));
+  std::string out;
+  for (size_t i = 0; i < p.size(); ++i) out += (i ? "," : "") + p[i];
+  return out;
+}
+
 std::vector<bool> ExactForCacheOff(const Trace& trace) {
   const auto& entries = trace.entries;
   std::vector<bool> exact(entries.size(), false);

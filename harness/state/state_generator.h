@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct PointSelection {
   bool acks = true;
   bool flushes = true;
   uint64_t sample = 0;  // plus a seeded sample of this many entry points
+  bool operator==(const PointSelection&) const = default;
 };
 
 // The one vocabulary of --points (run, matrix, check, state list), for help texts and errors.
@@ -33,6 +35,9 @@ inline constexpr std::string_view kPointChoices =
     "every, acks, flushes or N (a seeded sample of N entry points), comma-separated";
 // kPointChoices; also the older spellings entry, ack, flush and sample:N.
 absl::StatusOr<PointSelection> ParsePointSelection(std::string_view text);
+// The inverse, in kPointChoices' spelling ("acks", "every,flushes,50"): reports and rebuild
+// commands.
+std::string PointSelectionName(const PointSelection& points);
 
 struct StateOptions {
   uint32_t max_exhaustive = 10;  // K

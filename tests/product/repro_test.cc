@@ -51,9 +51,9 @@ RunOptions RawOptions(const std::string& cache) {
   RunOptions o;
   o.fs = {harness::FsKind::kRaw};
   o.checker = RAW_LOG_CHECKER;
-  o.models = *ParseCacheList(cache, "16");
-  o.points = *ParsePoints("acks");
-  o.states = *ParseStates("8");
+  o.models = *harness::ParseCacheModels(cache, "16");
+  o.points = *harness::ParsePointSelection("acks");
+  o.states = ParseStates("8")->Options();
   o.workers = 2;
   o.exhaustive = true;  // the tests assert full counts
   o.name = "rawlog";

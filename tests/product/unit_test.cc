@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <optional>
 #include <set>
@@ -372,47 +373,81 @@ TEST(DeltaDebug, FindsTheOneMinimalSubset) {
 }
 
 TEST(Options, ParseAndRejectWithTheFlagName) {
-  auto models = ParseCacheList("all", "16");
+  auto models = harness::ParseCacheModels("all", "16");
   ASSERT_TRUE(models.ok());
   EXPECT_EQ(models->size(), 3u);
-  auto bad = ParseCacheList("off,sometimes", "16");
+  auto bad = harness::ParseCacheModels("off,sometimes", "16");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("--cache"));
-  auto points = ParsePoints("acks,flushes");
+  auto points = harness::ParsePointSelection("acks,flushes");
   ASSERT_TRUE(points.ok());
   EXPECT_TRUE(points->acks && points->flushes && !points->every_entry);
-  auto sample = ParsePoints("25");
+  auto sample = harness::ParsePointSelection("25");
   ASSERT_TRUE(sample.ok());
   EXPECT_EQ(sample->sample, 25u);
-  EXPECT_FALSE(ParsePoints("whenever").ok());
+  EXPECT_FALSE(harness::ParsePointSelection("whenever").ok());
   auto states = ParseStates("8");
   ASSERT_TRUE(states.ok());
-  EXPECT_EQ(states->max_exhaustive, 3u);
-  EXPECT_EQ(states->samples, 8u);
-  EXPECT_EQ(ParseStates("exhaustive")->max_exhaustive, 16u);
+  EXPECT_EQ(states->Options().max_exhaustive, 3u);
+  EXPECT_EQ(states->Options().samples, 8u);
+  EXPECT_EQ(ParseStates("exhaustive")->Options().max_exhaustive, 16u);
   EXPECT_FALSE(ParseStates("0").ok());
   EXPECT_FALSE(ParseStates("many").ok());
+  EXPECT_FALSE(ParseStates("8x").ok());
+  EXPECT_FALSE(ParseStates("1234567890").ok());
   EXPECT_FALSE(ParseRecorder("tcpdump").ok());
 }
 
+// The replay's four flags are parsed once at the edge; what a report or a rebuild command spells
+// back reads back to the same choice.
+TEST(Options, TheReplayChoiceReadsBackFromItsSpelling) {
+  auto defaults = ParseReplayChoice("", "16", kDefaultPoints, kDefaultStates);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(*defaults, ReplayChoice{});  // the typed defaults are the flags' defaults
+  for (const auto& [cache, window, points, states] :
+       std::vector<std::array<std::string, 4>>{{"all", "16", "acks", "8"},
+                                               {"off,lying", "64KiB", "every,flushes", "exhaustive"},
+                                               {"on,ly4096b,lying", "3", "acks,25", "100"},
+                                               {"lying", "16e", "entry,sample:5", "1"}}) {
+    auto choice = ParseReplayChoice(cache, window, points, states);
+    ASSERT_TRUE(choice.ok()) << choice.status();
+    auto back = ParseReplayChoice(harness::CacheListName(choice->models), "16",
+                                  harness::PointSelectionName(choice->points),
+                                  choice->states.Name());
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, *choice) << cache << " " << window << " " << points << " " << states;
+  }
+  EXPECT_EQ(harness::CacheListName(ParseReplayChoice("all", "16", "acks", "8")->models),
+            "off,on,lying");
+  EXPECT_EQ(harness::CacheListName(ParseReplayChoice("off,lying", "64KiB", "acks", "8")->models),
+            "off,ly65536b");
+  EXPECT_EQ(harness::PointSelectionName(*harness::ParsePointSelection("sample:5,ack,entry")),
+            "every,acks,5");
+  // Each flag keeps its own message; no --cache still checks --window.
+  EXPECT_THAT(ParseReplayChoice("", "16parsecs", "acks", "8").status().message(),
+              HasSubstr("--window"));
+  EXPECT_THAT(ParseReplayChoice("off", "16", "acks", "lots").status().message(),
+              HasSubstr("--states lots"));
+}
+
 TEST(Options, OneVocabularyPerFlag) {
-  auto points = ParsePoints("bogus");
+  auto points = harness::ParsePointSelection("bogus");
   ASSERT_FALSE(points.ok());
   EXPECT_EQ(points.status().message(),
             "--points bogus: \"bogus\" is not a crash-point choice: every, acks, flushes or N (a "
             "seeded sample of N entry points), comma-separated");
-  EXPECT_TRUE(ParsePoints("every,25")->every_entry);
-  EXPECT_EQ(ParsePoints("entry,sample:5")->sample, 5u);  // `check`'s older spellings
-  EXPECT_FALSE(ParsePoints("0").ok());
-  EXPECT_FALSE(ParsePoints("").ok());
-  auto cache = ParseCacheList("off,sometimes", "16");
+  EXPECT_TRUE(harness::ParsePointSelection("every,25")->every_entry);
+  EXPECT_EQ(harness::ParsePointSelection("entry,sample:5")->sample, 5u);  // `check`'s older spellings
+  EXPECT_FALSE(harness::ParsePointSelection("0").ok());
+  EXPECT_FALSE(harness::ParsePointSelection("").ok());
+  auto cache = harness::ParseCacheModels("off,sometimes", "16");
   ASSERT_FALSE(cache.ok());
   EXPECT_EQ(cache.status().message(),
             "--cache off,sometimes: \"sometimes\" is not a cache model: off, on, lying or all "
             "(comma-separated)");
   // The window is checked even when lying is not among the models.
-  EXPECT_FALSE(ParseCacheList("off", "16parsecs").ok());
-  EXPECT_THAT(ParseCacheList("off", "16parsecs").status().message(), HasSubstr("--window"));
+  EXPECT_FALSE(harness::ParseCacheModels("off", "16parsecs").ok());
+  EXPECT_THAT(harness::ParseCacheModels("off", "16parsecs").status().message(), HasSubstr("--window"));
   EXPECT_TRUE(ValidateAtomicUnit(4096).ok());
   EXPECT_TRUE(ValidateAtomicUnit(0).ok());
   EXPECT_THAT(ValidateAtomicUnit(1000).message(), HasSubstr("--atomic 1000: expected 512 or 4096"));
@@ -938,12 +973,12 @@ TEST(Vocabulary, NamesRoundTripAndUnknownNamesListTheValidOnes) {
   EXPECT_THAT(ParseExpectedVerdict("maybe").status().message(),
               HasSubstr("\"maybe\" is not an expected verdict: survives, loses or may-lose"));
   EXPECT_THAT(harness::ParseCacheMode("all").status().message(), HasSubstr("off, on or lying"));
-  EXPECT_THAT(ParseCacheList("off,fast", "16").status().message(),
+  EXPECT_THAT(harness::ParseCacheModels("off,fast", "16").status().message(),
               HasSubstr("\"fast\" is not a cache model: off, on, lying or all"));
-  EXPECT_THAT(ParsePoints("acks,sometimes").status().message(),
+  EXPECT_THAT(harness::ParsePointSelection("acks,sometimes").status().message(),
               HasSubstr(std::string(harness::kPointChoices)));
   // A plain "lying" takes --window; a lying code keeps its own; "all" is the three in order.
-  auto models = ParseCacheList("lying,ly64KiB,on", "8");
+  auto models = harness::ParseCacheModels("lying,ly64KiB,on", "8");
   ASSERT_TRUE(models.ok()) << models.status();
   ASSERT_EQ(models->size(), 3u);
   EXPECT_EQ((*models)[0].window, 8u);
@@ -951,7 +986,7 @@ TEST(Vocabulary, NamesRoundTripAndUnknownNamesListTheValidOnes) {
   EXPECT_EQ((*models)[1].window, 65536u);
   EXPECT_TRUE((*models)[1].window_in_bytes);
   EXPECT_EQ((*models)[2], harness::CacheModel{.mode = harness::CacheMode::kOn});
-  auto all = ParseCacheList("all", "16");
+  auto all = harness::ParseCacheModels("all", "16");
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), 3u);
   EXPECT_EQ(ModelKindOf((*all)[2]), ModelKind::kLying);

@@ -106,8 +106,8 @@ absl::StatusOr<harness::CheckOptions> ParseCheckArgs(const CheckArgs& a, bool fs
     }
   }
   // The same parsers, and so the same messages, as `powercut run` and `powercut matrix`.
-  ASSIGN_OR_RETURN(o.points, product::ParsePoints(a.points));
-  ASSIGN_OR_RETURN(o.models, product::ParseCacheList(a.cache, a.window));
+  ASSIGN_OR_RETURN(o.points, harness::ParsePointSelection(a.points));
+  ASSIGN_OR_RETURN(o.models, harness::ParseCacheModels(a.cache, a.window));
   RETURN_IF_ERROR(product::ValidateAtomicUnit(a.o.atomic_unit));
   if (a.o.states.max_exhaustive > 16) {
     return absl::InvalidArgumentError(fmt::format(

@@ -173,6 +173,8 @@ struct RunArgs {
   std::string fs = harness::FsName(harness::DefaultFs());
   std::string sector = "512e", shard = "1/1", json, junit, html, recordings,
               recordings_cap = "1GiB", budget, disk_size;
+  // The replay's flags (product::ParseReplayChoice); the points are the persistence points.
+  std::string cache = "off,on", window = "16", states = product::kDefaultStates;
   bool quiet = false, expect_clean = false, list = false;
   int jobs = 1;
 };
@@ -183,12 +185,12 @@ void AddRunOptions(CLI::App* c, RunArgs* a) {
                 fmt::format("{} (comma-separated: each workload on each)",
                             harness::FsNames(/*with_raw=*/false)))
       ->capture_default_str();
-  c->add_option("--cache", a->m.cache,
+  c->add_option("--cache", a->cache,
                 "the cache models every recording is replayed under: off, on, lying "
                 "(comma-separated) or all")
       ->capture_default_str();
-  c->add_option("--window", a->m.window, "lying window")->capture_default_str();
-  c->add_option("--states", a->m.states, "per persistence point: exhaustive or about N states")
+  c->add_option("--window", a->window, "lying window")->capture_default_str();
+  c->add_option("--states", a->states, "per persistence point: exhaustive or about N states")
       ->capture_default_str();
   c->add_option("--mkfs-options", a->m.mkfs_options,
                 "added to every mkfs (e.g. \"-O fast_commit\" for ext4, \"-m single\" for btrfs); "
@@ -237,7 +239,7 @@ absl::StatusOr<product::FsTestOptions> ParseRunArgs(const RunArgs& a) {
     ASSIGN_OR_RETURN(m.budget_seconds, harness::ParseBudget(a.budget));
   }
   RETURN_IF_ERROR(ParseGuestDisk(a.disk_size, &m.guest));
-  m.points = "acks";  // the persistence points
+  ASSIGN_OR_RETURN(m.replay, product::ParseReplayChoice(a.cache, a.window, "acks", a.states));
   m.powercut = SelfPath("powercut");
   m.progress = !a.quiet;
   m.cells_in_flight = a.jobs + 1;
@@ -284,10 +286,24 @@ int Run(const RunArgs& a) {
                               a.quiet);
 }
 
+// `fstest repro --cache --window`: exactly one model.
+absl::StatusOr<harness::CacheModel> ReproModel(const std::string& cache,
+                                               const std::string& window) {
+  ASSIGN_OR_RETURN(std::vector<harness::CacheModel> models,
+                   harness::ParseCacheModels(cache, window));
+  if (models.size() != 1) {
+    return absl::InvalidArgumentError(
+        fmt::format("--cache {}: repro shrinks under one cache model ({})", cache,
+                    harness::kCacheModeChoices));
+  }
+  return models.front();
+}
+
 void AddRepro(CLI::App* fstest, int* exit_code) {
   struct Args {
     WorkloadArgs w;
     product::FsTestReproOptions o;
+    std::string cache = "on", window = "16";  // parsed into o.model (ReproModel)
     bool no_shrink = false;
   };
   auto a = std::make_shared<Args>();
@@ -298,9 +314,9 @@ void AddRepro(CLI::App* fstest, int* exit_code) {
   c->add_option("workload", a->o.workload, "the workload's id (fst-...) or its file")->required();
   AddWorkloadOptions(c, &a->w);
   AddFsOption(c, &a->o.fs, harness::FsNames(/*with_raw=*/false));
-  c->add_option("--cache", a->o.cache, "the one cache model: off, on or lying")
+  c->add_option("--cache", a->cache, "the one cache model: off, on or lying")
       ->capture_default_str();
-  c->add_option("--window", a->o.window, "lying window")->capture_default_str();
+  c->add_option("--window", a->window, "lying window")->capture_default_str();
   c->add_option("--mkfs-options", a->o.mkfs_options, "as for fstest run");
   c->add_option("--mount-options", a->o.mount_options, "as for fstest run");
   AddKernelOption(c, &a->o.kernel);
@@ -308,6 +324,12 @@ void AddRepro(CLI::App* fstest, int* exit_code) {
   c->add_flag("--no-shrink", a->no_shrink, "record, judge and bundle it as it is");
   c->callback([=] {
     product::FsTestReproOptions o = a->o;
+    auto model = ReproModel(a->cache, a->window);
+    if (!model.ok()) {
+      *exit_code = CouldNotRun(std::string(model.status().message()));
+      return;
+    }
+    o.model = *model;
     auto source = WorkloadOptions(a->w);
     if (!source.ok()) {
       *exit_code = CouldNotRun(std::string(source.status().message()));
@@ -339,7 +361,7 @@ void AddRepro(CLI::App* fstest, int* exit_code) {
       return;
     }
     std::printf("%s violates under cache %s: %s\n", fstest::WorkloadId(r->original).c_str(),
-                o.cache.c_str(), r->verdict.c_str());
+                a->cache.c_str(), r->verdict.c_str());
     std::printf("minimal workload (%zu of %zu operations, %zu candidates recorded), class %s:\n%s",
                 r->minimal.ops.size(), r->original.ops.size(), r->tries.size(),
                 r->failure_class.c_str(), fstest::WorkloadText(r->minimal, false).c_str());
@@ -360,7 +382,6 @@ void AddFsTestCommand(CLI::App& app, int* exit_code) {
   fstest->require_subcommand(1);
   AddList(fstest, exit_code);
   auto a = std::make_shared<RunArgs>();
-  a->m.cache = "off,on";
   CLI::App* run = fstest->add_subcommand(
       "run",
       "record each workload once per file system, replay every crash state at its persistence "

@@ -41,6 +41,9 @@ struct MatrixArgs {
   std::vector<std::string> workloads, barriers, fs;
   std::string sector = "512e", shard = "1/1", json, junit, html, workload_binary, agent, cells,
               recordings, recordings_cap = "1GiB", budget, disk_size, check_in;
+  // The replay's flags (product::ParseReplayChoice); no --cache: the preset's models.
+  std::string cache, window = "16", points = product::kDefaultPoints,
+                     states = product::kDefaultStates;
   bool quiet = false, list = false, no_torn = false, no_expect = false;
   int jobs = 1;  // warm guests recording at once (docs/results.md, "Time to verdict")
   FaultArgs faults;
@@ -73,11 +76,11 @@ void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
                 "the recorded disk's sectors: 512n, 512e (512-byte logical, 4,096-byte "
                 "physical) or 4kn")
       ->capture_default_str();
-  m->add_option("--cache", a->o.cache, "off,on,lying or all")->capture_default_str();
-  m->add_option("--window", a->o.window, "lying window")->capture_default_str();
-  m->add_option("--points", a->o.points, "crash points: " + std::string(harness::kPointChoices))
+  m->add_option("--cache", a->cache, "off,on,lying or all (default off,on,lying; --preset faults: on)");
+  m->add_option("--window", a->window, "lying window")->capture_default_str();
+  m->add_option("--points", a->points, "crash points: " + std::string(harness::kPointChoices))
       ->capture_default_str();
-  m->add_option("--states", a->o.states, "per point: exhaustive or about N states")
+  m->add_option("--states", a->states, "per point: exhaustive or about N states")
       ->capture_default_str();
   m->add_option("--count", a->o.count,
                 "commits per workload run (default: --preset controls 8, databases 5; else xlog "
@@ -137,6 +140,7 @@ absl::StatusOr<product::MatrixOptions> ParseMatrixArgs(const MatrixArgs& a) {
     }
   }
   ASSIGN_OR_RETURN(o.sector, harness::ParseSectorFormat(a.sector));
+  ASSIGN_OR_RETURN(o.replay, product::ParseReplayChoice(a.cache, a.window, a.points, a.states));
   if (!a.budget.empty()) {
     ASSIGN_OR_RETURN(o.budget_seconds, harness::ParseBudget(a.budget));
   }

@@ -204,15 +204,13 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
   o.powercut = SelfPath("powercut");
   o.timeout = std::chrono::seconds(a.timeout);
   ASSIGN_OR_RETURN(o.fs, harness::ParseFsKinds(a.fs));
-  auto models = product::ParseCacheList(a.cache, a.window);
-  auto points = product::ParsePoints(a.points);
-  auto states = product::ParseStates(a.states);
+  auto replay = product::ParseReplayChoice(a.cache, a.window, a.points, a.states);
   auto recorder = product::ParseRecorder(a.recorder);
   auto store =
       product::RecordingStoreFor(a.recordings, a.recordings_cap, {a.html, a.json, a.junit});
   absl::StatusOr<double> budget = a.budget.empty() ? 0.0 : harness::ParseBudget(a.budget);
   for (const absl::Status& s :
-       {models.status(), points.status(), states.status(), recorder.status(), store.status(),
+       {replay.status(), recorder.status(), store.status(),
         budget.status(), ParseDiskGeometry(a.sector, a.disk_size, &o),
         ApplyFaultArgs(a.faults, product::kFaultsFlakeyAfterAcks, &o.live_cuts, &o.flakey),
         product::ValidateRunOptions(o)}) {  // last: it reads what the fault flags set
@@ -220,21 +218,21 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
   }
   o.budget_seconds = *budget;
   if (!a.cache_per_disk.empty()) {
-    RETURN_IF_ERROR(harness::ApplyCachePerDisk(a.cache_per_disk, o.disks, &*models));
+    RETURN_IF_ERROR(harness::ApplyCachePerDisk(a.cache_per_disk, o.disks, &replay->models));
   }
   *cell = product::CellResult{.workload_command = o.workload, .checker_command = o.checker};
   cell->judged = !a.expect.empty();
   if (cell->judged) {
-    ASSIGN_OR_RETURN(std::vector<product::ModelKind> checked, CheckedModels(o, *models));
+    ASSIGN_OR_RETURN(std::vector<product::ModelKind> checked, CheckedModels(o, replay->models));
     auto expect = product::ParseExpect(a.expect, checked);
     if (!expect.ok()) return expect.status();
     cell->expect = *expect;
   }
   *recordings = std::move(*store);
   o.recordings = recordings;
-  o.models = *models;
-  o.points = *points;
-  o.states = *states;
+  o.models = replay->models;
+  o.points = replay->points;
+  o.states = replay->states.Options();
   o.states.torn = !a.no_torn;
   o.recording = *recorder;
   if (o.name.empty()) o.name = "run";

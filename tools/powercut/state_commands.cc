@@ -107,9 +107,9 @@ void PrintStateIds(const ListArgs& l, const ListedTrace& listed,
 int ListStates(const ListArgs& l) {
   // The same parsers, and so the same names and messages, as `check`, `run` and `matrix`.
   absl::StatusOr<std::vector<harness::CacheModel>> models =
-      product::ParseCacheList(l.cache, l.window);
+      harness::ParseCacheModels(l.cache, l.window);
   if (!models.ok()) return CouldNotRun(std::string(models.status().message()));
-  absl::StatusOr<harness::PointSelection> points = product::ParsePoints(l.points);
+  absl::StatusOr<harness::PointSelection> points = harness::ParsePointSelection(l.points);
   if (!points.ok()) return CouldNotRun(std::string(points.status().message()));
   absl::StatusOr<ListedTrace> listed = OpenListedTrace(l.trace);
   if (!listed.ok()) return Fail(std::string(listed.status().message()));
