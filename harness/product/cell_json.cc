@@ -10,8 +10,8 @@
 
 namespace powercut::product {
 
-nlohmann::json GuestSizeToJson(const GuestSize& guest) {
-  return {{"memory_mib", guest.memory_mib}, {"cpus", guest.cpus}, {"disk_bytes", guest.disk_bytes}};
+nlohmann::json GuestSizeToJson(const GuestSize& guest, uint64_t disk_bytes) {
+  return {{"memory_mib", guest.memory_mib}, {"cpus", guest.cpus}, {"disk_bytes", disk_bytes}};
 }
 
 nlohmann::json PhasesToJson(const std::vector<std::pair<std::string, double>>& phases) {

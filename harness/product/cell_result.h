@@ -187,9 +187,9 @@ int RunExitCode(const RunOutcome& outcome, const CellResult& cell);
 std::string RecordPhasesSummary(const std::vector<CellResult>& cells);
 
 nlohmann::json CellToJson(const CellResult& cell);
-// The guest a run asked for ({memory_mib, cpus, disk_bytes}; 0 = the VM's default), as the run
-// and matrix reports record it.
-nlohmann::json GuestSizeToJson(const GuestSize& guest);
+// The guest a run asked for and its (first) disk's size ({memory_mib, cpus, disk_bytes}; 0 = the
+// default), as the run and matrix reports record them.
+nlohmann::json GuestSizeToJson(const GuestSize& guest, uint64_t disk_bytes);
 // Phases (record_phases, RunOutcome::check_phases) as an array of [name, seconds], in order.
 nlohmann::json PhasesToJson(const std::vector<std::pair<std::string, double>>& phases);
 absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j);

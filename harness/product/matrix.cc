@@ -64,7 +64,8 @@ void PlanCellCheck(const MatrixOptions& o, const MatrixCell& c, CellPlan& plan) 
   r.exhaustive = o.exhaustive;
   r.budget_seconds = o.budget_seconds;
   r.atomic_unit = o.atomic_unit;
-  r.sector = o.sector;
+  r.sectors = {o.sector};
+  if (o.disk_bytes != 0) r.disk_bytes = {o.disk_bytes};
   r.seed = o.seed;
   r.fsck = o.fsck;
   r.powercut = o.powercut;
@@ -116,7 +117,7 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
                       {"barriers", o.barriers},
                       {"fs", fs},
                       {"sector", harness::SectorFormatName(o.sector)},
-                      {"guest", GuestSizeToJson(o.guest)},
+                      {"guest", GuestSizeToJson(o.guest, o.disk_bytes)},
                       // Spelled as the flags read them back (replay_choice.h); a lying
                       // window other than 16 entries is in its model's code ("ly64KiB").
                       {"cache", harness::CacheListName(MatrixModels(o))},

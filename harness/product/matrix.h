@@ -55,7 +55,8 @@ struct MatrixOptions {
   // Commits per workload run; 0: the default (controls preset 8; else xlog 20, others 10).
   uint64_t count = 0;
   uint64_t seed = 1;
-  GuestSize guest;           // every cell's guest (`--guest-memory`, `--guest-cpus`, `--disk-size`)
+  GuestSize guest;         // every cell's guest (`--guest-memory`, `--guest-cpus`)
+  uint64_t disk_bytes = 0;  // every cell's disk (`--disk-size`; 0: its file system's default)
   uint32_t atomic_unit = 0;  // 0: the recorded disk's physical sector (4,096 B on the 512e default)
   bool torn = true;          // torn-write variants, on by default everywhere
   bool fs_failures_are_violations = false;

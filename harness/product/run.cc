@@ -66,7 +66,7 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   if (o.fsck && !harness::FileSystemOf(c.fs).raw()) c.before_mount = harness::FsckHook(c.fs);
   if (o.check_pool != nullptr && !harness::FileSystemOf(c.fs).raw()) {
     c.judges = o.check_pool->Factory({.fs = c.fs,
-                                      .sector = o.sector,
+                                      .sector = o.SectorOf(0),
                                       .checker = o.checker,
                                       .mount_options = o.mount_options,
                                       .checker_timeout_s = o.checker_timeout_s,
@@ -343,13 +343,12 @@ vm::RunSpec RecordingSpec(const RunOptions& o, const std::string& dir) {
   spec.fs = FirstFs(o);
   if (auto disks = DiskFileSystems(o.fs, o.disks); disks.ok()) {
     for (size_t d = 1; d < disks->size(); ++d) {
-      vm::RunSpec::ExtraDisk extra{.fs = (*disks)[d], .bytes = o.guest.disk_bytes};
-      if (d < o.disk_bytes.size()) extra.bytes = o.disk_bytes[d];
-      if (d < o.disk_sectors.size()) extra.sector = o.disk_sectors[d];
-      spec.extra_disks.push_back(extra);
+      const auto disk = static_cast<uint32_t>(d);
+      spec.extra_disks.push_back(
+          {.fs = (*disks)[d], .bytes = o.DiskBytesOf(disk), .sector = o.SectorOf(disk)});
     }
   }
-  spec.sector = o.sector;
+  spec.sector = o.SectorOf(0);
   spec.command = o.workload;
   spec.mount_options = o.mount_options;
   spec.mkfs_options = o.mkfs_options;
@@ -359,7 +358,7 @@ vm::RunSpec RecordingSpec(const RunOptions& o, const std::string& dir) {
   spec.timeout = o.timeout;
   spec.memory_mib = o.guest.memory_mib;
   spec.cpus = o.guest.cpus;
-  spec.disk_bytes = o.guest.disk_bytes;
+  spec.disk_bytes = o.DiskBytesOf(0);
   return spec;
 }
 

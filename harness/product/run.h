@@ -9,6 +9,7 @@
 // state is broken itself and the outcome is "checker-crash".
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -96,12 +97,11 @@ absl::StatusOr<TraceJudging> JudgeTrace(const std::string& check_in, harness::Fs
 // no state was judged in a guest.
 std::string GuestCheckPhasesLine(const std::vector<std::pair<std::string, double>>& phases);
 
-// The guest a run boots (`--guest-memory`, `--guest-cpus`, `--disk-size`); 0 = the VM's defaults
-// (768 MiB, 1 CPU, the file system's default disk: docs/your-database.md, "The guest").
+// The guest a run boots (`--guest-memory`, `--guest-cpus`); 0 = the VM's defaults (768 MiB, 1
+// CPU: docs/your-database.md, "The guest"). The disks' sizes are the run's (RunOptions).
 struct GuestSize {
   int memory_mib = 0;
   int cpus = 0;
-  uint64_t disk_bytes = 0;
 };
 
 struct RunOptions {
@@ -110,15 +110,14 @@ struct RunOptions {
   std::string checker;   // command, run on each crash image on the host
   std::vector<harness::FsKind> fs = {harness::DefaultFs()};
   // Several recorded disks on one clock (`--disks N`; docs/run.md, "Several disks"): `fs` then
-  // holds one file system for every disk or one per disk ("ext4,xfs"), each of `guest.disk_bytes`
-  // (0: its file system's default), and the workload and checker see POWERCUT_DIR_2 ...
+  // holds one file system for every disk or one per disk ("ext4,xfs"), and the workload and
+  // checker see POWERCUT_DIR_2 ...
   uint32_t disks = 1;
-  // The recorded disk's sectors (harness/trace/disk_geometry.h; `--sector`).
-  harness::SectorFormat sector = harness::kDefaultSectorFormat;
-  // Several disks of their own geometry (`--sector 512e,4kn`, `--disk-size 512MiB,1GiB`): one
-  // per disk, disk 1's also in `sector` and `guest.disk_bytes`. Empty: `sector` and
-  // `guest.disk_bytes` on every disk.
-  std::vector<harness::SectorFormat> disk_sectors;
+  // Each disk's geometry, as `fs`: one value for every disk or one per disk. `sectors`
+  // (harness/trace/disk_geometry.h; `--sector 512e,4kn`); `disk_bytes` (`--disk-size
+  // 512MiB,1GiB`), empty: each disk its file system's default. Read them through SectorOf and
+  // DiskBytesOf.
+  std::vector<harness::SectorFormat> sectors = {harness::kDefaultSectorFormat};
   std::vector<uint64_t> disk_bytes;
   std::vector<harness::CacheModel> models;  // empty: off, on, lying
   vm::Recording recording = vm::Recording::kNbd;
@@ -175,6 +174,15 @@ struct RunOptions {
   // the judge in reports. An error makes the run "could not run", error kind "expected-state".
   std::function<absl::StatusOr<std::string>(const vm::RunResult&)> judge_promises;
   std::string fstest_promises;  // what judge_promises returned (set by RunWorkload)
+
+  // Disk `disk`'s (0 the first) sectors and size (0: its file system's default).
+  harness::SectorFormat SectorOf(uint32_t disk) const {
+    return sectors.empty() ? harness::kDefaultSectorFormat
+                           : sectors[std::min<size_t>(disk, sectors.size() - 1)];
+  }
+  uint64_t DiskBytesOf(uint32_t disk) const {
+    return disk_bytes.empty() ? 0 : disk_bytes[std::min<size_t>(disk, disk_bytes.size() - 1)];
+  }
 };
 
 struct RunOutcome {

@@ -238,7 +238,7 @@ absl::StatusOr<product::FsTestOptions> ParseRunArgs(const RunArgs& a) {
   if (!a.budget.empty()) {
     ASSIGN_OR_RETURN(m.budget_seconds, harness::ParseBudget(a.budget));
   }
-  RETURN_IF_ERROR(ParseGuestDisk(a.disk_size, &m.guest));
+  RETURN_IF_ERROR(ParseGuestDisk(a.disk_size, &m.disk_bytes));
   ASSIGN_OR_RETURN(m.replay, product::ParseReplayChoice(a.cache, a.window, "acks", a.states));
   m.powercut = SelfPath("powercut");
   m.progress = !a.quiet;

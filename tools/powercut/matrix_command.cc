@@ -144,7 +144,7 @@ absl::StatusOr<product::MatrixOptions> ParseMatrixArgs(const MatrixArgs& a) {
   if (!a.budget.empty()) {
     ASSIGN_OR_RETURN(o.budget_seconds, harness::ParseBudget(a.budget));
   }
-  RETURN_IF_ERROR(ParseGuestDisk(a.disk_size, &o.guest));
+  RETURN_IF_ERROR(ParseGuestDisk(a.disk_size, &o.disk_bytes));
   RETURN_IF_ERROR(
       ApplyFaultArgs(a.faults, product::kFaultsFlakeyAfterAcks, &o.live_cuts, &o.flakey));
   o.powercut = SelfPath("powercut");

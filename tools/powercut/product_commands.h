@@ -36,8 +36,8 @@ void AddRecordingsOptions(CLI::App* command, std::string* dir, std::string* cap)
 void AddGuestSizeOptions(CLI::App* command, product::GuestSize* guest, std::string* disk);
 // --kernel PATH (run, matrix, repro): the guest kernel with its modules (vm::OpenUserKernel).
 void AddKernelOption(CLI::App* command, std::string* path);
-// Fills guest->disk_bytes from --disk-size ("" keeps the file system's default).
-absl::Status ParseGuestDisk(const std::string& disk, product::GuestSize* guest);
+// Fills *bytes from --disk-size ("" keeps the file system's default) (matrix, fstest run).
+absl::Status ParseGuestDisk(const std::string& disk, uint64_t* bytes);
 
 // Prints "powercut: <message>" to stderr and returns 2 (could not run).
 int CouldNotRun(const std::string& message);

@@ -48,10 +48,10 @@ void AddKernelOption(CLI::App* command, std::string* path) {
                       "linux-image-amd64; docs/vm.md)");
 }
 
-absl::Status ParseGuestDisk(const std::string& disk, product::GuestSize* guest) {
+absl::Status ParseGuestDisk(const std::string& disk, uint64_t* bytes) {
   if (disk.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(std::vector<uint64_t> bytes, product::DiskSizes(disk, 1));
-  guest->disk_bytes = bytes.front();
+  ASSIGN_OR_RETURN(std::vector<uint64_t> sizes, product::DiskSizes(disk, 1));
+  *bytes = sizes.front();
   return absl::OkStatus();
 }
 
@@ -60,11 +60,9 @@ namespace {
 // `--sector` and `--disk-size` of `run`: one value for every disk or one per disk (--disks N).
 absl::Status ParseDiskGeometry(const std::string& sector, const std::string& disk_size,
                                product::RunOptions* o) {
-  ASSIGN_OR_RETURN(o->disk_sectors, product::DiskSectors(sector, o->disks));
-  o->sector = o->disk_sectors.front();
+  ASSIGN_OR_RETURN(o->sectors, product::DiskSectors(sector, o->disks));
   if (!disk_size.empty()) {
     ASSIGN_OR_RETURN(o->disk_bytes, product::DiskSizes(disk_size, o->disks));
-    o->guest.disk_bytes = o->disk_bytes.front();
   }
   return absl::OkStatus();
 }
@@ -274,12 +272,12 @@ absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, product::Ru
 // The JSON report: the engine's report (or an empty one) with the run's own section.
 // "512e", or per disk "512e,4kn" when the disks differ (`--sector`).
 std::string SectorText(const product::RunOptions& o) {
-  std::string text = harness::SectorFormatName(o.sector);
+  std::string text = harness::SectorFormatName(o.SectorOf(0));
   bool differ = false;
-  for (harness::SectorFormat f : o.disk_sectors) differ = differ || f != o.sector;
+  for (harness::SectorFormat f : o.sectors) differ = differ || f != o.SectorOf(0);
   if (!differ) return text;
   text.clear();
-  for (harness::SectorFormat f : o.disk_sectors) {
+  for (harness::SectorFormat f : o.sectors) {
     text += (text.empty() ? "" : ",") + std::string(harness::SectorFormatName(f));
   }
   return text;
@@ -297,7 +295,7 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
               {"checker", o.checker},
               {"fs", harness::FsListName(o.fs)},
               {"sector", SectorText(o)},
-              {"guest", product::GuestSizeToJson(o.guest)},
+              {"guest", product::GuestSizeToJson(o.guest, o.DiskBytesOf(0))},
               {"status", !outcome.ran                                          ? "error"
                          : outcome.exit_code() == 1                            ? "fail"
                          : outcome.could_not_check() > 0                       ? "incomplete"
