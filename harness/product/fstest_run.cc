@@ -235,7 +235,7 @@ absl::StatusOr<MatrixOptions> FsTestMatrix(const FsTestOptions& o,
     return absl::InvalidArgumentError("fstest: no powercut-fstest-exec binary given");
   }
   MatrixOptions m = o.matrix;
-  m.preset.clear();
+  m.preset = Preset::kNone;
   m.workloads.clear();
   m.custom_cells.clear();
   CellExpect expect;

@@ -73,11 +73,11 @@ void PlanCellCheck(const MatrixOptions& o, const MatrixCell& c, CellPlan& plan) 
   r.mount_options = o.mount_options;
   r.workers = o.workers;
   if (c.fault.empty()) {
-    r.live_cuts = o.live_cuts != 0 ? o.live_cuts : o.preset == "faults" ? kFaultsLiveCuts : 0;
+    r.live_cuts = o.live_cuts != 0 ? o.live_cuts : o.preset == Preset::kFaults ? kFaultsLiveCuts : 0;
   } else {
     r.flakey = o.flakey;
     r.flakey.mode = c.fault;
-    if (o.preset == "faults" && o.flakey.mode.empty()) {
+    if (o.preset == Preset::kFaults && o.flakey.mode.empty()) {
       r.flakey.after_acks = kFaultsFlakeyAfterAcks;
     }
   }
@@ -101,7 +101,7 @@ void RunEach(size_t count, int in_flight, const std::function<void(size_t)>& run
 
 std::vector<harness::CacheModel> MatrixModels(const MatrixOptions& o) {
   if (!o.replay.models.empty()) return o.replay.models;
-  if (o.preset == "faults") return {harness::CacheModel{.mode = harness::CacheMode::kOn}};
+  if (o.preset == Preset::kFaults) return {harness::CacheModel{.mode = harness::CacheMode::kOn}};
   return {harness::CacheModel{.mode = harness::CacheMode::kOff},
           harness::CacheModel{.mode = harness::CacheMode::kOn},
           harness::CacheModel{.mode = harness::CacheMode::kLying}};
@@ -112,7 +112,7 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
   for (const CustomCell& c : o.custom_cells) custom.push_back(CustomCellToJson(c));
   std::vector<std::string> fs;  // by name, as the reports read them back
   for (const harness::FsKind f : o.fs) fs.emplace_back(harness::FsName(f));
-  nlohmann::json j = {{"preset", o.preset},
+  nlohmann::json j = {{"preset", PresetName(o.preset)},
                       {"workloads", o.workloads},
                       {"barriers", o.barriers},
                       {"fs", fs},

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -31,10 +32,14 @@ namespace powercut::product {
 // docs/results.md), "databases" (PostgreSQL, Redis, LMDB and SQLite WAL, every setting, judged
 // against each database's documentation: docs/your-database.md) and "multidisk" (log and data on
 // two recorded disks: the twodisk controls and RocksDB's wal_dir on disk 2; docs/run.md).
-std::vector<std::string> PresetNames();
+enum class Preset { kNone, kHeadline, kControls, kDatabases, kFaults, kMultidisk };
+std::vector<std::string> PresetNames();  // every preset but kNone, in the enum's order
+std::string_view PresetName(Preset preset);  // "" for kNone
+// `--preset NAME` ("" is kNone); an unknown name is an error listing PresetNames.
+absl::StatusOr<Preset> ParsePreset(std::string_view name);
 // The file systems a preset runs on when --fs is not given: controls and databases every row
 // with in_per_fs_presets (ext4 and xfs), else the default file system (harness/fs/).
-std::vector<harness::FsKind> PresetDefaultFs(const std::string& preset);
+std::vector<harness::FsKind> PresetDefaultFs(Preset preset);
 // Commits per cell of the controls preset (cheap: every cell boots a VM).
 inline constexpr uint64_t kControlsCount = 8;
 // Commits per cell of the databases preset: every crash state starts a server (PostgreSQL: about
@@ -42,7 +47,7 @@ inline constexpr uint64_t kControlsCount = 8;
 inline constexpr uint64_t kDatabasesCount = 5;
 
 struct MatrixOptions {
-  std::string preset;                  // "", "headline", "controls" or "databases"
+  Preset preset = Preset::kNone;         // parsed at the edge (ParsePreset)
   std::vector<std::string> workloads;  // built-in names (harness/product/builtin.h)
   std::vector<std::string> barriers;   // settings; empty: each workload's own list
   std::vector<harness::FsKind> fs = {harness::DefaultFs()};  // parsed at the edge

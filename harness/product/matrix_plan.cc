@@ -11,10 +11,10 @@
 namespace powercut::product {
 namespace {
 
-uint64_t DefaultCount(const std::string& preset, const std::string& workload) {
-  if (preset == "controls") return kControlsCount;
-  if (preset == "databases") return kDatabasesCount;
-  if (preset == "faults") return kFaultsCount;
+uint64_t DefaultCount(Preset preset, const std::string& workload) {
+  if (preset == Preset::kControls) return kControlsCount;
+  if (preset == Preset::kDatabases) return kDatabasesCount;
+  if (preset == Preset::kFaults) return kFaultsCount;
   return workload.rfind("xlog", 0) == 0 ? 20 : 10;
 }
 
@@ -73,29 +73,27 @@ std::vector<std::pair<std::string, std::string>> FaultsCells() {
 }
 
 // The preset's (workload, setting) pairs.
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PresetPairs(
-    const MatrixOptions& o) {
-  std::vector<std::pair<std::string, std::string>> pairs;
-  if (o.preset == "headline") {
-    pairs = HeadlineCells();
-  } else if (o.preset == "controls") {
-    pairs = ControlsCells();
-  } else if (o.preset == "databases") {
-    pairs = DatabasesCells();
-  } else if (o.preset == "faults") {
-    pairs = FaultsCells();
-  } else if (o.preset == "multidisk") {
-    // Log and data on different disks (issue 24): the three two-disk controls and the
-    // databases' logs on disk 2 (RocksDB's wal_dir, PostgreSQL's pg_wal, etcd's --wal-dir),
-    // each recorded on two disks.
-    pairs = {{"twodisk", "fdatasync"},        {"twodisk", "direct"},
-             {"twodisk", "buffered"},         {"rocksdb-waldisk", "sync"},
-             {"postgres-waldisk", "sync-on"}, {"etcd-waldisk", "default"}};
-  } else {
-    return absl::InvalidArgumentError(
-        fmt::format("--preset {}: expected one of {}", o.preset, fmt::join(PresetNames(), ", ")));
+std::vector<std::pair<std::string, std::string>> PresetPairs(Preset preset) {
+  switch (preset) {
+    case Preset::kHeadline:
+      return HeadlineCells();
+    case Preset::kControls:
+      return ControlsCells();
+    case Preset::kDatabases:
+      return DatabasesCells();
+    case Preset::kFaults:
+      return FaultsCells();
+    case Preset::kMultidisk:
+      // Log and data on different disks (issue 24): the three two-disk controls and the
+      // databases' logs on disk 2 (RocksDB's wal_dir, PostgreSQL's pg_wal, etcd's --wal-dir),
+      // each recorded on two disks.
+      return {{"twodisk", "fdatasync"},        {"twodisk", "direct"},
+              {"twodisk", "buffered"},         {"rocksdb-waldisk", "sync"},
+              {"postgres-waldisk", "sync-on"}, {"etcd-waldisk", "default"}};
+    case Preset::kNone:
+      break;
   }
-  return pairs;
+  return {};
 }
 
 // The --workloads' (workload, setting) pairs (xlog when none is named): every setting, or those
@@ -143,12 +141,46 @@ absl::Status CheckMatrixFs(const MatrixOptions& o) {
 
 }  // namespace
 
-std::vector<std::string> PresetNames() {
-  return {"headline", "controls", "databases", "faults", "multidisk"};
+namespace {
+constexpr Preset kPresets[] = {Preset::kHeadline, Preset::kControls, Preset::kDatabases,
+                               Preset::kFaults, Preset::kMultidisk};
+}  // namespace
+
+std::string_view PresetName(Preset preset) {
+  switch (preset) {
+    case Preset::kHeadline:
+      return "headline";
+    case Preset::kControls:
+      return "controls";
+    case Preset::kDatabases:
+      return "databases";
+    case Preset::kFaults:
+      return "faults";
+    case Preset::kMultidisk:
+      return "multidisk";
+    case Preset::kNone:
+      break;
+  }
+  return "";
 }
 
-std::vector<harness::FsKind> PresetDefaultFs(const std::string& preset) {
-  if (preset != "controls" && preset != "databases") return {harness::DefaultFs()};
+std::vector<std::string> PresetNames() {
+  std::vector<std::string> names;
+  for (const Preset p : kPresets) names.emplace_back(PresetName(p));
+  return names;
+}
+
+absl::StatusOr<Preset> ParsePreset(std::string_view name) {
+  if (name.empty()) return Preset::kNone;
+  for (const Preset p : kPresets) {
+    if (PresetName(p) == name) return p;
+  }
+  return absl::InvalidArgumentError(fmt::format("--preset {}: expected one of {}",
+                                                std::string(name), fmt::join(PresetNames(), ", ")));
+}
+
+std::vector<harness::FsKind> PresetDefaultFs(Preset preset) {
+  if (preset != Preset::kControls && preset != Preset::kDatabases) return {harness::DefaultFs()};
   std::vector<harness::FsKind> fs;
   for (const harness::FileSystem& row : harness::AllFileSystems()) {
     if (row.in_per_fs_presets) fs.push_back(row.kind);
@@ -160,17 +192,17 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
   // Every flag is checked here, before --list and before any VM boots.
   RETURN_IF_ERROR(ValidateAtomicUnit(o.atomic_unit));
   std::vector<std::pair<std::string, std::string>> pairs;
-  bool builtin = !o.preset.empty() || !o.workloads.empty() || o.custom_cells.empty();
+  bool builtin = o.preset != Preset::kNone || !o.workloads.empty() || o.custom_cells.empty();
   if (!builtin) {
     // Only the --cells file's cells.
-  } else if (!o.preset.empty()) {
-    ASSIGN_OR_RETURN(pairs, PresetPairs(o));
+  } else if (o.preset != Preset::kNone) {
+    pairs = PresetPairs(o.preset);
   } else {
     ASSIGN_OR_RETURN(pairs, WorkloadPairs(o));
   }
   RETURN_IF_ERROR(CheckMatrixFs(o));
   std::vector<std::string> faults = {""};
-  if (o.preset == "faults") faults = {"", "error_writes", "drop_writes"};
+  if (o.preset == Preset::kFaults) faults = {"", "error_writes", "drop_writes"};
   if (!o.flakey.mode.empty()) faults = {o.flakey.mode};
   std::vector<MatrixCell> cells;
   for (const auto& [w, s] : pairs) {

@@ -66,7 +66,7 @@ TEST(Shard, EveryCellIsInExactlyOneShardAndTheHashIsStable) {
 
 TEST(Plan, TheMultidiskPresetRecordsTwoDisks) {
   MatrixOptions o;
-  o.preset = "multidisk";
+  o.preset = Preset::kMultidisk;
   auto plan = PlanMatrix(o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->size(), 6u);
@@ -161,7 +161,7 @@ TEST(TimelineSvg, OneLanePerDisk) {
 
 TEST(Plan, PresetAndErrorsNameTheBadValue) {
   MatrixOptions o;
-  o.preset = "headline";
+  o.preset = Preset::kHeadline;
   auto plan = PlanMatrix(o);
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->size(), 10u);
@@ -189,11 +189,14 @@ TEST(Plan, PresetAndErrorsNameTheBadValue) {
   fs.fs = {};
   EXPECT_FALSE(PlanMatrix(fs).ok());
 
-  MatrixOptions preset;
-  preset.preset = "everything";
-  r = PlanMatrix(preset);
-  ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), HasSubstr("headline, controls"));
+  // A preset is a name only on the command line: an unknown one is refused there.
+  EXPECT_THAT(ParsePreset("everything").status().message(),
+              HasSubstr("--preset everything: expected one of headline, controls"));
+  for (const std::string& name : PresetNames()) {
+    ASSERT_TRUE(ParsePreset(name).ok()) << name;
+    EXPECT_EQ(PresetName(*ParsePreset(name)), name);
+  }
+  EXPECT_EQ(*ParsePreset(""), Preset::kNone);
 }
 
 // The controls preset: the six black-box programs first, then the known-good ones, 8 commits
@@ -225,12 +228,12 @@ TEST(Plan, RocksDbAndPostgresCellsStartTheClientsBinaryWhereItIs) {
 }
 
 TEST(Plan, ControlsPreset) {
-  EXPECT_EQ(PresetDefaultFs("controls"),
+  EXPECT_EQ(PresetDefaultFs(Preset::kControls),
             (std::vector<harness::FsKind>{harness::FsKind::kExt4, harness::FsKind::kXfs}));
-  EXPECT_EQ(PresetDefaultFs("headline"), (std::vector<harness::FsKind>{harness::FsKind::kExt4}));
+  EXPECT_EQ(PresetDefaultFs(Preset::kHeadline), (std::vector<harness::FsKind>{harness::FsKind::kExt4}));
   MatrixOptions o;
-  o.preset = "controls";
-  o.fs = PresetDefaultFs("controls");
+  o.preset = Preset::kControls;
+  o.fs = PresetDefaultFs(Preset::kControls);
   auto plan = PlanMatrix(o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->size(), 28u);

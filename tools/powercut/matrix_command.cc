@@ -41,6 +41,7 @@ struct MatrixArgs {
   std::vector<std::string> workloads, barriers, fs;
   std::string sector = "512e", shard = "1/1", json, junit, html, workload_binary, agent, cells,
               recordings, recordings_cap = "1GiB", budget, disk_size, check_in;
+  std::string preset;  // product::ParsePreset
   // The replay's flags (product::ParseReplayChoice); no --cache: the preset's models.
   std::string cache, window = "16", points = product::kDefaultPoints,
                      states = product::kDefaultStates;
@@ -50,7 +51,7 @@ struct MatrixArgs {
 };
 
 void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
-  m->add_option("--preset", a->o.preset,
+  m->add_option("--preset", a->preset,
                 "headline: the issue's 10 cells on ext4; controls: the known-good and known-bad "
                 "programs (6 black-box programs, the WAL under every durable barrier, RocksDB "
                 "sync, SQLite WAL FULL) on ext4 and xfs, 8 commits each; databases: PostgreSQL, "
@@ -71,7 +72,7 @@ void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
       "--fs", a->fs,
       fmt::format("{} (default {}; --preset controls, databases: {})",
                   harness::FsNames(/*with_raw=*/false), harness::FsName(harness::DefaultFs()),
-                  harness::FsListName(product::PresetDefaultFs("controls"))));
+                  harness::FsListName(product::PresetDefaultFs(product::Preset::kControls))));
   m->add_option("--sector", a->sector,
                 "the recorded disk's sectors: 512n, 512e (512-byte logical, 4,096-byte "
                 "physical) or 4kn")
@@ -131,6 +132,7 @@ absl::StatusOr<product::MatrixOptions> ParseMatrixArgs(const MatrixArgs& a) {
   product::MatrixOptions o = a.o;
   o.workloads = SplitCommas(a.workloads);
   o.barriers = SplitCommas(a.barriers);
+  ASSIGN_OR_RETURN(o.preset, product::ParsePreset(a.preset));
   o.fs = product::PresetDefaultFs(o.preset);
   if (!a.fs.empty()) {
     o.fs.clear();
@@ -195,7 +197,7 @@ void ListCells(const std::vector<product::MatrixCell>& plan, const product::Matr
       if (auto fault = product::ParseModelKind(c.fault); fault.ok()) rows.push_back(*fault);
     } else {
       rows = {product::ModelKind::kOff, product::ModelKind::kOn, product::ModelKind::kLying};
-      if (o.live_cuts > 0 || o.preset == "faults") rows.push_back(product::ModelKind::kLive);
+      if (o.live_cuts > 0 || o.preset == product::Preset::kFaults) rows.push_back(product::ModelKind::kLive);
     }
     std::string expect = e.error.empty() ? "" : "error=" + e.error;
     for (size_t i = 0; e.error.empty() && i < rows.size(); ++i) {
