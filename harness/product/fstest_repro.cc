@@ -32,11 +32,7 @@ std::string ClassOf(const harness::Verdict& v) {
 class Runner {
  public:
   Runner(const FsTestReproOptions& o, const vm::VmEnvironment& env, harness::FsKind fs)
-      : o_(o),
-        env_(env),
-        fs_(fs),
-        pool_(env, PreloadFor(fs)),
-        checks_(env) {}
+      : o_(o), env_(env), fs_(fs), pool_(env, PreloadFor(fs)), checks_(env) {}
 
   RunOutcome Run(const Workload& w, const std::string& keep_dir) {
     RunOptions r;

@@ -73,7 +73,9 @@ void PlanCellCheck(const MatrixOptions& o, const MatrixCell& c, CellPlan& plan) 
   r.mount_options = o.mount_options;
   r.workers = o.workers;
   if (c.fault.empty()) {
-    r.live_cuts = o.live_cuts != 0 ? o.live_cuts : o.preset == Preset::kFaults ? kFaultsLiveCuts : 0;
+    r.live_cuts = o.live_cuts != 0              ? o.live_cuts
+                  : o.preset == Preset::kFaults ? kFaultsLiveCuts
+                                                : 0;
   } else {
     r.flakey = o.flakey;
     r.flakey.mode = c.fault;

@@ -33,7 +33,7 @@ namespace powercut::product {
 // against each database's documentation: docs/your-database.md) and "multidisk" (log and data on
 // two recorded disks: the twodisk controls and RocksDB's wal_dir on disk 2; docs/run.md).
 enum class Preset { kNone, kHeadline, kControls, kDatabases, kFaults, kMultidisk };
-std::vector<std::string> PresetNames();  // every preset but kNone, in the enum's order
+std::vector<std::string> PresetNames();      // every preset but kNone, in the enum's order
 std::string_view PresetName(Preset preset);  // "" for kNone
 // `--preset NAME` ("" is kNone); an unknown name is an error listing PresetNames.
 absl::StatusOr<Preset> ParsePreset(std::string_view name);
@@ -47,7 +47,7 @@ inline constexpr uint64_t kControlsCount = 8;
 inline constexpr uint64_t kDatabasesCount = 5;
 
 struct MatrixOptions {
-  Preset preset = Preset::kNone;         // parsed at the edge (ParsePreset)
+  Preset preset = Preset::kNone;       // parsed at the edge (ParsePreset)
   std::vector<std::string> workloads;  // built-in names (harness/product/builtin.h)
   std::vector<std::string> barriers;   // settings; empty: each workload's own list
   std::vector<harness::FsKind> fs = {harness::DefaultFs()};  // parsed at the edge
@@ -60,8 +60,8 @@ struct MatrixOptions {
   // Commits per workload run; 0: the default (controls preset 8; else xlog 20, others 10).
   uint64_t count = 0;
   uint64_t seed = 1;
-  GuestSize guest;         // every cell's guest (`--guest-memory`, `--guest-cpus`)
-  uint64_t disk_bytes = 0;  // every cell's disk (`--disk-size`; 0: its file system's default)
+  GuestSize guest;           // every cell's guest (`--guest-memory`, `--guest-cpus`)
+  uint64_t disk_bytes = 0;   // every cell's disk (`--disk-size`; 0: its file system's default)
   uint32_t atomic_unit = 0;  // 0: the recorded disk's physical sector (4,096 B on the 512e default)
   bool torn = true;          // torn-write variants, on by default everywhere
   bool fs_failures_are_violations = false;

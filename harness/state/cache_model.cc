@@ -62,9 +62,9 @@ std::string CacheListName(const std::vector<CacheModel>& models) {
   const CacheModel default_lying{.mode = CacheMode::kLying};
   std::string out;
   for (const CacheModel& m : models) {
-    const bool plain = m.disk_modes.empty() &&
-                       (m.mode != CacheMode::kLying || (m.window == default_lying.window &&
-                                                        !m.window_in_bytes));
+    const bool plain =
+        m.disk_modes.empty() &&
+        (m.mode != CacheMode::kLying || (m.window == default_lying.window && !m.window_in_bytes));
     out += (out.empty() ? "" : ",") + (plain ? m.Name() : m.Code());
   }
   return out;

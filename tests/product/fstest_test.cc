@@ -33,7 +33,8 @@ class FsTestRun : public ::testing::Test {
     o_.workloads = dir_.path();
     o_.exec_binary = "/usr/libexec/powercut/powercut-fstest-exec";
     o_.matrix.fs = {harness::FsKind::kExt4, harness::FsKind::kXfs};
-    o_.matrix.replay.models = {{.mode = harness::CacheMode::kOff}, {.mode = harness::CacheMode::kOn}};
+    o_.matrix.replay.models = {{.mode = harness::CacheMode::kOff},
+                               {.mode = harness::CacheMode::kOn}};
     o_.matrix.progress = false;
     o_.matrix.mount_options = "data=journal";
     o_.matrix.mkfs_options = "-O fast_commit";

@@ -230,7 +230,8 @@ TEST(Plan, RocksDbAndPostgresCellsStartTheClientsBinaryWhereItIs) {
 TEST(Plan, ControlsPreset) {
   EXPECT_EQ(PresetDefaultFs(Preset::kControls),
             (std::vector<harness::FsKind>{harness::FsKind::kExt4, harness::FsKind::kXfs}));
-  EXPECT_EQ(PresetDefaultFs(Preset::kHeadline), (std::vector<harness::FsKind>{harness::FsKind::kExt4}));
+  EXPECT_EQ(PresetDefaultFs(Preset::kHeadline),
+            (std::vector<harness::FsKind>{harness::FsKind::kExt4}));
   MatrixOptions o;
   o.preset = Preset::kControls;
   o.fs = PresetDefaultFs(Preset::kControls);
@@ -407,16 +408,16 @@ TEST(Options, TheReplayChoiceReadsBackFromItsSpelling) {
   auto defaults = ParseReplayChoice("", "16", kDefaultPoints, kDefaultStates);
   ASSERT_TRUE(defaults.ok()) << defaults.status();
   EXPECT_EQ(*defaults, ReplayChoice{});  // the typed defaults are the flags' defaults
-  for (const auto& [cache, window, points, states] :
-       std::vector<std::array<std::string, 4>>{{"all", "16", "acks", "8"},
-                                               {"off,lying", "64KiB", "every,flushes", "exhaustive"},
-                                               {"on,ly4096b,lying", "3", "acks,25", "100"},
-                                               {"lying", "16e", "entry,sample:5", "1"}}) {
+  for (const auto& [cache, window, points, states] : std::vector<std::array<std::string, 4>>{
+           {"all", "16", "acks", "8"},
+           {"off,lying", "64KiB", "every,flushes", "exhaustive"},
+           {"on,ly4096b,lying", "3", "acks,25", "100"},
+           {"lying", "16e", "entry,sample:5", "1"}}) {
     auto choice = ParseReplayChoice(cache, window, points, states);
     ASSERT_TRUE(choice.ok()) << choice.status();
-    auto back = ParseReplayChoice(harness::CacheListName(choice->models), "16",
-                                  harness::PointSelectionName(choice->points),
-                                  choice->states.Name());
+    auto back =
+        ParseReplayChoice(harness::CacheListName(choice->models), "16",
+                          harness::PointSelectionName(choice->points), choice->states.Name());
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(*back, *choice) << cache << " " << window << " " << points << " " << states;
   }
@@ -440,7 +441,8 @@ TEST(Options, OneVocabularyPerFlag) {
             "--points bogus: \"bogus\" is not a crash-point choice: every, acks, flushes or N (a "
             "seeded sample of N entry points), comma-separated");
   EXPECT_TRUE(harness::ParsePointSelection("every,25")->every_entry);
-  EXPECT_EQ(harness::ParsePointSelection("entry,sample:5")->sample, 5u);  // `check`'s older spellings
+  EXPECT_EQ(harness::ParsePointSelection("entry,sample:5")->sample,
+            5u);  // `check`'s older spellings
   EXPECT_FALSE(harness::ParsePointSelection("0").ok());
   EXPECT_FALSE(harness::ParsePointSelection("").ok());
   auto cache = harness::ParseCacheModels("off,sometimes", "16");
@@ -450,7 +452,8 @@ TEST(Options, OneVocabularyPerFlag) {
             "(comma-separated)");
   // The window is checked even when lying is not among the models.
   EXPECT_FALSE(harness::ParseCacheModels("off", "16parsecs").ok());
-  EXPECT_THAT(harness::ParseCacheModels("off", "16parsecs").status().message(), HasSubstr("--window"));
+  EXPECT_THAT(harness::ParseCacheModels("off", "16parsecs").status().message(),
+              HasSubstr("--window"));
   EXPECT_TRUE(ValidateAtomicUnit(4096).ok());
   EXPECT_TRUE(ValidateAtomicUnit(0).ok());
   EXPECT_THAT(ValidateAtomicUnit(1000).message(), HasSubstr("--atomic 1000: expected 512 or 4096"));

@@ -292,9 +292,8 @@ absl::StatusOr<harness::CacheModel> ReproModel(const std::string& cache,
   ASSIGN_OR_RETURN(std::vector<harness::CacheModel> models,
                    harness::ParseCacheModels(cache, window));
   if (models.size() != 1) {
-    return absl::InvalidArgumentError(
-        fmt::format("--cache {}: repro shrinks under one cache model ({})", cache,
-                    harness::kCacheModeChoices));
+    return absl::InvalidArgumentError(fmt::format(
+        "--cache {}: repro shrinks under one cache model ({})", cache, harness::kCacheModeChoices));
   }
   return models.front();
 }

@@ -77,7 +77,8 @@ void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
                 "the recorded disk's sectors: 512n, 512e (512-byte logical, 4,096-byte "
                 "physical) or 4kn")
       ->capture_default_str();
-  m->add_option("--cache", a->cache, "off,on,lying or all (default off,on,lying; --preset faults: on)");
+  m->add_option("--cache", a->cache,
+                "off,on,lying or all (default off,on,lying; --preset faults: on)");
   m->add_option("--window", a->window, "lying window")->capture_default_str();
   m->add_option("--points", a->points, "crash points: " + std::string(harness::kPointChoices))
       ->capture_default_str();
@@ -196,8 +197,13 @@ void ListCells(const std::vector<product::MatrixCell>& plan, const product::Matr
       // The failing disk's mode is still a name (MatrixCell::fault), one PlanMatrix checked.
       if (auto fault = product::ParseModelKind(c.fault); fault.ok()) rows.push_back(*fault);
     } else {
-      rows = {product::ModelKind::kOff, product::ModelKind::kOn, product::ModelKind::kLying};
-      if (o.live_cuts > 0 || o.preset == product::Preset::kFaults) rows.push_back(product::ModelKind::kLive);
+      // The models the cell is replayed under (the faults preset: on only).
+      for (const harness::CacheModel& m : product::MatrixModels(o)) {
+        if (auto kind = product::ModelKindOf(m)) rows.push_back(*kind);
+      }
+      if (o.live_cuts > 0 || o.preset == product::Preset::kFaults) {
+        rows.push_back(product::ModelKind::kLive);
+      }
     }
     std::string expect = e.error.empty() ? "" : "error=" + e.error;
     for (size_t i = 0; e.error.empty() && i < rows.size(); ++i) {

@@ -208,8 +208,8 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
       product::RecordingStoreFor(a.recordings, a.recordings_cap, {a.html, a.json, a.junit});
   absl::StatusOr<double> budget = a.budget.empty() ? 0.0 : harness::ParseBudget(a.budget);
   for (const absl::Status& s :
-       {replay.status(), recorder.status(), store.status(),
-        budget.status(), ParseDiskGeometry(a.sector, a.disk_size, &o),
+       {replay.status(), recorder.status(), store.status(), budget.status(),
+        ParseDiskGeometry(a.sector, a.disk_size, &o),
         ApplyFaultArgs(a.faults, product::kFaultsFlakeyAfterAcks, &o.live_cuts, &o.flakey),
         product::ValidateRunOptions(o)}) {  // last: it reads what the fault flags set
     if (!s.ok()) return s;
