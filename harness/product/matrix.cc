@@ -84,12 +84,12 @@ void PlanCellCheck(const MatrixOptions& o, const MatrixCell& c, const CheckFlags
     // against (docs/results.md, "Faults"); --cache with another list changes it.
     r.models = {harness::CacheModel{.mode = harness::CacheMode::kOn}};
   }
-  if (c.fault.empty()) {
+  if (!c.fault) {
     r.live_cuts = o.live_cuts != 0 ? o.live_cuts : o.preset == "faults" ? kFaultsLiveCuts : 0;
   } else {
     r.flakey = o.flakey;
     r.flakey.mode = c.fault;
-    if (o.preset == "faults" && o.flakey.mode.empty()) {
+    if (o.preset == "faults" && !o.flakey.mode) {
       r.flakey.after_acks = kFaultsFlakeyAfterAcks;
     }
   }
@@ -139,7 +139,7 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
                       {"custom_cells", custom},
                       {"live_cuts", o.live_cuts},
                       {"flakey",
-                       {{"mode", o.flakey.mode},
+                       {{"mode", o.flakey.mode ? vm::FlakeyModeName(*o.flakey.mode) : ""},
                         {"after_acks", o.flakey.after_acks},
                         {"window_ms", o.flakey.window.count()}}}};
   if (!o.kernel.empty()) j["kernel"] = o.kernel;  // only then: older reports merge unchanged

@@ -186,9 +186,8 @@ void ListCells(const std::vector<product::MatrixCell>& plan, const product::Matr
     if (!o.expect) e = product::CellExpect{};
     // The rows the cell will have: the failing disk's mode, or the cache models and live cuts.
     std::vector<product::ModelKind> rows;
-    if (!c.fault.empty()) {
-      // The failing disk's mode is still a name (MatrixCell::fault), one PlanMatrix checked.
-      if (auto fault = product::ParseModelKind(c.fault); fault.ok()) rows.push_back(*fault);
+    if (c.fault) {
+      rows.push_back(product::ModelKindOf(*c.fault));
     } else {
       rows = {product::ModelKind::kOff, product::ModelKind::kOn, product::ModelKind::kLying};
       if (o.live_cuts > 0 || o.preset == "faults") rows.push_back(product::ModelKind::kLive);
