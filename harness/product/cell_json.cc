@@ -202,7 +202,9 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.notes = j.value("notes", std::vector<std::string>{});
     c.recording = j.value("recording", "");
     if (j.contains("live_cuts")) c.live_cuts = LiveCutsFromJson(j.at("live_cuts"));
-    if (j.contains("flakey")) ASSIGN_OR_RETURN(c.flakey, FlakeyFromJson(j.at("flakey")));
+    if (j.contains("flakey")) {
+      ASSIGN_OR_RETURN(c.flakey, FlakeyFromJson(j.at("flakey")));
+    }
     if (j.contains("fstest")) {
       const nlohmann::json& f = j.at("fstest");
       c.fstest = FsTestCell{.id = f.value("id", ""),
