@@ -59,6 +59,7 @@ struct LiveCutsResult {
 
 // A run on a disk that fails (dm-flakey) after an ack (harness/product/flakey.h).
 struct FlakeyResult {
+  // What the failing disk did; in JSON its dm-flakey name.
   vm::FlakeyMode mode = vm::FlakeyMode::kErrorWrites;
   int64_t after_acks = 0;            // the failure began after this many acks
   double window_seconds = 0;         // it lasted this long, then the disk healed; 0: for good
