@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "base/status_macros.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "harness/check/report.h"
@@ -151,7 +152,7 @@ nlohmann::json CellToJson(const CellResult& c) {
                       {"kernel", c.kernel},
                       {"check_method", c.check_method},
                       {"check_kernel", c.check_kernel},
-                      {"verdict", c.Verdict()},
+                      {"verdict", CellVerdictName(c.Verdict())},
                       {"unexpected", c.Unexpected()},
                       {"expect", c.judged ? c.expect.ToJson() : nlohmann::json(nullptr)},
                       {"recording", c.recording},
@@ -201,7 +202,9 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.notes = j.value("notes", std::vector<std::string>{});
     c.recording = j.value("recording", "");
     if (j.contains("live_cuts")) c.live_cuts = LiveCutsFromJson(j.at("live_cuts"));
-    if (j.contains("flakey")) c.flakey = FlakeyFromJson(j.at("flakey"));
+    if (j.contains("flakey")) {
+      ASSIGN_OR_RETURN(c.flakey, FlakeyFromJson(j.at("flakey")));
+    }
     if (j.contains("fstest")) {
       const nlohmann::json& f = j.at("fstest");
       c.fstest = FsTestCell{.id = f.value("id", ""),

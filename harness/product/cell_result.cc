@@ -169,12 +169,24 @@ std::string CellResult::Unexpected() const {
   return why;
 }
 
-std::string CellResult::Verdict() const {
+std::string_view CellVerdictName(CellVerdict verdict) {
+  switch (verdict) {
+    case CellVerdict::kOk:
+      return "ok";
+    case CellVerdict::kUnexpected:
+      return "unexpected";
+    case CellVerdict::kError:
+      return "error";
+  }
+  return "?";
+}
+
+CellVerdict CellResult::Verdict() const {
   // A live cut outside the replay model is the tester's own bug: no verdict of the cell holds.
-  if (ran && live_cuts && live_cuts->TesterBug()) return "error";
-  if (!Unexpected().empty()) return "unexpected";
-  if (!ran && expect.error.empty()) return "error";
-  return "ok";
+  if (ran && live_cuts && live_cuts->TesterBug()) return CellVerdict::kError;
+  if (!Unexpected().empty()) return CellVerdict::kUnexpected;
+  if (!ran && expect.error.empty()) return CellVerdict::kError;
+  return CellVerdict::kOk;
 }
 
 void FillCell(const RunOutcome& o, CellResult* cell) {
@@ -281,7 +293,7 @@ int RunExitCode(const RunOutcome& outcome, const CellResult& cell) {
   // unexpected unless the expectation is may-lose (CellResult::AsExpected).
   if (!cell.judged || !outcome.ran) return outcome.exit_code();
   if (outcome.live_cuts && outcome.live_cuts->TesterBug()) return 2;
-  if (cell.Verdict() != "ok") return 1;
+  if (cell.Verdict() != CellVerdict::kOk) return 1;
   return outcome.could_not_check() > 0 ? 2 : 0;
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -118,6 +119,16 @@ struct FsTestCell {
   std::string shape;
 };
 
+// A cell's verdict against its expectation (CellResult::Verdict).
+enum class CellVerdict {
+  kOk,          // every model, or the expected error, as expected
+  kUnexpected,  // some model (or the error) not as expected
+  kError,       // could not run, and no error was expected; or the tester's own bug
+};
+
+// "ok", "unexpected", "error": the reports' spelling (JSON "verdict", the HTML's data-verdict).
+std::string_view CellVerdictName(CellVerdict verdict);
+
 struct CellResult {
   size_t index = 0;  // position in the unsharded plan
   std::string name;  // "<workload>/<setting>/<fs>"
@@ -157,9 +168,9 @@ struct CellResult {
   // Did the model's verdict match the cell's expectation? An incomplete pass (the budget ran out
   // before a violation was found) matches only may-lose: it neither shows survival nor a loss.
   bool AsExpected(const CellModel& model) const;
-  // "ok" (every model, or the expected error, as expected), "unexpected", or "error" (could not
-  // run, and no error was expected).
-  std::string Verdict() const;
+  // kOk (every model, or the expected error, as expected), kUnexpected, or kError (could not
+  // run, and no error was expected; or a live cut outside the replay model).
+  CellVerdict Verdict() const;
   // Why the verdict is unexpected, e.g. "cache on: expected survives, got 3 violating states";
   // "" when it is not.
   std::string Unexpected() const;

@@ -42,10 +42,8 @@ void AppendFaultModels(CellResult* cell) {
   }
   if (cell->flakey) {
     const FlakeyResult& f = *cell->flakey;
-    // The flakey mode is still a name (RunOptions::Flakey::mode, checked by ValidateFlakey).
-    absl::StatusOr<ModelKind> kind = ParseModelKind(f.mode);
-    CellModel m{.cache = f.mode,
-                .kind = kind.ok() ? std::optional<ModelKind>(*kind) : std::nullopt,
+    CellModel m{.cache = std::string(vm::FlakeyModeName(f.mode)),
+                .kind = ModelKindOf(f.mode),
                 .points = 1,
                 .states = 1,
                 .checked = 1,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/status_macros.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 
@@ -68,7 +69,7 @@ std::string LiveCutsText(const LiveCutsResult& r) {
 
 std::string FlakeyResult::Summary() const {
   std::string s = fmt::format(
-      "{}{} after ack {} {}: {} acks, {} after the failure began", mode,
+      "{}{} after ack {} {}: {} acks, {} after the failure began", vm::FlakeyModeName(mode),
       disks > 1 ? fmt::format(" on disk {} of {}", disk, disks) : std::string(), after_acks,
       window_seconds > 0 ? fmt::format("for {:.1f} s", window_seconds) : std::string("for good"),
       acks, acks - std::min(acks, acks_before_failure));
@@ -164,7 +165,7 @@ LiveCutsResult LiveCutsFromJson(const json& j) {
 }
 
 json FlakeyToJson(const FlakeyResult& r) {
-  return {{"mode", r.mode},
+  return {{"mode", vm::FlakeyModeName(r.mode)},
           {"after_acks", r.after_acks},
           {"window_seconds", r.window_seconds},
           {"healed", r.healed},
@@ -181,9 +182,9 @@ json FlakeyToJson(const FlakeyResult& r) {
           {"seconds", r.seconds}};
 }
 
-FlakeyResult FlakeyFromJson(const json& j) {
+absl::StatusOr<FlakeyResult> FlakeyFromJson(const json& j) {
   FlakeyResult r;
-  r.mode = j.value("mode", "");
+  ASSIGN_OR_RETURN(r.mode, vm::ParseFlakeyMode(j.value("mode", ""), "flakey.mode"));
   r.after_acks = j.value("after_acks", int64_t{0});
   r.window_seconds = j.value("window_seconds", 0.0);
   r.healed = j.value("healed", false);

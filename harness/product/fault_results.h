@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "harness/vm/guest/flakey_mode.h"
 #include "nlohmann/json.hpp"
 
 namespace powercut::product {
@@ -57,7 +59,8 @@ struct LiveCutsResult {
 
 // A run on a disk that fails (dm-flakey) after an ack (harness/product/flakey.h).
 struct FlakeyResult {
-  std::string mode;                  // error_writes | drop_writes
+  // What the failing disk did; in JSON its dm-flakey name.
+  vm::FlakeyMode mode = vm::FlakeyMode::kErrorWrites;
   int64_t after_acks = 0;            // the failure began after this many acks
   double window_seconds = 0;         // it lasted this long, then the disk healed; 0: for good
   bool healed = false;               // the guest restored the disk before the workload ended
@@ -88,6 +91,7 @@ std::string LiveCutsText(const LiveCutsResult& result);
 nlohmann::json LiveCutsToJson(const LiveCutsResult& result);
 LiveCutsResult LiveCutsFromJson(const nlohmann::json& j);
 nlohmann::json FlakeyToJson(const FlakeyResult& result);
-FlakeyResult FlakeyFromJson(const nlohmann::json& j);
+// A mode that is not error_writes or drop_writes is an error naming it, never a default.
+absl::StatusOr<FlakeyResult> FlakeyFromJson(const nlohmann::json& j);
 
 }  // namespace powercut::product

@@ -10,11 +10,9 @@
 namespace powercut::product {
 
 absl::Status ValidateFlakey(const RunOptions::Flakey& f) {
-  if (f.mode != "error_writes" && f.mode != "drop_writes") {
-    return absl::InvalidArgumentError(fmt::format(
-        "--flakey {}: expected error_writes (writes fail with EIO) or drop_writes (writes are "
-        "silently lost)",
-        f.mode));
+  if (!f.mode) {
+    return absl::InvalidArgumentError(
+        fmt::format("no failing disk's mode (--flakey): expected {}", vm::kFlakeyModeChoices));
   }
   if (f.after_acks < 0) {
     return absl::InvalidArgumentError(
@@ -47,13 +45,13 @@ void RecordRunError(const RunOptions& o, const absl::Status& status, RunOutcome&
     out.error_kind = "timeout";
     out.error = fmt::format(
         "the guest hung on the failing disk ({} after ack {}) and was killed after {} s: {}",
-        o.flakey.mode, o.flakey.after_acks, o.timeout.count(), why);
+        vm::FlakeyModeName(*o.flakey.mode), o.flakey.after_acks, o.timeout.count(), why);
   } else if (why.find("dm-flakey") != std::string::npos) {
     out.error_kind = "flakey-unsupported";
     out.error = fmt::format(
         "the guest kernel's dm-flakey refused the table for {} (is the dm-flakey module there, "
         "and does this kernel know the mode? drop_writes needs Linux 3.x, error_writes 4.17): {}",
-        o.flakey.mode, why);
+        vm::FlakeyModeName(*o.flakey.mode), why);
   } else {
     out.error_kind = "vm";
     out.error = fmt::format("the VM could not run the workload: {}", why);
@@ -64,7 +62,7 @@ void RecordRunError(const RunOptions& o, const absl::Status& status, RunOutcome&
 // and the corrupt ones, from the final image's read-back.
 FlakeyResult JudgeFlakeyRun(const RunOptions& o, const vm::RunResult& run, uint64_t acks) {
   FlakeyResult r;
-  r.mode = o.flakey.mode;
+  r.mode = *o.flakey.mode;
   r.after_acks = o.flakey.after_acks;
   r.window_seconds = static_cast<double>(o.flakey.window.count()) / 1000.0;
   r.healed = run.guest.flakey_healed;

@@ -20,7 +20,7 @@
 
 namespace powercut::product {
 
-// "error_writes" or "drop_writes"; after_acks >= 0; window >= 0 (0: for good).
+// A mode (none is an error); after_acks >= 0; window >= 0 (0: for good).
 absl::Status ValidateFlakey(const RunOptions::Flakey& flakey);
 // `--flakey-disk K`: a disk of the run's `disks` (1..disks); with several disks only disk K
 // fails and the others keep working.

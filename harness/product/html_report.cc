@@ -87,10 +87,12 @@ struct RowVerdict {
 };
 
 RowVerdict VerdictOf(const CellResult& c) {
-  std::string verdict = c.Verdict();
-  std::string verdict_text = verdict == "ok"           ? std::string("as expected")
-                             : verdict == "unexpected" ? "UNEXPECTED: " + XmlEscape(c.Unexpected())
-                                                       : std::string("could not run");
+  const CellVerdict cell_verdict = c.Verdict();
+  std::string verdict(CellVerdictName(cell_verdict));
+  std::string verdict_text = cell_verdict == CellVerdict::kOk ? std::string("as expected")
+                             : cell_verdict == CellVerdict::kUnexpected
+                                 ? "UNEXPECTED: " + XmlEscape(c.Unexpected())
+                                 : std::string("could not run");
   if (!c.judged && c.ran) {  // `powercut run` without --expect: nothing to compare with
     verdict = c.failed() ? "fail" : "pass";
     verdict_text =

@@ -72,14 +72,14 @@ void PlanCellCheck(const MatrixOptions& o, const MatrixCell& c, CellPlan& plan) 
   r.mkfs_options = o.mkfs_options;
   r.mount_options = o.mount_options;
   r.workers = o.workers;
-  if (c.fault.empty()) {
+  if (!c.fault) {
     r.live_cuts = o.live_cuts != 0              ? o.live_cuts
                   : o.preset == Preset::kFaults ? kFaultsLiveCuts
                                                 : 0;
   } else {
     r.flakey = o.flakey;
     r.flakey.mode = c.fault;
-    if (o.preset == Preset::kFaults && o.flakey.mode.empty()) {
+    if (o.preset == Preset::kFaults && !o.flakey.mode) {
       r.flakey.after_acks = kFaultsFlakeyAfterAcks;
     }
   }
@@ -138,7 +138,7 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
                       {"custom_cells", custom},
                       {"live_cuts", o.live_cuts},
                       {"flakey",
-                       {{"mode", o.flakey.mode},
+                       {{"mode", o.flakey.mode ? vm::FlakeyModeName(*o.flakey.mode) : ""},
                         {"after_acks", o.flakey.after_acks},
                         {"window_ms", o.flakey.window.count()}}}};
   if (!o.kernel.empty()) j["kernel"] = o.kernel;  // only then: older reports merge unchanged

@@ -118,11 +118,11 @@ struct MatrixCell {
   std::string workload, setting;
   harness::FsKind fs = harness::DefaultFs();
   uint64_t count = 0;
-  std::optional<CustomCell> custom;  // a --cells cell (setting "custom")
-  std::string fault;                 // "" (replay, live cuts), error_writes or drop_writes
+  std::optional<CustomCell> custom;     // a --cells cell (setting "custom")
+  std::optional<vm::FlakeyMode> fault;  // none: replayed (and live cuts); else a failing disk
   std::string Name() const {
     return workload + "/" + setting + "/" + harness::FsName(fs) +
-           (fault.empty() ? "" : "/" + fault);
+           (fault ? "/" + std::string(vm::FlakeyModeName(*fault)) : "");
   }
 };
 

@@ -201,14 +201,16 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
     ASSIGN_OR_RETURN(pairs, WorkloadPairs(o));
   }
   RETURN_IF_ERROR(CheckMatrixFs(o));
-  std::vector<std::string> faults = {""};
-  if (o.preset == Preset::kFaults) faults = {"", "error_writes", "drop_writes"};
-  if (!o.flakey.mode.empty()) faults = {o.flakey.mode};
+  std::vector<std::optional<vm::FlakeyMode>> faults = {std::nullopt};
+  if (o.preset == Preset::kFaults) {
+    faults = {std::nullopt, vm::FlakeyMode::kErrorWrites, vm::FlakeyMode::kDropWrites};
+  }
+  if (o.flakey.mode) faults = {o.flakey.mode};
   std::vector<MatrixCell> cells;
   for (const auto& [w, s] : pairs) {
     for (const harness::FsKind f : o.fs) {
       if (auto b = LookupBuiltin(w, s); !b.ok()) return b.status();
-      for (const std::string& fault : faults) {
+      for (const std::optional<vm::FlakeyMode>& fault : faults) {
         cells.push_back({.index = cells.size(),
                          .workload = w,
                          .setting = s,

@@ -35,16 +35,17 @@ std::string HeadlineHeader(const std::vector<std::string>& caches) {
 // One cell's line: per cache model its verdict, acks lost, states and violating states (or why
 // it could not run), then whether it was as expected.
 std::string HeadlineRow(const CellResult& c, const std::vector<std::string>& caches) {
-  const std::string verdict = c.Verdict();
+  const CellVerdict verdict = c.Verdict();
   std::string s;
   s += fmt::format("{:<36}", c.name);
   if (!c.ran) {
     std::string first_line = c.error.substr(0, c.error.find('\n'));
-    if (verdict == "ok") {
+    if (verdict == CellVerdict::kOk) {
       s += fmt::format("  as expected: could not run ({}): {}\n", c.error_kind, first_line);
     } else {
-      s += fmt::format("  COULD NOT RUN ({}): {}{}\n", c.error_kind, first_line,
-                       verdict == "unexpected" ? "  UNEXPECTED: " + c.Unexpected() : "");
+      s +=
+          fmt::format("  COULD NOT RUN ({}): {}{}\n", c.error_kind, first_line,
+                      verdict == CellVerdict::kUnexpected ? "  UNEXPECTED: " + c.Unexpected() : "");
     }
     return s;
   }
@@ -63,7 +64,7 @@ std::string HeadlineRow(const CellResult& c, const std::vector<std::string>& cac
     }
     s += fmt::format("  {:<24}", cellText);
   }
-  s += verdict == "ok" ? "  ok" : "  UNEXPECTED: " + c.Unexpected();
+  s += verdict == CellVerdict::kOk ? "  ok" : "  UNEXPECTED: " + c.Unexpected();
   s += "\n";
   return s;
 }
@@ -120,10 +121,10 @@ std::string HeadlineTable(const MatrixReport& r) {
   std::string s = HeadlineHeader(caches);
   size_t ok = 0, unexpected = 0, errors = 0;
   for (const CellResult& c : r.cells) {
-    const std::string verdict = c.Verdict();
-    ok += verdict == "ok";
-    unexpected += verdict == "unexpected";
-    errors += verdict == "error";
+    const CellVerdict verdict = c.Verdict();
+    ok += verdict == CellVerdict::kOk;
+    unexpected += verdict == CellVerdict::kUnexpected;
+    errors += verdict == CellVerdict::kError;
     s += HeadlineRow(c, caches);
   }
   s += HeadlineLegend(r);
@@ -162,14 +163,14 @@ std::string MatrixJunit(const MatrixReport& r) {
   for (const CellResult& c : r.cells) {
     if (!c.ran) {
       ++tests;
-      std::string verdict = c.Verdict();
+      const CellVerdict verdict = c.Verdict();
       body +=
           fmt::format("  <testcase classname=\"powercut.matrix\" name=\"{}\" time=\"{:.3f}\">\n",
                       XmlEscape(c.name), c.record_seconds + c.check_seconds);
-      if (verdict == "ok") {
+      if (verdict == CellVerdict::kOk) {
         body += fmt::format("    <system-out>as expected: could not run ({}): {}</system-out>\n",
                             XmlEscape(c.error_kind), XmlEscape(c.error));
-      } else if (verdict == "unexpected") {
+      } else if (verdict == CellVerdict::kUnexpected) {
         ++failures;
         body += fmt::format("    <failure type=\"{}\" message=\"{}\">{}</failure>\n",
                             XmlEscape(c.error_kind), XmlEscape(c.Unexpected()), XmlEscape(c.error));
@@ -226,9 +227,9 @@ std::string MatrixJunit(const MatrixReport& r) {
 int MatrixExitCode(const MatrixReport& r) {
   bool unexpected = false, error = false;
   for (const CellResult& c : r.cells) {
-    std::string verdict = c.Verdict();
-    unexpected = unexpected || verdict == "unexpected";
-    error = error || verdict == "error";
+    const CellVerdict verdict = c.Verdict();
+    unexpected = unexpected || verdict == CellVerdict::kUnexpected;
+    error = error || verdict == CellVerdict::kError;
   }
   return unexpected ? 1 : error ? 2 : 0;
 }

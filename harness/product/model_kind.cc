@@ -17,9 +17,9 @@ std::string_view ModelKindName(ModelKind kind) {
     case ModelKind::kLive:
       return "live";
     case ModelKind::kErrorWrites:
-      return "error_writes";
+      return vm::FlakeyModeName(vm::FlakeyMode::kErrorWrites);
     case ModelKind::kDropWrites:
-      return "drop_writes";
+      return vm::FlakeyModeName(vm::FlakeyMode::kDropWrites);
   }
   return "?";
 }
@@ -43,6 +43,16 @@ ModelKind ModelKindOf(harness::CacheMode mode) {
       return ModelKind::kLying;
   }
   return ModelKind::kOff;
+}
+
+ModelKind ModelKindOf(vm::FlakeyMode mode) {
+  switch (mode) {
+    case vm::FlakeyMode::kErrorWrites:
+      return ModelKind::kErrorWrites;
+    case vm::FlakeyMode::kDropWrites:
+      return ModelKind::kDropWrites;
+  }
+  return ModelKind::kErrorWrites;
 }
 
 std::optional<ModelKind> ModelKindOf(const harness::CacheModel& model) {

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "harness/state/cache_model.h"
+#include "harness/vm/guest/flakey_mode.h"
 
 namespace powercut::product {
 
@@ -27,5 +28,7 @@ ModelKind ModelKindOf(harness::CacheMode mode);
 // The kind of a replay under `model`; none for a set whose disks have different models
 // ("1=on,2=lying"), which no catalog entry names.
 std::optional<ModelKind> ModelKindOf(const harness::CacheModel& model);
+// The row of a failing disk's run: kErrorWrites or kDropWrites.
+ModelKind ModelKindOf(vm::FlakeyMode mode);
 
 }  // namespace powercut::product

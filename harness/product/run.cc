@@ -273,7 +273,7 @@ absl::Status ValidateRunOptions(const RunOptions& o) {
         "--disks N > 1 records with powercut's NBD recorder; --recorder log-writes and fstest "
         "take one disk");
   }
-  if (!o.flakey.mode.empty()) RETURN_IF_ERROR(ValidateFlakeyDisk(o.flakey, o.disks));
+  if (o.flakey.mode) RETURN_IF_ERROR(ValidateFlakeyDisk(o.flakey, o.disks));
   if (o.disks > 1 && o.fsck) {
     return absl::InvalidArgumentError("--fsck takes one disk; drop it with --disks N > 1");
   }
@@ -294,7 +294,7 @@ absl::Status ValidateRunOptions(const RunOptions& o) {
   const bool set_has_fs = std::any_of(disk_fs->begin(), disk_fs->end(), [](harness::FsKind k) {
     return !harness::FileSystemOf(k).raw();
   });
-  if (o.disks > 1 && set_has_fs && o.flakey.mode.empty() && !MayLoopMount()) {
+  if (o.disks > 1 && set_has_fs && !o.flakey.mode && !MayLoopMount()) {
     // Said before a guest boots, not after the recording: the guest judge takes one disk. A
     // --flakey run is not replayed: its disks are checked in the guest that ran it.
     return absl::InvalidArgumentError(
@@ -386,7 +386,7 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
   }
   if (!temporary) out.recording_dir = dir;
 
-  if (!o.flakey.mode.empty()) return RunFlakey(env, o, dir, pool);
+  if (o.flakey.mode) return RunFlakey(env, o, dir, pool);
   vm::RunSpec spec = RecordingSpec(o, dir);
   auto start = std::chrono::steady_clock::now();
   out.kernel = vm::KernelName(env.kernel);

@@ -26,6 +26,7 @@
 #include "harness/product/timeline.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/state_generator.h"
+#include "harness/vm/guest/flakey_mode.h"
 #include "harness/vm/warm/guest_judge.h"
 #include "harness/vm/warm/guest_pool.h"
 #include "harness/vm/warm/vm_run.h"
@@ -152,7 +153,7 @@ struct RunOptions {
   // an ack instead of the replay (harness/product/flakey.h).
   uint64_t live_cuts = 0;
   struct Flakey {
-    std::string mode;  // "" (off), error_writes, drop_writes
+    std::optional<vm::FlakeyMode> mode;  // none: no failing disk
     int64_t after_acks = 0;
     std::chrono::milliseconds window{0};  // 0: fails for good
     uint32_t disk = 1;  // the failing disk of a set (`--flakey-disk K`); the others keep working

@@ -18,6 +18,7 @@
 #include "base/scratch_dir.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "harness/vm/guest/flakey_mode.h"
 #include "harness/vm/machine/initramfs.h"
 #include "harness/vm/machine/kernel.h"
 #include "harness/vm/machine/qemu.h"
@@ -104,7 +105,7 @@ std::string DefaultFsName() { return powercut::harness::FsName(powercut::harness
 // The flags of `run` and `check` that are parsed into the specs after the command line.
 struct RunFlags {
   std::string recorder = "nbd", cut = "none", cache = "on", fs_name = DefaultFsName(),
-              sector = "512e";
+              sector = "512e", flakey;
   uint64_t disk_mib = 0, seed = 1;
   int timeout_s = 300;
 };
@@ -126,7 +127,7 @@ CLI::App* AddRunCommand(CLI::App& app, powercut::vm::RunSpec* spec, RunFlags* f)
                   "cache model of the cut disk: off, on, lying or a code such as ly16e, ly65536b")
       ->capture_default_str();
   run->add_option("--seed", f->seed, "seed of the cut")->capture_default_str();
-  run->add_option("--flakey", spec->flakey, "dm-flakey: drop_writes or error_writes");
+  run->add_option("--flakey", f->flakey, "dm-flakey: drop_writes or error_writes");
   run->add_option("--flakey-after-acks", spec->flakey_after_acks,
                   "switch the dm-flakey table after this many acks");
   run->add_option("--checker", spec->checker, "checker command (dm-flakey runs)");
@@ -153,7 +154,8 @@ CLI::App* AddCheckCommand(CLI::App& app, powercut::vm::CheckSpec* cspec, CheckFl
   return check;
 }
 
-// The recorder, the cut and its cache model, the timeout and the disk size of `run`.
+// The recorder, the cut and its cache model, the failing disk's mode, the timeout and the disk
+// size of `run`.
 absl::Status CompleteRunSpec(const RunFlags& f, powercut::vm::RunSpec* spec) {
   spec->timeout = std::chrono::seconds(f.timeout_s);
   spec->disk_bytes = f.disk_mib << 20;
@@ -174,6 +176,11 @@ absl::Status CompleteRunSpec(const RunFlags& f, powercut::vm::RunSpec* spec) {
   auto model = powercut::harness::ParseCacheModel(f.cache);
   if (!model.ok()) return model.status();
   spec->cut.model = *model;
+  if (!f.flakey.empty()) {
+    auto flakey = powercut::vm::ParseFlakeyMode(f.flakey, "--flakey");
+    if (!flakey.ok()) return flakey.status();
+    spec->flakey = *flakey;
+  }
   return absl::OkStatus();
 }
 

@@ -165,6 +165,25 @@ TEST(Cli, UnknownModelPointAndVerdictNamesAreUsageErrorsListingTheValidOnes) {
                                   "may-lose"));
 }
 
+// A failing disk's mode is read once too (vm::ParseFlakeyMode): a misspelt one is bad usage in
+// `run` and `matrix`, naming the valid modes, before any guest boots.
+TEST(Cli, UnknownFlakeyModeIsAUsageErrorListingTheValidOnes) {
+  const std::string bin = POWERCUT_BIN;
+  const std::string message =
+      "--flakey \"error-writes\": not a failing disk's mode; expected error_writes or drop_writes";
+  for (const std::string& command :
+       {bin + " run --workload true --checker true --flakey error-writes",
+        bin + " matrix --workloads xlog --list --flakey error-writes"}) {
+    auto r = RunCommand(command);
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(message)) << command;
+  }
+  // The valid ones plan their cells: one per fault, named by it.
+  auto r = RunCommand(bin + " matrix --workloads xlog --fs ext4 --list --flakey drop_writes");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("/ext4/drop_writes"));
+}
+
 // The catalog's verdicts as `powercut-workload list --json` prints them read back into the same
 // types, entry by entry and file system by file system.
 TEST(Cli, TheCatalogsVerdictsRoundTripThroughItsJson) {

@@ -27,7 +27,8 @@ TEST(FaultsVmTest, BadFaultFlagsAreRejectedBeforeTheVmBoots) {
   TempDir dir;
   auto r = RunCommand(RunLine("true", "true", "--flakey error_blocks", dir.path() + "/r.json"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_THAT(r.output, ::testing::HasSubstr("--flakey error_blocks: expected error_writes"));
+  EXPECT_THAT(r.output, ::testing::HasSubstr("--flakey \"error_blocks\": not a failing disk's "
+                                             "mode; expected error_writes or drop_writes"));
   r = RunCommand(
       RunLine("true", "true", "--flakey drop_writes --flakey-for soon", dir.path() + "/r.json"));
   EXPECT_EQ(r.exit_code, 2) << r.output;

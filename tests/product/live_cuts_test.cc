@@ -187,9 +187,10 @@ TEST(FaultResultsTest, CellRowsJsonRoundTripAndVerdicts) {
   EXPECT_EQ(cell.models[0].states, 2u);
   EXPECT_EQ(cell.models[0].violations, 1u);
   EXPECT_EQ(cell.models[0].lost_acks_max, 2u);
-  EXPECT_EQ(cell.Verdict(), "unexpected") << "live cuts are expected to survive by default";
+  EXPECT_EQ(cell.Verdict(), CellVerdict::kUnexpected)
+      << "live cuts are expected to survive by default";
   cell.expect.models[ModelKind::kLive] = ExpectedVerdict::kLoses;
-  EXPECT_EQ(cell.Verdict(), "ok");
+  EXPECT_EQ(cell.Verdict(), CellVerdict::kOk);
 
   auto back = CellFromJson(CellToJson(cell));
   ASSERT_TRUE(back.ok()) << back.status();
@@ -207,12 +208,12 @@ TEST(FaultResultsTest, CellRowsJsonRoundTripAndVerdicts) {
   EXPECT_EQ(o.exit_code(), 2);
   CellResult bug{.name = "w/s/ext4"};
   FillCell(o, &bug);
-  EXPECT_EQ(bug.Verdict(), "error");
+  EXPECT_EQ(bug.Verdict(), CellVerdict::kError);
   EXPECT_THAT(bug.models[0].summary, ::testing::HasSubstr("TESTER BUG"));
 
   RunOutcome f;
   f.ran = true;
-  f.flakey = FlakeyResult{.mode = "error_writes",
+  f.flakey = FlakeyResult{.mode = vm::FlakeyMode::kErrorWrites,
                           .after_acks = 3,
                           .window_seconds = 1,
                           .acks = 10,
@@ -225,12 +226,27 @@ TEST(FaultResultsTest, CellRowsJsonRoundTripAndVerdicts) {
   FillCell(f, &fc);
   ASSERT_EQ(fc.models.size(), 1u);
   EXPECT_EQ(fc.models[0].cache, "error_writes");
+  EXPECT_EQ(fc.models[0].kind, ModelKind::kErrorWrites);
   EXPECT_EQ(fc.models[0].violations, 1u);
   EXPECT_THAT(fc.models[0].summary, ::testing::HasSubstr("2 of them not on the final image (5 6)"));
   auto fback = CellFromJson(CellToJson(fc));
   ASSERT_TRUE(fback.ok()) << fback.status();
   ASSERT_TRUE(fback->flakey.has_value());
   EXPECT_EQ(fback->flakey->acks_after_failure, (std::vector<std::string>{"5", "6"}));
+  EXPECT_EQ(fback->flakey->mode, vm::FlakeyMode::kErrorWrites);
+  // The report spells the mode as dm-flakey does; another spelling is an error, not a default.
+  nlohmann::json fjson = CellToJson(fc);
+  EXPECT_EQ(fjson["flakey"]["mode"], "error_writes");
+  fjson["flakey"]["mode"] = "drop_writes";
+  auto dropped = CellFromJson(fjson);
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  EXPECT_EQ(dropped->flakey->mode, vm::FlakeyMode::kDropWrites);
+  fjson["flakey"]["mode"] = "drop-writes";
+  auto misspelt = CellFromJson(fjson);
+  ASSERT_FALSE(misspelt.ok());
+  EXPECT_THAT(std::string(misspelt.status().message()),
+              ::testing::HasSubstr("\"drop-writes\": not a failing disk's mode; expected "
+                                   "error_writes or drop_writes"));
   f.flakey->acks_after_failure.clear();
   EXPECT_EQ(f.exit_code(), 0);
 }

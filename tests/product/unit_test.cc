@@ -762,7 +762,7 @@ TEST(Expect, EveryCellAsExpectedExitsZeroEvenWithViolations) {
   ASSERT_EQ(r.cells.size(), 9u);
   size_t violating = 0;
   for (const CellResult& c : r.cells) {
-    EXPECT_EQ(c.Verdict(), "ok") << c.name << ": " << c.Unexpected();
+    EXPECT_EQ(c.Verdict(), CellVerdict::kOk) << c.name << ": " << c.Unexpected();
     violating += c.failed();
   }
   EXPECT_EQ(violating, 8u);  // every ran cell loses acks under lying, yet all are as expected
@@ -792,7 +792,7 @@ TEST(Expect, AWrongExpectationExitsOne) {
   EXPECT_EQ(MatrixExitCode(r), 1);
   const CellResult& fdatasync = r.cells[0];
   ASSERT_EQ(fdatasync.name, "xlog/fdatasync/ext4");
-  EXPECT_EQ(fdatasync.Verdict(), "unexpected");
+  EXPECT_EQ(fdatasync.Verdict(), CellVerdict::kUnexpected);
   EXPECT_EQ(fdatasync.Unexpected(), "cache lying: expected survives, got 2 violating states");
   std::string table = HeadlineTable(r);
   EXPECT_THAT(table, HasSubstr("FAIL 1/57/2 !"));
@@ -828,7 +828,7 @@ TEST(Expect, NoExpectIsTheRawViolationRuleAndMissingExpectationsSurvive) {
   o.expect = false;
   MatrixReport r = RunFake("1/1", o);
   EXPECT_EQ(MatrixExitCode(r), 1);
-  EXPECT_EQ(r.cells[0].Verdict(), "unexpected");  // lying violations, no expectation
+  EXPECT_EQ(r.cells[0].Verdict(), CellVerdict::kUnexpected);  // lying violations, no expectation
   EXPECT_EQ(MatrixToJson(r)["parameters"]["expect"], false);
 
   // Only errors (no expectation for them): exit 2.
@@ -838,7 +838,7 @@ TEST(Expect, NoExpectIsTheRawViolationRuleAndMissingExpectationsSurvive) {
   errors.expectations.erase("xlog-io_uring");
   r = RunFake("1/1", errors);
   ASSERT_EQ(r.cells.size(), 1u);
-  EXPECT_EQ(r.cells[0].Verdict(), "error");
+  EXPECT_EQ(r.cells[0].Verdict(), CellVerdict::kError);
   EXPECT_EQ(MatrixExitCode(r), 2);
   EXPECT_THAT(r.cells[0].notes, ::testing::Contains(HasSubstr("no expected verdict")));
 }
@@ -937,8 +937,8 @@ TEST(CustomCells, ParseRunWithTheirOwnLimitsAndRejectMistakes) {
   EXPECT_EQ(seen[1].max_acks, 5u);
   EXPECT_EQ(seen[1].timeout.count(), o.timeout_s);
   EXPECT_EQ(seen[1].fs, (std::vector<harness::FsKind>{harness::FsKind::kXfs}));
-  EXPECT_EQ(report->cells[0].Verdict(), "ok");
-  EXPECT_EQ(report->cells[1].Verdict(), "error");
+  EXPECT_EQ(report->cells[0].Verdict(), CellVerdict::kOk);
+  EXPECT_EQ(report->cells[1].Verdict(), CellVerdict::kError);
   EXPECT_EQ(MatrixExitCode(*report), 2);
   EXPECT_EQ(MatrixParameters(o)["custom_cells"].size(), 2u);
 

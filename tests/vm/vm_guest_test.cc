@@ -260,7 +260,7 @@ TEST_F(VmTest, FlakeyDropWritesAtARandomAckKeepsEveryEarlierAck) {
   RunSpec spec;
   spec.command = FdatasyncWorkload(kCommits);
   spec.recording = Recording::kNone;
-  spec.flakey = "drop_writes";
+  spec.flakey = vm::FlakeyMode::kDropWrites;
   spec.flakey_after_acks = cut_at;
   spec.checker = kLogChecker;
   auto r = Run(spec);
@@ -280,7 +280,7 @@ TEST_F(VmTest, FlakeyErrorWritesFailsTheCommitAndNothingLaterIsAcked) {
   RunSpec spec;
   spec.command = FdatasyncWorkload(kCommits);
   spec.recording = Recording::kNone;
-  spec.flakey = "error_writes";
+  spec.flakey = vm::FlakeyMode::kErrorWrites;
   spec.flakey_after_acks = kCutAt;
   spec.checker = kLogChecker;
   auto r = Run(spec);
@@ -301,7 +301,7 @@ TEST_F(VmTest, WalCommitFailsUnderErrorWritesAndNothingLaterIsAcked) {
   spec.command =
       fmt::format("{} wal run --barrier fdatasync --threads 1 --count 200", POWERCUT_WORKLOAD_PATH);
   spec.recording = Recording::kNone;
-  spec.flakey = "error_writes";
+  spec.flakey = vm::FlakeyMode::kErrorWrites;
   spec.flakey_after_acks = kCutAt;
   spec.checker = "true";
   auto r = Run(spec);

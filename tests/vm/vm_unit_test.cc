@@ -436,6 +436,26 @@ TEST(GuestJobTest, SeveralChecksRoundTripThroughJson) {
   EXPECT_FALSE(GuestResultFromJson("{\"checks\": [1]}").ok());
 }
 
+// The failing disk's mode crosses to the guest by its dm-flakey name, read back into the type; no
+// mode is an empty name, and an unknown name is an error listing the valid ones.
+TEST(GuestJobTest, TheFailingDisksModeTravelsByName) {
+  GuestJob job;
+  job.flakey = FlakeyMode::kDropWrites;
+  EXPECT_THAT(GuestJobToJson(job), HasSubstr("\"flakey\": \"drop_writes\""));
+  auto back = GuestJobFromJson(GuestJobToJson(job));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->flakey, FlakeyMode::kDropWrites);
+  job.flakey.reset();
+  back = GuestJobFromJson(GuestJobToJson(job));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(back->flakey.has_value());
+  auto bad = GuestJobFromJson("{\"fs\": \"ext4\", \"flakey\": \"lose_writes\"}");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("\"lose_writes\": not a failing disk's mode; expected error_writes or "
+                        "drop_writes"));
+}
+
 // Where a guest check's time goes (docs/run.md): the agent's steps travel in the result, and a
 // check's judges sum them into one mean per step, in the order the steps ran.
 TEST(GuestCheckPhasesTest, StepsRoundTripAndAverageInOrder) {

@@ -1,7 +1,9 @@
 #include "tools/powercut/fault_options.h"
 
+#include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/product/flakey.h"
+#include "harness/vm/guest/flakey_mode.h"
 
 namespace powercut::cli {
 
@@ -37,7 +39,7 @@ absl::Status ApplyFaultArgs(const FaultArgs& a, int64_t default_after, uint64_t*
         "--live-cuts and --flakey are different runs: a flakey run replaces the replay the live "
         "cuts are compared with; give one of them");
   }
-  flakey->mode = a.flakey;
+  ASSIGN_OR_RETURN(flakey->mode, vm::ParseFlakeyMode(a.flakey, "--flakey"));
   if (a.flakey_disk >= 0) {  // a disk the run does not have: ValidateFlakeyDisk
     flakey->disk = a.flakey_disk > 1000000 ? 0 : static_cast<uint32_t>(a.flakey_disk);
   }

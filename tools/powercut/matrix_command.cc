@@ -193,9 +193,8 @@ void ListCells(const std::vector<product::MatrixCell>& plan, const product::Matr
     if (!o.expect) e = product::CellExpect{};
     // The rows the cell will have: the failing disk's mode, or the cache models and live cuts.
     std::vector<product::ModelKind> rows;
-    if (!c.fault.empty()) {
-      // The failing disk's mode is still a name (MatrixCell::fault), one PlanMatrix checked.
-      if (auto fault = product::ParseModelKind(c.fault); fault.ok()) rows.push_back(*fault);
+    if (c.fault) {
+      rows.push_back(product::ModelKindOf(*c.fault));
     } else {
       // The models the cell is replayed under (the faults preset: on only).
       for (const harness::CacheModel& m : product::MatrixModels(o)) {

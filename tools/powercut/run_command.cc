@@ -174,7 +174,7 @@ void AddRunOptions(CLI::App* run, RunArgs* a) {
 absl::StatusOr<std::vector<product::ModelKind>> CheckedModels(
     const product::RunOptions& o, const std::vector<harness::CacheModel>& models) {
   std::vector<product::ModelKind> checked;
-  if (o.flakey.mode.empty()) {
+  if (!o.flakey.mode) {
     for (const harness::CacheModel& m : models) {
       std::optional<product::ModelKind> kind = product::ModelKindOf(m);
       if (!kind) {
@@ -186,9 +186,7 @@ absl::StatusOr<std::vector<product::ModelKind>> CheckedModels(
       checked.push_back(*kind);
     }
   } else {
-    // The failing disk's mode is still a name (RunOptions::Flakey::mode).
-    ASSIGN_OR_RETURN(product::ModelKind fault, product::ParseModelKind(o.flakey.mode));
-    checked.push_back(fault);
+    checked.push_back(product::ModelKindOf(*o.flakey.mode));
   }
   if (o.live_cuts > 0) checked.push_back(product::ModelKind::kLive);
   return checked;
@@ -249,7 +247,7 @@ absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, product::Ru
   }
   o.check_pool = check_pool.get();
   if (!a.trace.empty()) {
-    if (o.live_cuts > 0 || !o.flakey.mode.empty()) {
+    if (o.live_cuts > 0 || o.flakey.mode) {
       return absl::InvalidArgumentError(
           "--trace checks an existing recording: --live-cuts and --flakey need the VM (drop "
           "--trace)");
@@ -291,6 +289,8 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
   } else {
     j = {{"schema", "powercut-report/1"}, {"results", nlohmann::json::array()}};
   }
+  const std::string verdict(cell.judged && outcome.ran ? product::CellVerdictName(cell.Verdict())
+                                                       : "");
   j["run"] = {{"workload", o.workload},
               {"checker", o.checker},
               {"fs", harness::FsListName(o.fs)},
@@ -315,7 +315,7 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
               {"recordings", recordings.ToJson()},
               {"could_not_check", outcome.could_not_check()},
               {"expect", cell.judged ? cell.expect.ToJson() : nlohmann::json(nullptr)},
-              {"verdict", cell.judged && outcome.ran ? cell.Verdict() : ""},
+              {"verdict", verdict},
               {"unexpected", cell.Unexpected()},
               {"notes", outcome.notes}};
   if (outcome.live_cuts) j["run"]["live_cuts"] = product::LiveCutsToJson(*outcome.live_cuts);
@@ -390,8 +390,9 @@ int Run(const RunArgs& a) {
   product::FillCell(outcome, &cell);
   if (cell.judged && outcome.ran) {
     std::printf("expect %s: %s\n", a.expect.c_str(),
-                cell.Verdict() == "ok" ? "every cache model as expected"
-                                       : ("UNEXPECTED: " + cell.Unexpected()).c_str());
+                cell.Verdict() == product::CellVerdict::kOk
+                    ? "every cache model as expected"
+                    : ("UNEXPECTED: " + cell.Unexpected()).c_str());
   }
   std::fflush(stdout);
   return WriteRunReports(a, outcome, o, cell, recordings, product::RunExitCode(outcome, cell));

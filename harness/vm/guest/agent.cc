@@ -58,13 +58,13 @@ void Agent::Send(const std::string& line) {
 
 bool Agent::Workload() {
   if (!Setup() || !Mount()) return false;
-  if (!job_.flakey.empty() && job_.flakey_after_acks <= 0) SwitchToFlakey();
+  if (job_.flakey.has_value() && job_.flakey_after_acks <= 0) SwitchToFlakey();
   Event("workload-start");
   result_.exit_code = RunCommand(job_.command, JobFileName("workload", job_.job_id, "log"),
                                  /*relay_acks=*/true, nullptr);
   Event(fmt::format("workload-exit {}", result_.exit_code));
   if (leftovers_survived_) return LeftoversSurvived();
-  if (!job_.flakey.empty()) {
+  if (job_.flakey.has_value()) {
     if (!flakey_switched_) SwitchToFlakey();
     heal_at_.reset();  // the unmount below runs on the failing disk, as without a window
     // As xfstests: unmount with the writes going nowhere, restore the pass-through table,
@@ -78,7 +78,7 @@ bool Agent::Workload() {
   }
   sync();
   if (!Unmount()) return false;
-  if (!job_.flakey.empty() &&
+  if (job_.flakey.has_value() &&
       !Cmd("dm-flakey", {"dmsetup", "--noudevsync", "remove", kFlakeyName})) {
     return false;
   }

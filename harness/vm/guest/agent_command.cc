@@ -231,7 +231,7 @@ void Agent::HandleAckLine(const std::string& line) {
   }
   result_.acked.push_back(id);
   ++result_.acks;
-  if (!job_.flakey.empty() && !flakey_switched_ &&
+  if (job_.flakey.has_value() && !flakey_switched_ &&
       static_cast<int64_t>(result_.acks) >= job_.flakey_after_acks) {
     SwitchToFlakey();
   }

@@ -94,7 +94,7 @@ bool Agent::Setup() {
     if (device_.empty()) return Fail("dm-log-writes", "the dm device did not appear");
     log_writes_ = true;
   }
-  if (!job_.flakey.empty()) {
+  if (job_.flakey.has_value()) {
     // The failing disk: disk 1 (over dm-log-writes when both run) or disk K of a set, whose
     // device the workload then reaches through the flakey target; the others keep working.
     std::string* failing = &device_;
@@ -132,7 +132,8 @@ bool Agent::SwitchFlakey(const std::string& table) {
 
 std::string Agent::FlakeyTable() const {
   // Always "down" (up 0 s, down 3600 s): every write is dropped or fails from now on.
-  return fmt::format("0 {} flakey {} 0 0 3600 1 {}", flakey_sectors_, flakey_base_, job_.flakey);
+  return fmt::format("0 {} flakey {} 0 0 3600 1 {}", flakey_sectors_, flakey_base_,
+                     FlakeyModeName(*job_.flakey));
 }
 
 bool Agent::MountExtras() {
@@ -227,7 +228,7 @@ void Agent::SwitchToFlakey() {
     DrainAcks();
   }
   result_.acks_before_cut = static_cast<int64_t>(result_.acks);
-  if (SwitchFlakey(FlakeyTable())) Event(fmt::format("flakey {}", job_.flakey));
+  if (SwitchFlakey(FlakeyTable())) Event(fmt::format("flakey {}", FlakeyModeName(*job_.flakey)));
   if (job_.flakey_heal_ms > 0) {
     heal_at_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(job_.flakey_heal_ms);
   }

@@ -17,7 +17,7 @@ std::string GuestJobToJson(const GuestJob& job) {
             {"fs", harness::FsName(job.fs)},
             {"disk_serial", job.disk_serial},
             {"log_writes_serial", job.log_writes_serial},
-            {"flakey", job.flakey},
+            {"flakey", job.flakey ? std::string(FlakeyModeName(*job.flakey)) : ""},
             {"flakey_after_acks", job.flakey_after_acks},
             {"flakey_heal_ms", job.flakey_heal_ms},
             {"flakey_disk", job.flakey_disk},
@@ -60,7 +60,11 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
     job.fs = *fs;
     job.disk_serial = j.value("disk_serial", job.disk_serial);
     job.log_writes_serial = j.value("log_writes_serial", "");
-    job.flakey = j.value("flakey", "");
+    if (std::string flakey = j.value("flakey", ""); !flakey.empty()) {
+      absl::StatusOr<FlakeyMode> mode = ParseFlakeyMode(flakey, "job.json: \"flakey\"");
+      if (!mode.ok()) return mode.status();
+      job.flakey = *mode;
+    }
     job.flakey_after_acks = j.value("flakey_after_acks", int64_t{0});
     job.flakey_heal_ms = j.value("flakey_heal_ms", int64_t{0});
     job.flakey_disk = j.value("flakey_disk", uint32_t{0});

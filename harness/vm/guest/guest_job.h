@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "harness/fs/file_system.h"
+#include "harness/vm/guest/flakey_mode.h"
 
 namespace powercut::vm {
 
@@ -38,9 +40,10 @@ struct GuestJob {
   std::string log_writes_serial;
   // kWorkload: disks 2..N of a set, in order (empty: one disk).
   std::vector<GuestExtraDisk> extra_disks;
-  // dm-flakey: "" | "drop_writes" | "error_writes"; the table switches from pass-through to
-  // flakey when `flakey_after_acks` acks were relayed (0 = before the workload starts).
-  std::string flakey;
+  // dm-flakey (none: no failing disk; in JSON its name or ""); the table switches from
+  // pass-through to flakey when `flakey_after_acks` acks were relayed (0 = before the workload
+  // starts).
+  std::optional<FlakeyMode> flakey;
   int64_t flakey_after_acks = 0;
   // > 0: the failure lasts this long, then the pass-through table is restored (the disk heals)
   // while the workload still runs; 0: it lasts until the workload ends.

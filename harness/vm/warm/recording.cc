@@ -147,21 +147,17 @@ absl::Status ValidateRunSpec(const RunSpec& spec) {
   if (spec.output_dir.empty()) {
     return absl::InvalidArgumentError("no output folder for the trace and images");
   }
-  if (!spec.flakey.empty() && spec.flakey != "drop_writes" && spec.flakey != "error_writes") {
-    return absl::InvalidArgumentError(
-        fmt::format("dm-flakey mode '{}': expected drop_writes or error_writes", spec.flakey));
-  }
   if (spec.also_log_writes && spec.recording != Recording::kNbd) {
     return absl::InvalidArgumentError("also_log_writes needs the NBD recording");
   }
-  if (!spec.flakey.empty() && LogWrites(spec)) {
+  if (spec.flakey && LogWrites(spec)) {
     return absl::InvalidArgumentError("dm-flakey and dm-log-writes cannot be combined in one run");
   }
   // Several disks: recorded by the NBD recorder, or not recorded at all under dm-flakey (one of
   // them failing); never with dm-log-writes (it logs one disk).
   if (!spec.extra_disks.empty() &&
       (spec.also_log_writes || spec.recording == Recording::kLogWrites ||
-       (spec.recording == Recording::kNone && spec.flakey.empty()))) {
+       (spec.recording == Recording::kNone && !spec.flakey))) {
     return absl::InvalidArgumentError(
         "several disks are recorded by the NBD recorder only (or run unrecorded under "
         "dm-flakey), without dm-log-writes");

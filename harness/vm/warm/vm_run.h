@@ -24,6 +24,7 @@
 #include "harness/state/cache_model.h"
 #include "harness/trace/disk_geometry.h"
 #include "harness/vm/devices/nbd_server.h"
+#include "harness/vm/guest/flakey_mode.h"
 #include "harness/vm/guest/guest_job.h"
 #include "harness/vm/machine/guest_config.h"
 #include "harness/vm/machine/qemu.h"
@@ -101,10 +102,10 @@ struct RunSpec {
   DiskCache disk_cache = DiskCache::kDefault;
   std::string output_dir;  // created if missing
   CutSpec cut;
-  // dm-flakey (Recording::kNone or kNbd): "drop_writes" or "error_writes", switched on after
+  // dm-flakey (Recording::kNone or kNbd; none: no failing disk), switched on after
   // `flakey_after_acks` acks; the guest then unmounts, restores the table, remounts and runs
   // `checker` in the same boot (xfstests' way).
-  std::string flakey;
+  std::optional<FlakeyMode> flakey;
   int64_t flakey_after_acks = 0;
   // > 0: the disk fails for this long, then heals (pass-through again) while the workload runs.
   std::chrono::milliseconds flakey_for{0};

@@ -39,7 +39,7 @@ std::string WarmGuest::Job::Node(size_t i) const { return fmt::format("pcnode{}-
 GuestConfig GuestConfigFor(const VmEnvironment& env, const RunSpec& spec) {
   const bool log_writes = spec.recording == Recording::kLogWrites || spec.also_log_writes;
   GuestConfig c;
-  c.Add({.modules = GuestModulesFor(spec.fs, log_writes, !spec.flakey.empty()),
+  c.Add({.modules = GuestModulesFor(spec.fs, log_writes, spec.flakey.has_value()),
          .keep_paths = KeepPathsFor(env.agent, spec.keep_paths, {spec.command, spec.checker}),
          .memory_mib = spec.memory_mib,
          .cpus = spec.cpus});
