@@ -187,11 +187,12 @@ absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
             fmt::format("{}: {}: \"expect_by_fs\" must be an object", source, name));
       }
       for (const auto& [fs, v] : by_fs.items()) {
-        if (absl::Status s = harness::ParseFsKind(fs, "\"expect_by_fs\"").status(); !s.ok()) {
+        absl::StatusOr<harness::FsKind> kind = harness::ParseFsKind(fs, "\"expect_by_fs\"");
+        if (!kind.ok()) {
           return absl::InvalidArgumentError(
-              fmt::format("{}: {}: {}", source, name, std::string(s.message())));
+              fmt::format("{}: {}: {}", source, name, std::string(kind.status().message())));
         }
-        ASSIGN_OR_RETURN(e.by_fs[fs], read_models(v));
+        ASSIGN_OR_RETURN(e.by_fs[*kind], read_models(v));
       }
     }
     // `powercut-workload list --json` names no file system: a verdict keyed by a property of the
@@ -205,7 +206,7 @@ absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
           return absl::InvalidArgumentError(fmt::format("{}: {}: \"expect_where\": {}", source,
                                                         name, std::string(has.status().message())));
         }
-        if (*has) e.by_fs[fs.name].insert(models.begin(), models.end());
+        if (*has) e.by_fs[fs.kind].insert(models.begin(), models.end());
       }
     }
     out[name] = std::move(e);

@@ -159,7 +159,7 @@ nlohmann::json CellToJson(const CellResult& c) {
                       {"results", results},
                       {"notes", c.notes}};
   if (!c.ran) {
-    j["error_kind"] = c.error_kind;
+    j["error_kind"] = RunErrorName(c.error_kind);
     j["error"] = c.error;
   }
   j["timeline"] = c.timeline ? TimelineToJson(*c.timeline) : nlohmann::json(nullptr);
@@ -186,7 +186,9 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.workload_command = j.value("workload_command", "");
     c.checker_command = j.value("checker_command", "");
     c.ran = j.at("status").get<std::string>() != "error";
-    c.error_kind = j.value("error_kind", "");
+    if (const std::string kind = j.value("error_kind", ""); !kind.empty()) {
+      ASSIGN_OR_RETURN(c.error_kind, ParseRunError(kind));
+    }
     c.error = j.value("error", "");
     c.trace_entries = j.value("trace_entries", uint64_t{0});
     c.acks = j.value("acks", uint64_t{0});

@@ -23,7 +23,7 @@ ExpectedVerdict CellExpect::For(std::optional<ModelKind> kind) const {
   return it == models.end() ? ExpectedVerdict::kSurvives : it->second;
 }
 
-CellExpect CellExpect::ForFs(const std::string& fs) const {
+CellExpect CellExpect::ForFs(harness::FsKind fs) const {
   CellExpect out;
   out.models = models;
   out.error = error;
@@ -65,7 +65,7 @@ absl::StatusOr<ExpectedVerdicts> ExpectedVerdictsFromJson(const nlohmann::json& 
 }
 
 nlohmann::json CellExpect::ToJson() const {
-  return {{"models", ExpectedVerdictsToJson(models)}, {"error", error}};
+  return {{"models", ExpectedVerdictsToJson(models)}, {"error", RunErrorName(error)}};
 }
 
 absl::StatusOr<CellExpect> CellExpect::FromJson(const nlohmann::json& j) {
@@ -78,7 +78,14 @@ absl::StatusOr<CellExpect> CellExpect::FromJson(const nlohmann::json& j) {
     }
     e.models = *std::move(models);
   }
-  e.error = j.value("error", "");
+  if (const std::string error = j.value("error", ""); !error.empty()) {
+    absl::StatusOr<RunError> kind = ParseRunError(error);
+    if (!kind.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("\"expect\": {}", std::string(kind.status().message())));
+    }
+    e.error = *kind;
+  }
   return e;
 }
 
@@ -148,11 +155,12 @@ bool CellResult::AsExpected(const CellModel& m) const {
 std::string CellResult::Unexpected() const {
   if (!judged) return "";
   if (!ran) {
-    if (expect.error.empty() || expect.error == error_kind) return "";
-    return fmt::format("expected error {}, got error {}", expect.error, error_kind);
+    if (!expect.error || expect.error == error_kind) return "";
+    return fmt::format("expected error {}, got error {}", RunErrorName(expect.error),
+                       RunErrorName(error_kind));
   }
-  if (!expect.error.empty()) {
-    return fmt::format("expected error {}, but the cell ran", expect.error);
+  if (expect.error) {
+    return fmt::format("expected error {}, but the cell ran", RunErrorName(expect.error));
   }
   std::string why;
   for (const CellModel& m : models) {
@@ -185,7 +193,7 @@ CellVerdict CellResult::Verdict() const {
   // A live cut outside the replay model is the tester's own bug: no verdict of the cell holds.
   if (ran && live_cuts && live_cuts->TesterBug()) return CellVerdict::kError;
   if (!Unexpected().empty()) return CellVerdict::kUnexpected;
-  if (!ran && expect.error.empty()) return CellVerdict::kError;
+  if (!ran && !expect.error) return CellVerdict::kError;
   return CellVerdict::kOk;
 }
 

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/expected_verdict.h"
+#include "harness/fs/file_system.h"
 #include "harness/product/model_kind.h"
 #include "harness/product/run.h"
 #include "harness/product/timeline.h"
@@ -81,18 +82,18 @@ absl::StatusOr<ExpectedVerdicts> ExpectedVerdictsFromJson(const nlohmann::json& 
 // raw "no violation" rule (`powercut matrix --no-expect`).
 struct CellExpect {
   ExpectedVerdicts models;
-  std::string error;  // non-empty: the cell is expected not to run, with this error kind
-  // fs -> verdicts where a file system differs from `models`; ForFs folds it in.
-  std::map<std::string, ExpectedVerdicts> by_fs;
+  std::optional<RunError> error;  // set: the cell is expected not to run, for this reason
+  // The verdicts where a file system differs from `models`; ForFs folds them in.
+  std::map<harness::FsKind, ExpectedVerdicts> by_fs;
 
   // The expected verdict of a row of that kind: survives when not given, or for no kind.
   ExpectedVerdict For(std::optional<ModelKind> kind) const;
-  CellExpect ForFs(const std::string& fs) const;  // `models` with by_fs[fs] applied
+  CellExpect ForFs(harness::FsKind fs) const;  // `models` with by_fs[fs] applied
   // The reports' form, {"models": {...}, "error": "..."}; by_fs is folded in before reporting.
   nlohmann::json ToJson() const;
   // Reads ToJson's form back; an unknown model or verdict is an error (ExpectedVerdictsFromJson).
   static absl::StatusOr<CellExpect> FromJson(const nlohmann::json& j);
-  bool empty() const { return models.empty() && error.empty(); }
+  bool empty() const { return models.empty() && !error; }
 };
 
 // `--expect off=survives,on=survives,lying=loses` of `powercut run`: a verdict (survives, loses,
@@ -135,7 +136,8 @@ struct CellResult {
   std::string workload, setting, fs;
   std::string workload_command, checker_command;
   bool ran = false;
-  std::string error_kind, error;
+  std::optional<RunError> error_kind;  // set when !ran
+  std::string error;
   uint64_t trace_entries = 0;
   uint64_t acks = 0;
   double record_seconds = 0, check_seconds = 0;

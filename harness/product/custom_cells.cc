@@ -9,21 +9,6 @@
 namespace powercut::product {
 namespace {
 
-const std::set<std::string>& ErrorKinds() {
-  static const std::set<std::string> kKinds = {"vm",
-                                               "timeout",
-                                               "workload-exit",
-                                               "no-acks",
-                                               "ack-flood",
-                                               "malformed-acks",
-                                               "checker-crash",
-                                               "checker-cannot-start",
-                                               "checker-protocol",
-                                               "check",
-                                               "usage"};
-  return kKinds;
-}
-
 absl::Status Bad(const std::string& source, size_t i, const std::string& what) {
   return absl::InvalidArgumentError(fmt::format("{}: cell {}: {}", source, i + 1, what));
 }
@@ -77,13 +62,11 @@ absl::StatusOr<std::vector<CustomCell>> ParseCustomCells(const nlohmann::json& j
         if (!e.is_object()) return Bad(source, i, "\"expect\" must be an object");
         nlohmann::json verdicts = e;
         if (e.contains("error")) {
-          std::string v = e.at("error").get<std::string>();
-          if (ErrorKinds().count(v) == 0) {
-            return Bad(source, i,
-                       fmt::format("\"expect\": error '{}': expected one of {}", v,
-                                   fmt::join(ErrorKinds(), ", ")));
+          absl::StatusOr<RunError> kind = ParseRunError(e.at("error").get<std::string>());
+          if (!kind.ok()) {
+            return Bad(source, i, "\"expect\": " + std::string(kind.status().message()));
           }
-          cell.expect.error = v;
+          cell.expect.error = *kind;
           verdicts.erase("error");
         }
         absl::StatusOr<ExpectedVerdicts> models = ExpectedVerdictsFromJson(verdicts);

@@ -42,18 +42,18 @@ namespace {
 void RecordRunError(const RunOptions& o, const absl::Status& status, RunOutcome& out) {
   const std::string why(status.message());
   if (absl::IsDeadlineExceeded(status)) {
-    out.error_kind = "timeout";
+    out.error_kind = RunError::kTimeout;
     out.error = fmt::format(
         "the guest hung on the failing disk ({} after ack {}) and was killed after {} s: {}",
         vm::FlakeyModeName(*o.flakey.mode), o.flakey.after_acks, o.timeout.count(), why);
   } else if (why.find("dm-flakey") != std::string::npos) {
-    out.error_kind = "flakey-unsupported";
+    out.error_kind = RunError::kFlakeyUnsupported;
     out.error = fmt::format(
         "the guest kernel's dm-flakey refused the table for {} (is the dm-flakey module there, "
         "and does this kernel know the mode? drop_writes needs Linux 3.x, error_writes 4.17): {}",
         vm::FlakeyModeName(*o.flakey.mode), why);
   } else {
-    out.error_kind = "vm";
+    out.error_kind = RunError::kVm;
     out.error = fmt::format("the VM could not run the workload: {}", why);
   }
 }
@@ -95,7 +95,7 @@ RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& o, const st
                      vm::GuestPool* pool) {
   RunOutcome out;
   if (absl::Status s = ValidateFlakey(o.flakey); !s.ok()) {
-    out.error_kind = "usage";
+    out.error_kind = RunError::kUsage;
     out.error = std::string(s.message());
     return out;
   }
@@ -120,7 +120,7 @@ RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& o, const st
   out.acks = run->guest.acked.size();
   out.invalid_ack_lines = run->guest.invalid_ack_lines;
   if (out.acks == 0) {
-    out.error_kind = "no-acks";
+    out.error_kind = RunError::kNoAcks;
     out.error = fmt::format(
         "the workload never acked a commit (exit {}): there is nothing to check on the failing "
         "disk",

@@ -226,8 +226,8 @@ absl::StatusOr<FsTestReproResult> ReproFsTest(const FsTestReproOptions& o) {
 
   RunOutcome first = runner.Run(r.original, work.File("original"));
   if (!first.ran) {
-    return absl::FailedPreconditionError(
-        fmt::format("the workload could not run ({}): {}", first.error_kind, first.error));
+    return absl::FailedPreconditionError(fmt::format("the workload could not run ({}): {}",
+                                                     RunErrorName(first.error_kind), first.error));
   }
   const harness::Verdict* v = FirstViolation(first);
   r.violates = v != nullptr;

@@ -115,7 +115,7 @@ class FsTestTally {
     if (!c.ran) {
       not_run_.push_back({{"workload", c.workload},
                           {"fs", c.fs},
-                          {"error_kind", c.error_kind},
+                          {"error_kind", RunErrorName(c.error_kind)},
                           {"error", c.error},
                           {"text", c.fstest->text}});
       for (const CellModel& m : c.models) ++rows_[{c.fs, m.cache}].could_not_run;
@@ -277,7 +277,7 @@ CellRunner FsTestCellRunner(const std::vector<Workload>& workloads, CellRunner i
     auto it = by_id->find(cell.workload);
     if (it == by_id->end()) {
       RunOutcome out;
-      out.error_kind = "usage";
+      out.error_kind = RunError::kUsage;
       out.error = fmt::format("no file-system test workload has the id {}", cell.workload);
       return out;
     }

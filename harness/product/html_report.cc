@@ -111,10 +111,11 @@ std::string CellRowHtml(const CellResult& c, const std::vector<std::string>& cac
       c.index, XmlEscape(c.name), verdict, XmlEscape(c.workload), XmlEscape(c.setting),
       XmlEscape(c.fs));
   if (!c.ran) {
-    h += fmt::format("<td class=\"error\" colspan=\"{}\">could not run ({}){}: {}</td>",
-                     caches.size() + 2, XmlEscape(c.error_kind),
-                     c.expect.error.empty() ? "" : ", expected " + XmlEscape(c.expect.error),
-                     XmlEscape(c.error));
+    h += fmt::format(
+        "<td class=\"error\" colspan=\"{}\">could not run ({}){}: {}</td>", caches.size() + 2,
+        XmlEscape(std::string(RunErrorName(c.error_kind))),
+        !c.expect.error ? "" : ", expected " + XmlEscape(std::string(RunErrorName(c.expect.error))),
+        XmlEscape(c.error));
     return h + verdict_cell + "</tr>\n";
   }
   for (const auto& cache : caches) {

@@ -42,7 +42,7 @@ void PlanCellWorkload(const MatrixOptions& o, const MatrixCell& c, CellPlan& pla
     r.checker = BuiltinCheckCommand(o.workload_binary, b);
     std::string key = c.workload + "-" + c.setting;
     if (auto it = o.expectations.find(key); it != o.expectations.end()) {
-      plan.expect = it->second.ForFs(harness::FsName(c.fs));
+      plan.expect = it->second.ForFs(c.fs);
     } else if (o.expect) {
       plan.notes.push_back(fmt::format(
           "the workload catalog has no expected verdict for {}: every cache model is expected "
@@ -183,7 +183,7 @@ CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<harness
     }
     if (!shared->env.ok()) {
       RunOutcome out;
-      out.error_kind = "vm";
+      out.error_kind = RunError::kVm;
       out.error =
           fmt::format("cannot prepare the VM: {}", std::string(shared->env.status().message()));
       return out;

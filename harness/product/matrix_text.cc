@@ -41,10 +41,11 @@ std::string HeadlineRow(const CellResult& c, const std::vector<std::string>& cac
   if (!c.ran) {
     std::string first_line = c.error.substr(0, c.error.find('\n'));
     if (verdict == CellVerdict::kOk) {
-      s += fmt::format("  as expected: could not run ({}): {}\n", c.error_kind, first_line);
+      s += fmt::format("  as expected: could not run ({}): {}\n", RunErrorName(c.error_kind),
+                       first_line);
     } else {
       s +=
-          fmt::format("  COULD NOT RUN ({}): {}{}\n", c.error_kind, first_line,
+          fmt::format("  COULD NOT RUN ({}): {}{}\n", RunErrorName(c.error_kind), first_line,
                       verdict == CellVerdict::kUnexpected ? "  UNEXPECTED: " + c.Unexpected() : "");
     }
     return s;
@@ -169,15 +170,16 @@ std::string MatrixJunit(const MatrixReport& r) {
                       XmlEscape(c.name), c.record_seconds + c.check_seconds);
       if (verdict == CellVerdict::kOk) {
         body += fmt::format("    <system-out>as expected: could not run ({}): {}</system-out>\n",
-                            XmlEscape(c.error_kind), XmlEscape(c.error));
+                            XmlEscape(std::string(RunErrorName(c.error_kind))), XmlEscape(c.error));
       } else if (verdict == CellVerdict::kUnexpected) {
         ++failures;
         body += fmt::format("    <failure type=\"{}\" message=\"{}\">{}</failure>\n",
-                            XmlEscape(c.error_kind), XmlEscape(c.Unexpected()), XmlEscape(c.error));
+                            XmlEscape(std::string(RunErrorName(c.error_kind))),
+                            XmlEscape(c.Unexpected()), XmlEscape(c.error));
       } else {
         ++errors;
-        body += fmt::format("    <error type=\"{}\" message=\"{}\"/>\n", XmlEscape(c.error_kind),
-                            XmlEscape(c.error));
+        body += fmt::format("    <error type=\"{}\" message=\"{}\"/>\n",
+                            XmlEscape(std::string(RunErrorName(c.error_kind))), XmlEscape(c.error));
       }
       body += "  </testcase>\n";
       continue;

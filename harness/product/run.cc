@@ -83,11 +83,11 @@ void CheckFailed(const absl::Status& status, RunOutcome& out) {
   std::string why(status.message());
   if (harness::IsBrokenChecker(status)) {
     bool start_failed = why.rfind("checker cannot start", 0) == 0;
-    out.error_kind = start_failed ? "checker-cannot-start" : "checker-protocol";
+    out.error_kind = start_failed ? RunError::kCheckerCannotStart : RunError::kCheckerProtocol;
     out.error = fmt::format("the check stopped: {}", why);
     return;
   }
-  out.error_kind = "check";
+  out.error_kind = RunError::kCheck;
   out.error = fmt::format("checking the recording failed: {}", why);
 }
 
@@ -104,7 +104,7 @@ bool CheckerWorked(const harness::CheckReport& report, RunOutcome& out) {
   if (unchecked != nullptr && unjudged == states) {
     // Fewer states than the stop threshold, and not one of them could be judged.
     out.ran = false;
-    out.error_kind = "checker-protocol";
+    out.error_kind = RunError::kCheckerProtocol;
     out.error = fmt::format("the checker's output could not be judged on any of the {} states: {}",
                             states, unchecked->first_could_not_check->could_not_check);
     return false;
@@ -123,7 +123,7 @@ bool CheckerWorked(const harness::CheckReport& report, RunOutcome& out) {
     // Killed by a signal (directly, or as the shell's 128+N) on every state, also those where every
     // write was kept: a crash of the checker, not a finding about the images.
     out.ran = false;
-    out.error_kind = "checker-crash";
+    out.error_kind = RunError::kCheckerCrash;
     out.error = fmt::format(
         "the checker crashed (exit {}) on every one of the {} crash states: fix the checker; the "
         "first: {}",
@@ -142,7 +142,7 @@ bool CheckerWorked(const harness::CheckReport& report, RunOutcome& out) {
 // Why the VM could not record the workload: it hung past the timeout, or the VM failed.
 void RecordFailed(const absl::Status& status, const RunOptions& o, RunOutcome& out) {
   bool hung = absl::IsDeadlineExceeded(status);
-  out.error_kind = hung ? "timeout" : "vm";
+  out.error_kind = hung ? RunError::kTimeout : RunError::kVm;
   out.error =
       hung ? fmt::format(
                  "the workload did not finish within {} s (the guest's boot not counted; "
@@ -180,14 +180,14 @@ bool UsableRecording(const vm::RunResult& run, const RunOptions& o, RunOutcome& 
     // The workload's own output; the console log only when the guest could not save it.
     std::string tail = Tail(run.workload_log, 1500);
     if (tail.empty()) tail = Tail(run.console_log, 1500);
-    out.error_kind = "workload-exit";
+    out.error_kind = RunError::kWorkloadExit;
     out.error =
         fmt::format("the workload exited with status {} after {} acks; its last output:\n{}",
                     run.guest.exit_code, out.acks, tail);
     return false;
   }
   if (run.guest.invalid_ack_lines > 0) {
-    out.error_kind = "malformed-acks";
+    out.error_kind = RunError::kMalformedAcks;
     out.error = fmt::format(
         "the workload wrote {} malformed line(s) on POWERCUT_ACK_FD (expected `ack <id>` with ids "
         "of 1-64 characters [A-Za-z0-9_.:-]); {} valid acks",
@@ -195,14 +195,14 @@ bool UsableRecording(const vm::RunResult& run, const RunOptions& o, RunOutcome& 
     return false;
   }
   if (out.acks == 0) {
-    out.error_kind = "no-acks";
+    out.error_kind = RunError::kNoAcks;
     out.error =
         "the workload exited 0 but never acked a commit (write `ack <id>` lines to the fd "
         "in $POWERCUT_ACK_FD): there is nothing to check";
     return false;
   }
   if (out.acks > o.max_acks) {
-    out.error_kind = "ack-flood";
+    out.error_kind = RunError::kAckFlood;
     out.error = fmt::format(
         "the workload sent {} acks, more than --max-acks {}: a flood makes "
         "every crash point an ack point; lower the workload's count",
@@ -210,7 +210,7 @@ bool UsableRecording(const vm::RunResult& run, const RunOptions& o, RunOutcome& 
     return false;
   }
   if (run.trace.empty()) {
-    out.error_kind = "vm";
+    out.error_kind = RunError::kVm;
     out.error = "the VM run produced no trace (use --recorder nbd or dm-log-writes)";
     return false;
   }
@@ -307,7 +307,7 @@ absl::Status ValidateRunOptions(const RunOptions& o) {
 RunOutcome CheckRecording(const std::string& trace, const RunOptions& o) {
   RunOutcome out;
   if (auto s = ValidateRunOptions(o); !s.ok()) {
-    out.error_kind = "usage";
+    out.error_kind = RunError::kUsage;
     out.error = std::string(s.message());
     return out;
   }
@@ -367,7 +367,7 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
   absl::Status valid = o.workload.empty() ? absl::InvalidArgumentError("--workload CMD is required")
                                           : ValidateRunOptions(o);
   if (!valid.ok()) {
-    out.error_kind = "usage";
+    out.error_kind = RunError::kUsage;
     out.error = std::string(valid.message());
     return out;
   }
@@ -377,7 +377,7 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
   if (temporary) {
     auto made = ScratchDir::Create("powercut-run", "/var/tmp");
     if (!made.ok()) {
-      out.error_kind = "vm";
+      out.error_kind = RunError::kVm;
       out.error = "cannot create a temporary folder in /var/tmp";
       return out;
     }
@@ -403,7 +403,7 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
   if (o.judge_promises) {
     absl::StatusOr<std::string> promises = o.judge_promises(*run);
     if (!promises.ok()) {
-      out.error_kind = "expected-state";
+      out.error_kind = RunError::kExpectedState;
       out.error = fmt::format("the expected state could not be taken from the recording: {}",
                               StatusMessage(promises.status()));
       return out;
@@ -427,7 +427,7 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
 std::string RunSummary(const RunOutcome& o) {
   std::string s;
   if (!o.ran) {
-    return fmt::format("COULD NOT RUN ({}): {}\n", o.error_kind, o.error);
+    return fmt::format("COULD NOT RUN ({}): {}\n", RunErrorName(o.error_kind), o.error);
   }
   if (o.flakey) {
     s += fmt::format("failing disk: {}\n{} in {:.1f} s\n", o.flakey->Summary(),

@@ -23,6 +23,7 @@
 #include "harness/check/engine.h"
 #include "harness/product/fault_results.h"
 #include "harness/product/replay_choice.h"
+#include "harness/product/run_error.h"
 #include "harness/product/timeline.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/state_generator.h"
@@ -188,12 +189,10 @@ struct RunOptions {
 
 struct RunOutcome {
   bool ran = false;
-  // When !ran: "vm" (the VM could not run it), "timeout", "workload-exit", "no-acks",
-  // "ack-flood", "malformed-acks", "checker-crash" (the checker was killed by a signal on every
-  // crash state: the checker, not the image, is broken), "checker-cannot-start" (exit 126/127),
-  // "checker-protocol" (its stdout was not `have`/`corrupt` lines on every state, or on
-  // max_could_not_check images), "check" (the engine could not check the trace), "usage".
-  std::string error_kind;
+  // Set when !ran: why (harness/product/run_error.h). A checker killed by a signal on every crash
+  // state is broken itself (kCheckerCrash); one whose stdout was not `have`/`corrupt` lines on
+  // every state, or on max_could_not_check images, does not speak the protocol.
+  std::optional<RunError> error_kind;
   std::string error;
   int workload_exit = -1;
   uint64_t acks = 0;

@@ -216,7 +216,7 @@ TEST(Cli, TheCatalogsVerdictsRoundTripThroughItsJson) {
           ++by_fs;
           absl::StatusOr<ModelKind> kind = ParseModelKind(model);
           ASSERT_TRUE(kind.ok()) << kind.status();
-          EXPECT_EQ(ExpectedVerdictName(e.ForFs(fs.name).For(*kind)), verdict.get<std::string>())
+          EXPECT_EQ(ExpectedVerdictName(e.ForFs(fs.kind).For(*kind)), verdict.get<std::string>())
               << entry.at("name") << " on " << fs.name;
         }
       }

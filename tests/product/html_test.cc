@@ -62,7 +62,7 @@ MatrixReport Sample() {
                    .setting = "io_uring",
                    .fs = "ext4",
                    .ran = false,
-                   .error_kind = "workload-exit",
+                   .error_kind = RunError::kWorkloadExit,
                    .error = "exited with status 2"};
   // The none cell is expected to lose under off, but it survived there: one unexpected model.
   fail.expect.models = {{ModelKind::kOff, ExpectedVerdict::kLoses},

@@ -35,7 +35,7 @@ TEST(MatrixJobs, CellsOverlapAndTheReportKeepsThePlanOrder) {
       --running;
     }
     RunOutcome out;
-    out.error_kind = "vm";
+    out.error_kind = product::RunError::kVm;
     out.error = "fake: " + c.Name();  // carries the cell's name into its result
     return out;
   });

@@ -266,7 +266,7 @@ TEST(Plan, ControlsPreset) {
 RunOutcome FakeCell(const MatrixCell& c, const RunOptions& r) {
   RunOutcome out;
   if (c.setting == "io_uring") {
-    out.error_kind = "workload-exit";
+    out.error_kind = product::RunError::kWorkloadExit;
     out.error = "the workload exited with status 2";
     return out;
   }
@@ -737,7 +737,7 @@ std::map<std::string, CellExpect> FakeExpectations() {
                   {ModelKind::kLying, ExpectedVerdict::kLoses}};
     }
     if (s == "direct") x.models[ModelKind::kOn] = ExpectedVerdict::kLoses;
-    if (s == "io_uring") x.error = "workload-exit";
+    if (s == "io_uring") x.error = RunError::kWorkloadExit;
     e["xlog-" + s] = x;
   }
   return e;
@@ -808,8 +808,8 @@ TEST(Expect, AWrongExpectationExitsOne) {
 
   // An error of another kind than the expected one, and a run where an error was expected.
   o.expectations = FakeExpectations();
-  o.expectations["xlog-io_uring"].error = "timeout";
-  o.expectations["xlog-none"].error = "no-acks";
+  o.expectations["xlog-io_uring"].error = RunError::kTimeout;
+  o.expectations["xlog-none"].error = RunError::kNoAcks;
   r = RunFake("1/1", o);
   EXPECT_EQ(MatrixExitCode(r), 1);
   for (const CellResult& c : r.cells) {
@@ -858,10 +858,12 @@ TEST(Expect, ParsesTheCatalogOfPowercutWorkloadList) {
            "expect_by_fs": {"btrfs": {"off": "loses"}}}])",
       "test");
   ASSERT_TRUE(by_fs.ok()) << by_fs.status();
-  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("ext4").For(ModelKind::kOff),
+  EXPECT_EQ(by_fs->at("xlog-direct").ForFs(harness::FsKind::kExt4).For(ModelKind::kOff),
             ExpectedVerdict::kSurvives);
-  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("btrfs").For(ModelKind::kOff), ExpectedVerdict::kLoses);
-  EXPECT_EQ(by_fs->at("xlog-direct").ForFs("btrfs").For(ModelKind::kOn), ExpectedVerdict::kLoses);
+  EXPECT_EQ(by_fs->at("xlog-direct").ForFs(harness::FsKind::kBtrfs).For(ModelKind::kOff),
+            ExpectedVerdict::kLoses);
+  EXPECT_EQ(by_fs->at("xlog-direct").ForFs(harness::FsKind::kBtrfs).For(ModelKind::kOn),
+            ExpectedVerdict::kLoses);
   // `powercut-workload list --json` keys a difference by a property of the file-system table,
   // applied to every row that has it; an unknown property or file system is an error.
   auto where = ParseBuiltinExpectations(
@@ -870,13 +872,13 @@ TEST(Expect, ParsesTheCatalogOfPowercutWorkloadList) {
                             "overwrites_out_of_place": {"off": "loses"}}}])",
       "test");
   ASSERT_TRUE(where.ok()) << where.status();
-  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("f2fs").For(ModelKind::kOn),
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs(harness::FsKind::kF2fs).For(ModelKind::kOn),
             ExpectedVerdict::kMayLose);
-  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("f2fs").For(ModelKind::kOff),
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs(harness::FsKind::kF2fs).For(ModelKind::kOff),
             ExpectedVerdict::kSurvives);
-  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("btrfs").For(ModelKind::kOff),
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs(harness::FsKind::kBtrfs).For(ModelKind::kOff),
             ExpectedVerdict::kLoses);
-  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs("ext4").For(ModelKind::kOn),
+  EXPECT_EQ(where->at("xlog-direct_dsync").ForFs(harness::FsKind::kExt4).For(ModelKind::kOn),
             ExpectedVerdict::kSurvives);
   EXPECT_FALSE(
       ParseBuiltinExpectations(
@@ -911,7 +913,7 @@ TEST(CustomCells, ParseRunWithTheirOwnLimitsAndRejectMistakes) {
                                 "cells.json");
   ASSERT_TRUE(cells.ok()) << cells.status();
   ASSERT_EQ(cells->size(), 2u);
-  EXPECT_EQ((*cells)[0].expect.error, "timeout");
+  EXPECT_EQ((*cells)[0].expect.error, RunError::kTimeout);
   EXPECT_EQ((*cells)[1].expect.For(ModelKind::kLying), ExpectedVerdict::kLoses);
   EXPECT_EQ((*cells)[1].expect.For(ModelKind::kOn), ExpectedVerdict::kSurvives);
 
@@ -927,7 +929,7 @@ TEST(CustomCells, ParseRunWithTheirOwnLimitsAndRejectMistakes) {
   auto report = RunMatrix(o, [&](const MatrixCell& c, const RunOptions& r) {
     seen.push_back(r);
     RunOutcome out;
-    out.error_kind = c.workload == "hangs" ? "timeout" : "ack-flood";
+    out.error_kind = c.workload == "hangs" ? RunError::kTimeout : RunError::kAckFlood;
     return out;
   });
   ASSERT_TRUE(report.ok()) << report.status();
@@ -955,6 +957,40 @@ TEST(CustomCells, ParseRunWithTheirOwnLimitsAndRejectMistakes) {
     EXPECT_THAT(r.status().message(), HasSubstr("cells.json")) << bad;
   }
   EXPECT_FALSE(LoadCustomCells("/nonexistent/cells.json").ok());
+  // An expected error is one of the kinds a run reports, every one of them (expected-state and
+  // flakey-unsupported included), and a misspelt one is refused naming them all.
+  auto oops = ParseCustomCells(
+      nlohmann::json::parse(
+          R"([{"name": "a", "workload": "w", "checker": "c", "expect": {"error": "timout"}}])"),
+      "cells.json");
+  EXPECT_THAT(oops.status().message(), HasSubstr("error 'timout': expected one of vm, timeout"));
+  EXPECT_THAT(oops.status().message(), HasSubstr("flakey-unsupported"));
+}
+
+// Every run error kind reads back from its one name, in cells, reports and expectations.
+TEST(Vocabulary, RunErrorKindsRoundTripThroughTheirNames) {
+  for (RunError e : {RunError::kVm, RunError::kTimeout, RunError::kWorkloadExit, RunError::kNoAcks,
+                     RunError::kAckFlood, RunError::kMalformedAcks, RunError::kCheckerCrash,
+                     RunError::kCheckerCannotStart, RunError::kCheckerProtocol, RunError::kCheck,
+                     RunError::kUsage, RunError::kExpectedState, RunError::kFlakeyUnsupported}) {
+    absl::StatusOr<RunError> back = ParseRunError(RunErrorName(e));
+    ASSERT_TRUE(back.ok()) << RunErrorName(e);
+    EXPECT_EQ(*back, e);
+    EXPECT_THAT(RunErrorNames(), HasSubstr(std::string(RunErrorName(e))));
+  }
+  EXPECT_FALSE(ParseRunError("").ok());
+  CellResult cell{.name = "w/s/ext4", .workload = "w", .setting = "s", .fs = "ext4"};
+  cell.error_kind = RunError::kCheckerCannotStart;
+  cell.error = "sh: 1: nope: not found";
+  cell.expect.error = RunError::kCheckerCannotStart;
+  absl::StatusOr<CellResult> back = CellFromJson(CellToJson(cell));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->error_kind, RunError::kCheckerCannotStart);
+  EXPECT_EQ(back->expect.error, RunError::kCheckerCannotStart);
+  EXPECT_EQ(back->Verdict(), CellVerdict::kOk);  // the expected error
+  nlohmann::json bad = CellToJson(cell);
+  bad["error_kind"] = "gremlins";
+  EXPECT_THAT(CellFromJson(bad).status().message(), HasSubstr("gremlins"));
 }
 
 // Names are read once, at the edge: each vocabulary round-trips through its one Name, and an

@@ -187,8 +187,7 @@ void ListCells(const std::vector<product::MatrixCell>& plan, const product::Matr
       e = c.custom->expect;
     } else if (auto it = o.expectations.find(c.workload + "-" + c.setting);
                it != o.expectations.end()) {
-      e = it->second.ForFs(
-          harness::FsName(c.fs));  // the per-fs expectations, as the run applies them
+      e = it->second.ForFs(c.fs);  // the per-fs expectations, as the run applies them
     }
     if (!o.expect) e = product::CellExpect{};
     // The rows the cell will have: the failing disk's mode, or the cache models and live cuts.
@@ -204,8 +203,8 @@ void ListCells(const std::vector<product::MatrixCell>& plan, const product::Matr
         rows.push_back(product::ModelKind::kLive);
       }
     }
-    std::string expect = e.error.empty() ? "" : "error=" + e.error;
-    for (size_t i = 0; e.error.empty() && i < rows.size(); ++i) {
+    std::string expect = e.error ? "error=" + std::string(product::RunErrorName(e.error)) : "";
+    for (size_t i = 0; !e.error && i < rows.size(); ++i) {
       expect += fmt::format("{}{}={}", i ? " " : "", product::ModelKindName(rows[i]),
                             ExpectedVerdictName(e.For(rows[i])));
     }

@@ -301,7 +301,7 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
                          : outcome.could_not_check() > 0                       ? "incomplete"
                          : outcome.live_cuts && outcome.live_cuts->TesterBug() ? "error"
                                                                                : "pass"},
-              {"error_kind", outcome.error_kind},
+              {"error_kind", product::RunErrorName(outcome.error_kind)},
               {"error", outcome.error},
               {"workload_exit", outcome.workload_exit},
               {"acks", outcome.acks},
@@ -340,7 +340,7 @@ std::string RunJunit(const product::RunOutcome& outcome, const product::RunOptio
       "name=\"powercut run\" tests=\"1\" failures=\"0\" errors=\"1\">"
       "<testcase classname=\"powercut.run\" name=\"{}\"><error type=\"{}\"/>"
       "</testcase></testsuite></testsuites>\n",
-      o.name, outcome.error_kind);
+      o.name, product::RunErrorName(outcome.error_kind));
 }
 
 // Writes the reports the flags ask for; returns the exit code (2 when one cannot be written).

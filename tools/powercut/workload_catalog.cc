@@ -25,10 +25,10 @@ std::map<std::string, product::CellExpect> LinkedWorkloadCatalog() {
     expect.models[ModelKind::kDropWrites] = config.drop_writes;
     for (const harness::FileSystem& fs : harness::AllFileSystems()) {
       if (fs.overwrites_out_of_place && config.cache_off_out_of_place) {
-        expect.by_fs[fs.name][ModelKind::kOff] = *config.cache_off_out_of_place;
+        expect.by_fs[fs.kind][ModelKind::kOff] = *config.cache_off_out_of_place;
       }
       if (fs.direct_dsync_overwrite_may_skip_flush && config.cache_on_dsync_unflushed) {
-        expect.by_fs[fs.name][ModelKind::kOn] = *config.cache_on_dsync_unflushed;
+        expect.by_fs[fs.kind][ModelKind::kOn] = *config.cache_on_dsync_unflushed;
       }
     }
   }
