@@ -8,7 +8,7 @@
 namespace powercut::product {
 namespace {
 
-constexpr std::array<std::pair<RunError, std::string_view>, 13> kNames = {{
+constexpr std::array<std::pair<RunError, std::string_view>, 13> kRunErrorNames = {{
     {RunError::kVm, "vm"},
     {RunError::kTimeout, "timeout"},
     {RunError::kWorkloadExit, "workload-exit"},
@@ -27,7 +27,7 @@ constexpr std::array<std::pair<RunError, std::string_view>, 13> kNames = {{
 }  // namespace
 
 std::string_view RunErrorName(RunError error) {
-  for (const auto& [e, name] : kNames) {
+  for (const auto& [e, name] : kRunErrorNames) {
     if (e == error) return name;
   }
   return "?";
@@ -35,12 +35,12 @@ std::string_view RunErrorName(RunError error) {
 
 std::string RunErrorNames() {
   std::string out;
-  for (const auto& [e, name] : kNames) out += fmt::format("{}{}", out.empty() ? "" : ", ", name);
+  for (const auto& [e, name] : kRunErrorNames) out += fmt::format("{}{}", out.empty() ? "" : ", ", name);
   return out;
 }
 
 absl::StatusOr<RunError> ParseRunError(std::string_view name) {
-  for (const auto& [e, n] : kNames) {
+  for (const auto& [e, n] : kRunErrorNames) {
     if (n == name) return e;
   }
   return absl::InvalidArgumentError(fmt::format("error '{}': expected one of {}",
