@@ -82,6 +82,15 @@ class WorkloadProcessTest : public ::testing::Test {
     }
   }
 
+  // Empties both data folders for a fresh run in the same test.
+  void ClearDataFolders() const {
+    for (const std::string& folder : {data_, data2_}) {
+      for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+        std::filesystem::remove_all(entry.path());
+      }
+    }
+  }
+
   // After ReapOrphans, expects $TMPDIR to be empty.
   void ExpectNothingLeftInTmp() const {
     ReapOrphans();
@@ -213,24 +222,36 @@ TEST_P(WorkloadCaseTest, EveryAckIsHadAfterACleanRun) {
 // directions of the catalog's expectation are checked.
 TEST_P(WorkloadCaseTest, ProcessCrashMatchesTheCatalog) {
   constexpr size_t kKillAfter = 25;
-  // A count the child cannot reach before the kill: it blocks once the pipe buffer is full.
-  RunOutput run = Run(RunArgs(GetParam(), "1000000"), kKillAfter);
-  EXPECT_EQ(run.exit_code, 128 + SIGKILL) << run.err;
-  ASSERT_GE(run.acks.size(), kKillAfter);
-  ReapOrphans();
+  const bool survives = GetParam().process_crash == Expectation::kSurvives;
+  // A losing configuration loses only when the kill lands before the server wrote the acked
+  // commits out of its own memory: postgres synchronous_commit=off's WAL writer writes every
+  // 200 ms, and a kill right after it wrote loses nothing (seen once in a loaded suite). So up to
+  // three fresh runs, and one of them must lose; a surviving one gets one run that must not.
+  const int tries = survives ? 1 : 3;
+  size_t lost = 0;
+  for (int attempt = 0; attempt < tries && lost == 0; ++attempt) {
+    if (attempt > 0) ClearDataFolders();
+    // A count the child cannot reach before the kill: it blocks once the pipe buffer is full.
+    RunOutput run = Run(RunArgs(GetParam(), "1000000"), kKillAfter);
+    EXPECT_EQ(run.exit_code, 128 + SIGKILL) << run.err;
+    ASSERT_GE(run.acks.size(), kKillAfter);
+    ReapOrphans();
 
-  CheckOutput check = Check(GetParam().workload);
-  ASSERT_EQ(check.exit_code, 0) << check.err;
-  EXPECT_THAT(check.corrupt, IsEmpty()) << check.err;
-  if (GetParam().process_crash == Expectation::kSurvives) {
-    ExpectAllAckedHad(run, check);
-  } else {
-    size_t lost = 0;
-    for (const std::string& id : run.acks) lost += check.have.contains(id) ? 0 : 1;
-    EXPECT_GT(lost, 0u) << "the catalog says " << GetParam().name << " loses acks";
+    CheckOutput check = Check(GetParam().workload);
+    ASSERT_EQ(check.exit_code, 0) << check.err;
+    EXPECT_THAT(check.corrupt, IsEmpty()) << check.err;
+    if (survives) {
+      ExpectAllAckedHad(run, check);
+    } else {
+      for (const std::string& id : run.acks) lost += check.have.contains(id) ? 0 : 1;
+    }
+    // The killed workload never ran its destructors: its server's socket folder goes anyway.
+    ExpectNothingLeftInTmp();
   }
-  // The killed workload never ran its destructors: its server's socket folder goes anyway.
-  ExpectNothingLeftInTmp();
+  if (!survives) {
+    EXPECT_GT(lost, 0u) << "the catalog says " << GetParam().name << " loses acks (" << tries
+                        << " runs)";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, WorkloadCaseTest, ::testing::ValuesIn(AllConfigs()),
