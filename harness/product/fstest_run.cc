@@ -16,6 +16,7 @@
 #include "harness/fstest/judge.h"
 #include "harness/fstest/promises.h"
 #include "harness/product/html_report.h"
+#include "harness/state/cache_model.h"
 
 namespace powercut::product {
 namespace {
@@ -81,10 +82,25 @@ std::string ClassOf(const CellModel& m) {
   return FailureClassOf(m.why);
 }
 
+// The row's model as `--cache` spells it. The row is named by its mode ("lying"); the report's
+// `parameters.cache` holds the exact models (a lying window other than 16 entries by its code,
+// "ly65536b"), read back here where the report is read.
+std::string RowCacheFlag(const nlohmann::json& params, const std::string& row) {
+  absl::StatusOr<std::vector<harness::CacheModel>> models =
+      harness::ParseCacheModels(params.value("cache", row), "16");
+  if (models.ok()) {
+    for (const harness::CacheModel& m : *models) {
+      if (m.Name() == row) return harness::CacheListName({m});
+    }
+  }
+  return row;
+}
+
 std::string ReproCommand(const nlohmann::json& params, const std::string& powercut,
                          const std::string& id, const std::string& fs, const std::string& cache) {
   const nlohmann::json& f = params.at("fstest");
-  std::string cmd = fmt::format("{} fstest repro {} --fs {} --cache {}", powercut, id, fs, cache);
+  std::string cmd = fmt::format("{} fstest repro {} --fs {} --cache {}", powercut, id, fs,
+                                RowCacheFlag(params, cache));
   if (!f.value("workloads", std::string()).empty()) {
     cmd += " --workloads " + harness::ShellJoin({f.at("workloads").get<std::string>()});
   } else {

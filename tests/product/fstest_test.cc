@@ -40,10 +40,10 @@ class FsTestRun : public ::testing::Test {
     o_.matrix.mkfs_options = "-O fast_commit";
   }
 
-  // A fake recording + check: every model passes but cache on of workload `failing`, which loses
-  // point 1 with a `missing` why.
-  CellRunner Fake(const std::string& failing) {
-    return [this, failing](const MatrixCell& cell, const RunOptions& r) {
+  // A fake recording + check: every model passes but `failing_model` (cache on) of workload
+  // `failing`, which loses point 1 with a `missing` why.
+  CellRunner Fake(const std::string& failing, const std::string& failing_model = "on") {
+    return [this, failing, failing_model](const MatrixCell& cell, const RunOptions& r) {
       {
         absl::MutexLock lock(&mu_);
         seen_.push_back(r);
@@ -57,7 +57,7 @@ class FsTestRun : public ::testing::Test {
         harness::ModelResult result;
         result.model = m;
         result.states = result.states_planned = result.checked = 3;
-        if (cell.workload == failing && std::string(m.Name()) == "on") {
+        if (cell.workload == failing && m.Name() == failing_model) {
           harness::Verdict v;
           v.state_id = "pc1_fake";
           v.lost = {"1"};
@@ -79,6 +79,26 @@ class FsTestRun : public ::testing::Test {
   absl::Mutex mu_;
   std::vector<RunOptions> seen_;
 };
+
+// A violation's repro command names the model it was found under exactly: a lying window other
+// than the default travels in the model's code.
+TEST_F(FsTestRun, ReproCommandsKeepTheLyingWindow) {
+  auto models = harness::ParseCacheModels("off,lying", "64KiB");
+  ASSERT_TRUE(models.ok()) << models.status();
+  o_.matrix.replay.models = *models;
+  auto plan = PlanFsTest(o_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto report = RunFsTest(o_, Fake(fstest::WorkloadId((*plan)[0]), "lying"));
+  ASSERT_TRUE(report.ok()) << report.status();
+  const nlohmann::json s = FsTestSummary(*report);
+  ASSERT_FALSE(s.at("signatures").empty());
+  const std::string repro = s.at("signatures")[0].at("violations")[0].at("repro");
+  EXPECT_THAT(repro, HasSubstr("--cache ly65536b"));
+  // What the command names reads back to the model that found it.
+  auto back = harness::ParseCacheModels("ly65536b", "16");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->front(), (*models)[1]);
+}
 
 TEST_F(FsTestRun, EachWorkloadAndFileSystemIsACellRecordedTheFsTestWay) {
   auto plan = PlanFsTest(o_);
