@@ -139,11 +139,9 @@ absl::Status CheckMatrixFs(const MatrixOptions& o) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-namespace {
 constexpr Preset kPresets[] = {Preset::kHeadline, Preset::kControls, Preset::kDatabases,
                                Preset::kFaults, Preset::kMultidisk};
+
 }  // namespace
 
 std::string_view PresetName(Preset preset) {

@@ -35,7 +35,9 @@ std::string_view RunErrorName(RunError error) {
 
 std::string RunErrorNames() {
   std::string out;
-  for (const auto& [e, name] : kRunErrorNames) out += fmt::format("{}{}", out.empty() ? "" : ", ", name);
+  for (const auto& [e, name] : kRunErrorNames) {
+    out += fmt::format("{}{}", out.empty() ? "" : ", ", name);
+  }
   return out;
 }
 
@@ -43,8 +45,8 @@ absl::StatusOr<RunError> ParseRunError(std::string_view name) {
   for (const auto& [e, n] : kRunErrorNames) {
     if (n == name) return e;
   }
-  return absl::InvalidArgumentError(fmt::format("error '{}': expected one of {}",
-                                                std::string(name), RunErrorNames()));
+  return absl::InvalidArgumentError(
+      fmt::format("error '{}': expected one of {}", std::string(name), RunErrorNames()));
 }
 
 }  // namespace powercut::product

@@ -1,7 +1,7 @@
 // Why a run could not run (RunOutcome::error_kind, CellResult::error_kind, and what a --cells
 // cell may expect: "expect": {"error": NAME}). Each kind names a cause the user can act on
-// (docs/run.md, "What cannot be tested"); RunErrorName is the one spelling, in reports and tables, and
-// ParseRunError the one reader, where a --cells file or a report is read.
+// (docs/run.md, "What cannot be tested"); RunErrorName is the one spelling, in reports and tables,
+// and ParseRunError the one reader, where a --cells file or a report is read.
 #pragma once
 
 #include <optional>
