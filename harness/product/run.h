@@ -50,12 +50,8 @@ bool MayLoopMount();
 // that is neither 1 nor --disks.
 absl::StatusOr<std::vector<harness::FsKind>> DiskFileSystems(const std::vector<harness::FsKind>& fs,
                                                              uint32_t disks);
-// A per-disk flag's value (`--fs`, `--sector`, `--disk-size`) over `disks` disks: one value for
-// every disk or one per disk, comma-separated; returns one value per disk. Errors (usage): --disks
-// 0, a count that is neither 1 nor `disks` (`what` names the values: "file systems").
-absl::StatusOr<std::vector<std::string>> PerDiskValues(const std::string& text, uint32_t disks,
-                                                       const std::string& flag,
-                                                       const std::string& what);
+// The per-disk text flags share DiskFileSystems' count rule (one value for every disk or one per
+// disk; anything else is a usage error naming the flag) and return one value per disk.
 // `--sector 512e` or `--sector 512e,4kn`: each disk's sectors (harness/trace/disk_geometry.h).
 absl::StatusOr<std::vector<harness::SectorFormat>> DiskSectors(const std::string& text,
                                                                uint32_t disks);

@@ -38,8 +38,7 @@ absl::StatusOr<std::vector<T>> OnePerDisk(std::vector<T> values, uint32_t disks,
   return values;
 }
 
-}  // namespace
-
+// A per-disk flag's text, comma-separated, as one value per disk (OnePerDisk's rule).
 absl::StatusOr<std::vector<std::string>> PerDiskValues(const std::string& text, uint32_t disks,
                                                        const std::string& flag,
                                                        const std::string& what) {
@@ -53,8 +52,6 @@ absl::StatusOr<std::vector<std::string>> PerDiskValues(const std::string& text, 
   }
   return OnePerDisk(std::move(values), disks, flag, text, what);
 }
-
-namespace {
 
 // Each disk's value of a per-disk flag (PerDiskValues), each parsed by `parse`.
 template <typename T, typename Parse>
