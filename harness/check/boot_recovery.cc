@@ -41,7 +41,25 @@ bool StepOk(const FsStep& step, const FsStepResult& r) {
   return std::find(step.ok_exits.begin(), step.ok_exits.end(), r.exit_code) != step.ok_exits.end();
 }
 
+absl::StatusOr<BootChecks> RunChecks(const BootPath& fs, const std::string& image,
+                                     double timeout_seconds) {
+  BootChecks checks;
+  for (const FsStep& step : fs.boot) {
+    auto r = RunStep(fs, step, image, timeout_seconds);
+    if (!r.ok()) return r.status();
+    checks.repaired = checks.repaired || r->changed;
+    checks.passed = checks.passed && StepOk(step, *r);
+    checks.steps.push_back(*r);
+  }
+  return checks;
+}
+
 }  // namespace
+
+absl::StatusOr<BootChecks> RunBootChecks(const FileSystem& fs, const std::string& image,
+                                         double timeout_seconds) {
+  return RunChecks({fs.name, fs.package, fs.boot_steps, {}}, image, timeout_seconds);
+}
 
 std::string FsRecovery::Describe() const {
   std::string out;
@@ -83,16 +101,11 @@ absl::StatusOr<FsRecovery> RunBootPath(const BootPath& fs, const std::string& im
                          .detail = s.ok() ? "" : std::string(s.message())});
     return s.ok();
   };
-  bool boot_ok = true;
-  for (const FsStep& step : fs.boot) {
-    auto r = RunStep(fs, step, image, timeout_seconds);
-    if (!r.ok()) return r.status();
-    rec.repaired = rec.repaired || r->changed;
-    boot_ok = boot_ok && StepOk(step, *r);
-    rec.steps.push_back(*r);
-  }
+  ASSIGN_OR_RETURN(BootChecks checks, RunChecks(fs, image, timeout_seconds));
+  rec.steps = std::move(checks.steps);
+  rec.repaired = checks.repaired;
   // A boot check that gave up would stop the boot for an administrator, who runs the recovery.
-  if (boot_ok && try_mount()) return rec;
+  if (checks.passed && try_mount()) return rec;
   if (!not_permitted.ok()) return not_permitted;
   for (const FsStep& step : fs.recovery) {
     auto r = RunStep(fs, step, image, timeout_seconds);

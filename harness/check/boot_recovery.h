@@ -51,6 +51,20 @@ absl::StatusOr<FsRecovery> RecoverFileSystem(const FileSystem& fs, const std::st
                                              const std::function<absl::Status()>& mount,
                                              double timeout_seconds, bool boot_checks = true);
 
+// The boot-time checks alone (the table's boot steps, run before any mount: `e2fsck -p`,
+// `fsck.f2fs -a`) on `image`, a scratch copy they may write to. They are userspace programs, so a
+// guest judge runs them here on the host (the guest runs the host's own binaries over 9p: the same
+// program on the same bytes) and leaves the mount and the recovery tools to the recording kernel
+// (harness/vm/warm/guest_judge.h). `passed` false: a check gave up, so a booting machine would go
+// on to the recovery tools instead of mounting. Errors as RecoverFileSystem's (a missing tool).
+struct BootChecks {
+  std::vector<FsStepResult> steps;
+  bool repaired = false;
+  bool passed = true;
+};
+absl::StatusOr<BootChecks> RunBootChecks(const FileSystem& fs, const std::string& image,
+                                         double timeout_seconds);
+
 // The same with the steps given (what RecoverFileSystem takes from the table): for tests.
 struct BootPath {
   std::string fs_name;

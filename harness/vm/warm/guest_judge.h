@@ -8,7 +8,13 @@
 // points its server at its own image (StateServer::UseImage) instead of plugging a new disk: a
 // hot-plug and an unplug cost about a second under TCG, per worker and check (a `powercut fstest`
 // run has one check per workload). Per state the host materializes
-// the image as for host checks, serves it under a new generation, and sends the agent one job:
+// the image as for host checks, and where the file system's boot path starts with a userspace
+// check (`e2fsck -p`, `fsck.f2fs -a`) runs that check here on a scratch copy: the guest would run
+// the very same host binary over 9p on the same bytes, at the price of a program start inside the
+// emulated CPU. The guest then walks the rest of the path (the mount, the recovery tools where
+// the mount fails) on the checked copy; a check that gives up sends the untouched state and the
+// whole path to the guest. The host serves the state under a new generation, and sends the agent
+// one job:
 // drop the disk's buffers and prove it (the state block), the boot path (the mount's journal
 // replay in the guest kernel), the checker with the workload's world (the host's userspace,
 // paths and users), unmount, prove nothing holds the disk; then the host seals the disk, so a
