@@ -43,18 +43,6 @@ std::vector<std::pair<std::string, std::string>> ClientEnvironment(uint32_t node
   return {{"POWERCUT_NODES", std::to_string(nodes)}, {"POWERCUT_NODE_ADDRS", NodeAddresses(nodes)}};
 }
 
-std::string ShellQuote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted += c;
-    }
-  }
-  return quoted + "'";
-}
-
 ClusterCommands WrapForCluster(const ClusterSpec& spec, const std::string& launcher) {
   const std::string common = fmt::format("{} --nodes {} --node {}", ShellQuote(launcher),
                                          spec.nodes, ShellQuote(spec.node_command));

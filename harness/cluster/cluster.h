@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/shell_quote.h"
 
 namespace powercut::cluster {
 
@@ -40,9 +41,6 @@ std::vector<std::pair<std::string, std::string>> NodeEnvironment(uint32_t node, 
 // The environment the workload and the checker get on top of the protocol's: POWERCUT_NODES,
 // POWERCUT_NODE_ADDRS.
 std::vector<std::pair<std::string, std::string>> ClientEnvironment(uint32_t nodes);
-
-// `text` as one word for /bin/sh: in single quotes, each ' as '\''.
-std::string ShellQuote(const std::string& text);
 
 // What a cluster run's workload and checker become: the launcher at `launcher` (an absolute
 // path; the guest sees the host's root) wrapped around the user's commands.

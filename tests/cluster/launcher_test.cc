@@ -96,6 +96,15 @@ class LauncherTest : public ::testing::Test {
     return result;
   }
 
+  // Three nodes running `node_command` (after recording their pids) under a workload that would
+  // wait forever: only a node's end can stop it, which is an error (exit 2).
+  CommandResult LaunchStuckWorkload(const std::string& node_command) {
+    CommandResult r = Launch({"--mode", "workload", "--nodes", "3", "--node",
+                              std::string(kRecordPid) + node_command, "--", "sleep 1000"});
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    return r;
+  }
+
   // Every node that recorded its pid is gone, and the launcher left no folder in tmp().
   void ExpectNothingLeft() {
     for (const std::string& dir : dirs_) {
@@ -177,13 +186,9 @@ TEST_F(LauncherTest, CheckModePassesTheCheckersLinesThrough) {
 
 TEST_F(LauncherTest, ANodeThatExitsAtOnceIsNamedWithItsStatusAndLastLines) {
   // The workload would wait forever: the node's end stops it.
-  CommandResult r =
-      Launch({"--mode", "workload", "--nodes", "3", "--node",
-              std::string(kRecordPid) +
-                  "if [ $POWERCUT_NODE = 2 ]; then echo 'etcd: no such flag --bogus' >&2; exit 3; "
-                  "fi; exec sleep 1000",
-              "--", "sleep 1000"});
-  EXPECT_EQ(r.exit_code, 2) << r.output;
+  CommandResult r = LaunchStuckWorkload(
+      "if [ $POWERCUT_NODE = 2 ]; then echo 'etcd: no such flag --bogus' >&2; exit 3; fi; "
+      "exec sleep 1000");
   EXPECT_THAT(r.output,
               HasSubstr("node 2 (127.0.0.12) exited with status 3 while the workload ran"));
   EXPECT_THAT(r.output, HasSubstr("etcd: no such flag --bogus"));
@@ -193,13 +198,9 @@ TEST_F(LauncherTest, ANodeThatExitsAtOnceIsNamedWithItsStatusAndLastLines) {
 
 TEST_F(LauncherTest, APortANodeCannotBindIsNamed) {
   // Every node binds node 1's address and port: the second to try cannot.
-  CommandResult r =
-      Launch({"--mode", "workload", "--nodes", "3", "--node",
-              std::string(kRecordPid) +
-                  "exec python3 -c 'import socket,time; s=socket.socket(); s.bind((\"127.0.0.11\", "
-                  "4222)); s.listen(); time.sleep(1000)'",
-              "--", "sleep 1000"});
-  EXPECT_EQ(r.exit_code, 2) << r.output;
+  CommandResult r = LaunchStuckWorkload(
+      "exec python3 -c 'import socket,time; s=socket.socket(); s.bind((\"127.0.0.11\", 4222)); "
+      "s.listen(); time.sleep(1000)'");
   EXPECT_THAT(r.output, HasSubstr("exited with status 1 while the workload ran"));
   EXPECT_THAT(r.output, HasSubstr("Address already in use"));
   ExpectNothingLeft();

@@ -112,7 +112,8 @@ def api(subject, body, deadline, what):
                     if "error" not in answer:
                         return answer
                     last = json.dumps(answer["error"])
-                    if answer["error"].get("err_code") == 10037:  # no message found
+                    # No message at that sequence, no such stream: answers, not waits.
+                    if answer["error"].get("err_code") in (10037, 10059):
                         return answer
                 time.sleep(0.2)  # polling with a deadline: the meta leader is being elected
         except (OSError, ValueError) as e:
