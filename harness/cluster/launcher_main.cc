@@ -4,9 +4,12 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "base/main_guard.h"
 #include "harness/cluster/launcher.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{
       "powercut-cluster: starts the node command on every node of a cluster, runs the workload "
       "or the checker against it, and kills the nodes (docs/cluster.md)"};
@@ -28,4 +31,10 @@ int main(int argc, char** argv) {
   o.mode = mode == "check" ? powercut::cluster::LauncherMode::kCheck
                            : powercut::cluster::LauncherMode::kWorkload;
   return powercut::cluster::RunLauncher(o);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return powercut::RunMainGuarded("powercut-cluster", 2, [&] { return Main(argc, argv); });
 }
