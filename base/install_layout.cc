@@ -18,13 +18,14 @@ constexpr std::string_view kHelperFolder = "libexec/powercut";
 
 // Every program another program starts, and the source folder (= build folder) CMake builds it
 // in. tests/base/install_layout_test.cc checks each row against the real build tree.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kBuildFolders = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kBuildFolders = {{
     {"powercut", "tools/powercut"},
     {"powercut-vm", "harness/vm"},
     {"powercut-vm-agent", "harness/vm"},
     {"powercut-workload", "workloads"},
     {"powercut-workload-clients", "workloads"},
     {"powercut-fstest-exec", "harness/fstest"},
+    {"powercut-cluster", "harness/cluster"},
     {"walbench", "bench/walbench"},
     {"waldump", "tools/waldump"},
 }};

@@ -1,6 +1,7 @@
 // Where powercut's programs find each other: one rule for every program that starts a helper
 // (powercut starts powercut-workload, powercut-workload-clients, powercut-vm-agent,
-// powercut-fstest-exec; powercut-workload hands over to powercut-workload-clients).
+// powercut-fstest-exec, powercut-cluster; powercut-workload hands over to
+// powercut-workload-clients).
 //
 // Three layouts, told apart from the running program's own path (/proc/self/exe):
 //   installed   <prefix>/bin/<program> or <prefix>/libexec/powercut/<program>, with the folder

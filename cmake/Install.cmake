@@ -27,6 +27,7 @@ powercut_program(powercut-vm)
 powercut_helper(powercut-workload-clients)
 powercut_helper(powercut-vm-agent)
 powercut_helper(powercut-fstest-exec)
+powercut_helper(powercut-cluster)
 if(POWERCUT_TOOLS)
   powercut_program(powercut)
   powercut_program(walbench)
@@ -62,7 +63,8 @@ include(CPack)
 # what `cmake --install` and cpack need and nothing else (tools/run.sh package).
 add_custom_target(powercut-installed-programs)
 add_dependencies(powercut-installed-programs powercut-workload powercut-vm
-                 powercut-workload-clients powercut-vm-agent powercut-fstest-exec)
+                 powercut-workload-clients powercut-vm-agent powercut-fstest-exec
+                 powercut-cluster)
 if(POWERCUT_TOOLS)
   add_dependencies(powercut-installed-programs powercut walbench waldump powercut-demo)
 endif()

@@ -31,6 +31,9 @@ packages=(
   # libpq-dev into powercut-workload-clients.
   postgresql-15 postgresql-client-15 libpq-dev redis-server liblmdb-dev lmdb-utils
   etcd-server etcd-client
+  # The cluster examples (workloads/cluster/, docs/cluster.md): a 3-node NATS JetStream; etcd
+  # is above.
+  nats-server
 )
 
 case "${1:-all}" in

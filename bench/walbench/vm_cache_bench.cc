@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/image_io.h"
+#include "base/shell_quote.h"
 #include "base/status_macros.h"
 #include "bench/walbench/bench_dir.h"
 #include "bench/walbench/latency.h"
@@ -16,19 +17,6 @@ namespace powercut::walbench {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Single quotes for /bin/sh.
-std::string ShellQuote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted += c;
-    }
-  }
-  return quoted + "'";
-}
 
 // The guest covers these host folders with tmpfs (harness/vm/guest/init.sh).
 bool UnderMaskedFolder(const std::string& path) {

@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "harness/check/engine.h"
+#include "harness/cluster/cluster.h"
 #include "harness/product/fault_results.h"
 #include "harness/product/replay_choice.h"
 #include "harness/product/run_error.h"
@@ -111,6 +112,10 @@ struct RunOptions {
   // holds one file system for every disk or one per disk ("ext4,xfs"), and the workload and
   // checker see POWERCUT_DIR_2 ...
   uint32_t disks = 1;
+  // A cluster (`--nodes N --node CMD`; docs/cluster.md), nodes 0: none. Its node command and the
+  // user's own workload and checker, as given: `workload` and `checker` above are then the
+  // launcher's wrapped commands (MakeClusterRun), and `disks` is the node count.
+  cluster::ClusterSpec cluster;
   // Each disk's geometry, as `fs`: one value for every disk or one per disk. `sectors`
   // (harness/trace/disk_geometry.h; `--sector 512e,4kn`); `disk_bytes` (`--disk-size
   // 512MiB,1GiB`), empty: each disk its file system's default. Read them through SectorOf and
@@ -239,6 +244,16 @@ absl::Status ValidateRunOptions(const RunOptions& options);
 absl::Status ValidateAtomicUnit(uint32_t unit);
 
 absl::StatusOr<vm::Recording> ParseRecorder(const std::string& text);
+
+// The cluster launcher powercut-cluster (harness/cluster/launcher.h): $POWERCUT_CLUSTER, else
+// where the layout of `self` (the running powercut) puts it.
+absl::StatusOr<std::string> FindClusterLauncher(const std::string& self);
+// Makes `o` the run of the cluster `o->cluster` (its node count, node command and the user's
+// workload, checker and checker timeout set): one recorded disk a node (`disks`), the workload
+// and checker wrapped by `launcher`, the engine's checker timeout the user's plus the launcher's
+// slack. Usage errors: fewer than 2 nodes, no node command, --disks as well, a raw disk,
+// --live-cuts or --flakey (not built for clusters yet).
+absl::Status MakeClusterRun(const std::string& launcher, RunOptions* o);
 
 // One line per cache model, for stdout.
 std::string RunSummary(const RunOutcome& outcome);

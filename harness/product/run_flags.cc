@@ -1,8 +1,14 @@
 // The flag parsers of run.h, one vocabulary per flag: the atomic unit, the per-disk flags
-// (`--fs`, `--sector`, `--disk-size`) and the recorder (the replay's flags: replay_choice.h).
+// (`--fs`, `--sector`, `--disk-size`), the recorder (the replay's flags: replay_choice.h) and a
+// cluster's (`--nodes`, `--node`: a disk a node, the commands wrapped by the launcher).
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <utility>
 
+#include "base/install_layout.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/fs/file_system.h"
@@ -100,6 +106,59 @@ absl::StatusOr<vm::Recording> ParseRecorder(const std::string& text) {
   if (text == "dm-log-writes") return vm::Recording::kLogWrites;
   return absl::InvalidArgumentError(
       fmt::format("--recorder {}: expected nbd or dm-log-writes", text));
+}
+
+absl::StatusOr<std::string> FindClusterLauncher(const std::string& self) {
+  if (const char* env = std::getenv("POWERCUT_CLUSTER"); env != nullptr && *env != '\0') {
+    if (::access(env, X_OK) == 0) return std::filesystem::absolute(env).string();
+    return absl::NotFoundError(fmt::format("$POWERCUT_CLUSTER={}: not an executable", env));
+  }
+  const InstallLayout layout = InstallLayout::Of(self);
+  const std::string launcher = layout.Find("powercut-cluster");
+  if (::access(launcher.c_str(), X_OK) == 0) return launcher;
+  return absl::NotFoundError(fmt::format(
+      "cannot find the cluster launcher powercut-cluster (looked at {}, in {}): build it (cmake "
+      "--build --preset default --target powercut-cluster), install it with powercut, or set "
+      "POWERCUT_CLUSTER",
+      launcher, layout.Describe()));
+}
+
+absl::Status MakeClusterRun(const std::string& launcher, RunOptions* o) {
+  cluster::ClusterSpec& spec = o->cluster;
+  RETURN_IF_ERROR(cluster::ValidateNodeCount(spec.nodes));
+  if (spec.node_command.empty()) {
+    return absl::InvalidArgumentError(
+        "--nodes N needs --node CMD: the server each node runs in the foreground until it is "
+        "killed (docs/cluster.md)");
+  }
+  if (spec.workload.empty() && spec.checker.empty()) {
+    return absl::InvalidArgumentError("--nodes N needs --workload CMD and --checker CMD");
+  }
+  if (o->disks != 1 && o->disks != spec.nodes) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--nodes {} records one disk a node: drop --disks {} (--fs, --sector, --disk-size and "
+        "--cache-per-node take one value per node)",
+        spec.nodes, o->disks));
+  }
+  for (harness::FsKind fs : o->fs) {
+    if (harness::FileSystemOf(fs).raw()) {
+      return absl::InvalidArgumentError(
+          "--nodes N: a node keeps its data in a file system (POWERCUT_NODE_DIR): --fs raw is not "
+          "for clusters");
+    }
+  }
+  if (o->live_cuts > 0 || o->flakey.mode) {
+    return absl::InvalidArgumentError(
+        "--nodes N: --live-cuts and --flakey are not built for clusters yet (docs/cluster.md, "
+        "\"Not built yet\"): the replay's coordinated cuts are");
+  }
+  o->disks = spec.nodes;
+  spec.checker_timeout_s = o->checker_timeout_s;
+  const cluster::ClusterCommands wrapped = cluster::WrapForCluster(spec, launcher);
+  o->workload = spec.workload.empty() ? "" : wrapped.workload;
+  o->checker = wrapped.checker;
+  o->checker_timeout_s = spec.checker_timeout_s + cluster::kLauncherSlackSeconds;
+  return absl::OkStatus();
 }
 
 }  // namespace powercut::product

@@ -30,6 +30,7 @@ TEST(InstallLayoutTest, BuildTreeFindsEveryHelperWhereCMakeBuildsIt) {
       {"powercut-workload", POWERCUT_WORKLOAD_BIN},
       {"powercut-workload-clients", POWERCUT_WORKLOAD_CLIENTS_BIN},
       {"powercut-fstest-exec", POWERCUT_FSTEST_EXEC_BIN},
+      {"powercut-cluster", POWERCUT_CLUSTER_BIN},
 #ifdef POWERCUT_BIN
       {"powercut", POWERCUT_BIN},
       {"walbench", WALBENCH_BIN},

@@ -4,10 +4,12 @@
 #include <cstdio>
 #include <memory>
 
+#include "absl/strings/str_replace.h"
 #include "base/process.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/check/report.h"
+#include "harness/cluster/cluster.h"
 #include "harness/fs/file_system.h"
 #include "harness/product/builtin.h"
 #include "harness/product/cell_result.h"
@@ -92,7 +94,7 @@ struct RunArgs {
   std::string cache = "all", window = "16", recorder = "nbd", points = product::kDefaultPoints,
               states = product::kDefaultStates, json, junit, html, trace, sector = "512e", expect,
               recordings, recordings_cap = "1GiB", budget, disk_size, kernel, check_in,
-              cache_per_disk;
+              cache_per_disk, cache_per_node;
   int timeout = 600;
   bool quiet = false, no_torn = false;
   FaultArgs faults;
@@ -114,6 +116,15 @@ void AddRunOptions(CLI::App* run, RunArgs* a) {
       ->capture_default_str();
   run->add_option("--cache-per-disk", a->cache_per_disk,
                   "each disk's own cache model on top of --cache, e.g. 1=on,2=lying");
+  run->add_option("--nodes", a->o.cluster.nodes,
+                  "test a cluster of N nodes (2 or more), a recorded disk and an address each, "
+                  "cut together (docs/cluster.md)");
+  run->add_option("--node", a->o.cluster.node_command,
+                  "with --nodes: the server each node runs in the foreground (POWERCUT_NODE, "
+                  "POWERCUT_NODE_DIR, POWERCUT_NODE_ADDR, POWERCUT_NODE_ADDRS, POWERCUT_NODES)");
+  run->add_option("--cache-per-node", a->cache_per_node,
+                  "with --nodes: each node's disk's own cache model on top of --cache, e.g. "
+                  "3=lying");
   run->add_option("--sector", a->sector,
                   "the recorded disk's sectors: 512n, 512e (512-byte logical, 4,096-byte "
                   "physical) or 4kn; with --disks N one for every disk or one per disk (512e,4kn)")
@@ -192,6 +203,37 @@ absl::StatusOr<std::vector<product::ModelKind>> CheckedModels(
   return checked;
 }
 
+// `--nodes N --node CMD`: a disk a node, so that the per-disk flags read one value per node;
+// `--cache-per-node` needs --nodes, and --disks or --cache-per-disk beside --nodes are usage
+// errors (a node's disk is named by its node).
+absl::Status ClusterDisks(const RunArgs& a, product::RunOptions* o) {
+  const product::RunOptions& given = a.o;
+  if (given.cluster.nodes == 0) {
+    if (!given.cluster.node_command.empty()) {
+      return absl::InvalidArgumentError("--node CMD needs --nodes N (2 or more)");
+    }
+    if (!a.cache_per_node.empty()) {
+      return absl::InvalidArgumentError(
+          "--cache-per-node needs --nodes N (several disks without nodes: --cache-per-disk)");
+    }
+    return absl::OkStatus();
+  }
+  if (given.disks != 1) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--nodes {} records one disk a node: drop --disks {} (--fs, --sector and --disk-size "
+        "take one value for every node or one per node)",
+        given.cluster.nodes, given.disks));
+  }
+  if (!a.cache_per_disk.empty()) {
+    return absl::InvalidArgumentError(
+        "--nodes N: name a node's cache model with --cache-per-node (e.g. 3=lying), not "
+        "--cache-per-disk");
+  }
+  RETURN_IF_ERROR(cluster::ValidateNodeCount(given.cluster.nodes));
+  o->disks = given.cluster.nodes;
+  return absl::OkStatus();
+}
+
 // Every flag checked (all of them before the VM boots) and turned into the run's options; the
 // cell's expectations filled when --expect is given. `recordings` must outlive the options.
 absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::CellResult* cell,
@@ -200,6 +242,8 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
   o.powercut = SelfPath("powercut");
   o.timeout = std::chrono::seconds(a.timeout);
   ASSIGN_OR_RETURN(o.fs, harness::ParseFsKinds(a.fs));
+  const bool is_cluster = o.cluster.nodes > 0;
+  RETURN_IF_ERROR(ClusterDisks(a, &o));
   auto replay = product::ParseReplayChoice(a.cache, a.window, a.points, a.states);
   auto recorder = product::ParseRecorder(a.recorder);
   auto store =
@@ -213,8 +257,25 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
     if (!s.ok()) return s;
   }
   o.budget_seconds = *budget;
+  if (is_cluster) {
+    ASSIGN_OR_RETURN(const std::string launcher, product::FindClusterLauncher(o.powercut));
+    o.cluster.workload = o.workload;
+    o.cluster.checker = o.checker;
+    RETURN_IF_ERROR(product::MakeClusterRun(launcher, &o));
+  }
   if (!a.cache_per_disk.empty()) {
     RETURN_IF_ERROR(harness::ApplyCachePerDisk(a.cache_per_disk, o.disks, &replay->models));
+  }
+  if (!a.cache_per_node.empty()) {
+    // A node is a disk of the set: the same models, named by node (so is the message).
+    if (absl::Status s = harness::ApplyCachePerDisk(a.cache_per_node, o.disks, &replay->models);
+        !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrReplaceAll(s.message(), {{"--cache-per-disk", "--cache-per-node"},
+                                            {"disks", "nodes"},
+                                            {"disk", "node"},
+                                            {"DISK", "NODE"}}));
+    }
   }
   *cell = product::CellResult{.workload_command = o.workload, .checker_command = o.checker};
   cell->judged = !a.expect.empty();
@@ -318,6 +379,15 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
               {"verdict", verdict},
               {"unexpected", cell.Unexpected()},
               {"notes", outcome.notes}};
+  if (o.cluster.nodes > 0) {
+    // The user's own commands; `workload` and `checker` above are the launcher's wrapped ones.
+    j["run"]["cluster"] = {{"nodes", o.cluster.nodes},
+                           {"node", o.cluster.node_command},
+                           {"addresses", cluster::NodeAddresses(o.cluster.nodes)},
+                           {"workload", o.cluster.workload},
+                           {"checker", o.cluster.checker},
+                           {"checker_timeout", o.cluster.checker_timeout_s}};
+  }
   if (outcome.live_cuts) j["run"]["live_cuts"] = product::LiveCutsToJson(*outcome.live_cuts);
   if (outcome.flakey) j["run"]["flakey"] = product::FlakeyToJson(*outcome.flakey);
   return j;
