@@ -85,8 +85,9 @@ std::string DiffText(const ReportDiff& d) {
     out += fmt::format("violation signatures: {} new, {} gone\n", d.signatures_new.size(),
                        d.signatures_gone.size());
     for (const std::string& s : d.signatures_new) out += fmt::format("  REGRESSION  new   {}\n", s);
-    for (const std::string& s : d.signatures_gone)
+    for (const std::string& s : d.signatures_gone) {
       out += fmt::format("              gone  {}\n", s);
+    }
   }
   out += TimingLine(d) + "\n";
   out += VerdictLine(d) + "\n";
@@ -169,8 +170,9 @@ std::string DiffHtmlSection(const ReportDiff& d) {
   auto list = [&](const std::string& title, const std::vector<std::string>& items) {
     if (items.empty()) return;
     h += fmt::format("<p>{}:</p>\n<ul>\n", XmlEscape(title));
-    for (const std::string& item : items)
+    for (const std::string& item : items) {
       h += fmt::format("<li><code>{}</code></li>\n", XmlEscape(item));
+    }
     h += "</ul>\n";
   };
   list("Cells added", d.cells_added);

@@ -144,8 +144,9 @@ ComparableReport ReadMatrix(const json& j) {
                      .unexpected = c.value("unexpected", ""),
                      .record_seconds = c.value("record_seconds", 0.0),
                      .check_seconds = c.value("check_seconds", 0.0)};
-    for (const json& r : c.at("results"))
+    for (const json& r : c.at("results")) {
       cell.models.push_back(ModelFromJson(r, MatrixRowExpect(r)));
+    }
     check_methods.Add(c.value("check_method", ""));
     check_kernels.Add(c.value("check_kernel", ""));
     recording_kernels.Add(c.value("kernel", ""));
