@@ -45,6 +45,10 @@ namespace {
 
 // One cache model's result in a cell's "results".
 nlohmann::json ModelToJson(const CellResult& c, const CellModel& m) {
+  // The raw rule (`--no-expect`) claims no expectation.
+  const nlohmann::json expect = c.judged && !c.raw_rule
+                                    ? nlohmann::json(ExpectedVerdictName(c.expect.For(m.kind)))
+                                    : nlohmann::json(nullptr);
   return {{"cache", m.cache},
           {"points", m.points},
           {"states", m.states},
@@ -66,8 +70,7 @@ nlohmann::json ModelToJson(const CellResult& c, const CellModel& m) {
                                                             : nlohmann::json(m.first_fs_repaired)},
           {"fs_repair_steps", m.fs_repair_steps},
           {"passed", m.violations == 0},
-          {"expect", c.judged ? nlohmann::json(ExpectedVerdictName(c.expect.For(m.kind)))
-                              : nlohmann::json(nullptr)},
+          {"expect", expect},
           {"as_expected", c.AsExpected(m)},
           {"lost_acks_max", m.lost_acks_max},
           {"lost_acks_max_exact", m.lost_acks_exact()},

@@ -158,6 +158,10 @@ struct CellResult {
   // false: no expectation at all (`powercut run` without --expect): the numbers are reported and
   // nothing is judged against them (AsExpected is true, Unexpected empty, JSON "expect": null).
   bool judged = true;
+  // `powercut matrix --no-expect`: judged by the raw rule, any violation fails. No expectation
+  // is claimed then: Unexpected() names only what failed and the tables say FAIL, not
+  // UNEXPECTED (MismatchWord).
+  bool raw_rule = false;
   std::string recording;  // where its recording was kept for the rebuild commands ("": nowhere)
   // The fault modes' details (docs/live-cuts.md); their verdicts are also rows of `models`
   // (AppendFaultModels), so every table, JUnit and HTML report shows them.
@@ -176,6 +180,8 @@ struct CellResult {
   // Why the verdict is unexpected, e.g. "cache on: expected survives, got 3 violating states";
   // "" when it is not.
   std::string Unexpected() const;
+  // What the tables print before Unexpected(): "UNEXPECTED", or "FAIL" under the raw rule.
+  std::string_view MismatchWord() const { return raw_rule ? "FAIL" : "UNEXPECTED"; }
 };
 
 // Fills the run part of `cell` from a RunOutcome.

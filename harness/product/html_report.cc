@@ -68,10 +68,12 @@ std::string ModelNotesHtml(const CellModel* m) {
 // One cache cell: the verdict, the acks lost, the states checked and the violating states.
 std::string ModelCellHtml(const CellResult& c, const CellModel* m) {
   const std::string fs_note = ModelNotesHtml(m);
+  // The raw rule (`--no-expect`) claims no expectation.
+  const bool expected = c.judged && !c.raw_rule;
   return fmt::format(
       "<td class=\"{} num{}\" title=\"{}{}\">{} {} / {} / {}{}</td>",
       m->violations ? "fail" : "pass", c.AsExpected(*m) ? "" : " unexpected",
-      c.judged ? fmt::format("expected {}. ", ExpectedVerdictName(c.expect.For(m->kind))) : "",
+      expected ? fmt::format("expected {}. ", ExpectedVerdictName(c.expect.For(m->kind))) : "",
       XmlEscape(m->summary),
       m->violations   ? "FAIL"
       : m->complete() ? "pass"
@@ -89,10 +91,11 @@ struct RowVerdict {
 RowVerdict VerdictOf(const CellResult& c) {
   const CellVerdict cell_verdict = c.Verdict();
   std::string verdict(CellVerdictName(cell_verdict));
-  std::string verdict_text = cell_verdict == CellVerdict::kOk ? std::string("as expected")
-                             : cell_verdict == CellVerdict::kUnexpected
-                                 ? "UNEXPECTED: " + XmlEscape(c.Unexpected())
-                                 : std::string("could not run");
+  std::string verdict_text =
+      cell_verdict == CellVerdict::kOk ? std::string("as expected")
+      : cell_verdict == CellVerdict::kUnexpected
+          ? fmt::format("{}: {}", c.MismatchWord(), XmlEscape(c.Unexpected()))
+          : std::string("could not run");
   if (!c.judged && c.ran) {  // `powercut run` without --expect: nothing to compare with
     verdict = c.failed() ? "fail" : "pass";
     verdict_text =

@@ -252,6 +252,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
                     .checker_command = r.checker};
     FillCell(run_cell(c, r), &cell);
     cell.expect = std::move(planned.expect);
+    cell.raw_rule = !o.expect;
     cell.notes.insert(cell.notes.end(), planned.notes.begin(), planned.notes.end());
     results[i] = std::move(cell);
     ++finished;
@@ -282,9 +283,12 @@ absl::StatusOr<MatrixReport> MatrixFromJson(const nlohmann::json& j) {
     r.shard = j.at("shard").get<std::string>();
     r.plan_cells = j.at("plan_cells").get<size_t>();
     r.seconds = j.value("seconds", 0.0);
+    // `--no-expect` is the report's: every cell was judged by the raw rule.
+    const bool raw_rule = r.parameters.is_object() && !r.parameters.value("expect", true);
     for (const auto& c : j.at("cells")) {
       auto cell = CellFromJson(c);
       if (!cell.ok()) return cell.status();
+      cell->raw_rule = raw_rule;
       r.cells.push_back(std::move(*cell));
     }
     return r;

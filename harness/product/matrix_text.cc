@@ -44,9 +44,10 @@ std::string HeadlineRow(const CellResult& c, const std::vector<std::string>& cac
       s += fmt::format("  as expected: could not run ({}): {}\n", RunErrorName(c.error_kind),
                        first_line);
     } else {
-      s +=
-          fmt::format("  COULD NOT RUN ({}): {}{}\n", RunErrorName(c.error_kind), first_line,
-                      verdict == CellVerdict::kUnexpected ? "  UNEXPECTED: " + c.Unexpected() : "");
+      s += fmt::format("  COULD NOT RUN ({}): {}{}\n", RunErrorName(c.error_kind), first_line,
+                       verdict == CellVerdict::kUnexpected
+                           ? fmt::format("  {}: {}", c.MismatchWord(), c.Unexpected())
+                           : "");
     }
     return s;
   }
@@ -65,7 +66,8 @@ std::string HeadlineRow(const CellResult& c, const std::vector<std::string>& cac
     }
     s += fmt::format("  {:<24}", cellText);
   }
-  s += verdict == CellVerdict::kOk ? "  ok" : "  UNEXPECTED: " + c.Unexpected();
+  s += verdict == CellVerdict::kOk ? "  ok"
+                                   : fmt::format("  {}: {}", c.MismatchWord(), c.Unexpected());
   s += "\n";
   return s;
 }
@@ -129,10 +131,12 @@ std::string HeadlineTable(const MatrixReport& r) {
     s += HeadlineRow(c, caches);
   }
   s += HeadlineLegend(r);
-  s += fmt::format(
-      "{} cells: {} as expected, {} unexpected, {} could not run (shard {}, plan {}) in {:.0f} "
-      "s\n",
-      r.cells.size(), ok, unexpected, errors, r.shard, r.plan_cells, r.seconds);
+  // `--no-expect` (every cell's raw rule) claims no expectation: passing and failing cells.
+  const bool raw_rule = !r.cells.empty() && r.cells.front().raw_rule;
+  s += fmt::format("{} cells: {} {}, {} {}, {} could not run (shard {}, plan {}) in {:.0f} s{}\n",
+                   r.cells.size(), ok, raw_rule ? "pass" : "as expected", unexpected,
+                   raw_rule ? "fail" : "unexpected", errors, r.shard, r.plan_cells, r.seconds,
+                   raw_rule ? " (--no-expect: any violation fails)" : "");
   std::vector<std::string> kernels;
   for (const CellResult& c : r.cells) {
     if (!c.kernel.empty() && std::find(kernels.begin(), kernels.end(), c.kernel) == kernels.end()) {
@@ -189,8 +193,10 @@ std::string MatrixJunit(const MatrixReport& r) {
       body += fmt::format("  <testcase classname=\"powercut.matrix.{}\" name=\"{} cache={}\">\n",
                           XmlEscape(c.workload), XmlEscape(c.name), XmlEscape(m.cache));
       std::string what = fmt::format(
-          "expected {}: {} of {} states violate; worst state loses {} acks{}",
-          ExpectedVerdictName(c.expect.For(m.kind)), m.violations, m.states, CellLostText(m),
+          "{}: {} of {} states violate; worst state loses {} acks{}",
+          c.raw_rule ? std::string("any violation fails (--no-expect)")
+                     : fmt::format("expected {}", ExpectedVerdictName(c.expect.For(m.kind))),
+          m.violations, m.states, CellLostText(m),
           m.lost_acks_exact() ? ""
                               : fmt::format(" (a lower bound: {} of {} planned states checked, the "
                                             "worst first)",

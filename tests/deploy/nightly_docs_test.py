@@ -42,7 +42,7 @@ def options_of(argv):
 
 def check_line(line, where):
     # Shell continuation lines were joined by the caller; one command per line.
-    for m in re.finditer(r"\bpowercut (matrix|merge|run|repro|fstest run|check)\b([^;&|\n]*)", line):
+    for m in re.finditer(r"\bpowercut (matrix|merge|run|repro|fstest run|check|diff)\b([^;&|\n]*)", line):
         sub = m.group(1).split()
         allowed = options_of([powercut] + sub)
         for flag in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", m.group(2)):

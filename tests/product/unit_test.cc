@@ -830,6 +830,23 @@ TEST(Expect, NoExpectIsTheRawViolationRuleAndMissingExpectationsSurvive) {
   EXPECT_EQ(MatrixExitCode(r), 1);
   EXPECT_EQ(r.cells[0].Verdict(), CellVerdict::kUnexpected);  // lying violations, no expectation
   EXPECT_EQ(MatrixToJson(r)["parameters"]["expect"], false);
+  // Nothing claims an expectation (issue 34): the failure is named, "FAIL", not "UNEXPECTED:
+  // ... expected survives"; the same after a round trip through the JSON (merge, repro).
+  EXPECT_EQ(r.cells[0].Unexpected(), "cache lying: 2 violating states");
+  EXPECT_EQ(MatrixToJson(r)["cells"][0]["results"][2]["expect"], nullptr);
+  auto back = MatrixFromJson(MatrixToJson(r));
+  ASSERT_TRUE(back.ok()) << back.status();
+  for (const MatrixReport& report : {r, *back}) {
+    const std::string table = HeadlineTable(report);
+    EXPECT_THAT(table, HasSubstr("FAIL: cache lying: 2 violating states"));
+    EXPECT_THAT(table, ::testing::Not(HasSubstr("UNEXPECTED")));
+    EXPECT_THAT(table, ::testing::Not(HasSubstr("expected survives")));
+    EXPECT_THAT(table, HasSubstr(" s (--no-expect: any violation fails)\n"));
+    EXPECT_THAT(MatrixJunit(report), ::testing::Not(HasSubstr("expected survives")));
+    EXPECT_THAT(MatrixJunit(report), HasSubstr("any violation fails (--no-expect)"));
+    EXPECT_THAT(HtmlReport(report, "t"), ::testing::Not(HasSubstr("expected survives")));
+    EXPECT_THAT(HtmlReport(report, "t"), HasSubstr("FAIL: cache lying: 2 violating states"));
+  }
 
   // Only errors (no expectation for them): exit 2.
   MatrixOptions errors;

@@ -4,27 +4,34 @@
 # when every task has ended, however it ended (--dependency=afterany:<array>): a failed or
 # cancelled shard is reported missing by the merge, and the merge's exit status says so.
 #
-#   tools/nightly/slurm.sh --shards N --out DIR [--wait] [--sbatch-option OPT]... -- COMMAND...
+#   tools/nightly/slurm.sh --shards N --out DIR [--baseline FILE] [--wait] [--sbatch-option OPT]...
+#                          -- COMMAND...
 #
 # COMMAND is what each shard runs, passed through as given: `matrix --preset headline`,
 # `matrix --workloads xlog --cache on`, `fstest run --fs ext4 ...`. Each task writes
 # DIR/shard-K.{json,xml,html,log}; the merge writes DIR/matrix.{json,xml,html} and DIR/merge.log.
-# --wait: block until the merge has ended and exit with its status (0 every cell as expected,
-# 1 some cell not, 2 a shard missing or a cell that could not run). Without --wait the script
-# exits 0 once both jobs are submitted and prints their ids.
+# --baseline FILE: last night's merged report. After the merge, `powercut diff FILE
+# DIR/matrix.json` writes DIR/diff.{txt,md,html,json} and puts its section into DIR/matrix.html;
+# then tonight's report replaces FILE (kept for tomorrow). The first night, with no FILE yet,
+# only keeps it. The merge job's status is the worse of the merge's and the diff's.
+# --wait: block until the merge has ended and exit with its status (0 every cell as expected and
+# no regression, 1 some cell not as expected or a regression since the baseline, 2 a shard
+# missing, a cell that could not run or a baseline that is not a report). Without --wait the
+# script exits 0 once both jobs are submitted and prints their ids.
 # Usage errors and a missing Slurm or powercut exit 2 before anything is submitted.
 set -euo pipefail
 
 usage() {
-  echo "usage: tools/nightly/slurm.sh --shards N --out DIR [--wait] [--sbatch-option OPT]... -- matrix|fstest ARGS..." >&2
+  echo "usage: tools/nightly/slurm.sh --shards N --out DIR [--baseline FILE] [--wait] [--sbatch-option OPT]... -- matrix|fstest ARGS..." >&2
   exit 2
 }
 
-shards="" out="" wait=0 sbatch_options=()
+shards="" out="" baseline="" wait=0 sbatch_options=()
 while (($#)); do
   case "$1" in
     --shards) shards=${2:-}; shift 2 || usage ;;
     --out) out=${2:-}; shift 2 || usage ;;
+    --baseline) baseline=${2:-}; shift 2 || usage ;;
     --wait) wait=1; shift ;;
     --sbatch-option) sbatch_options+=("${2:-}"); shift 2 || usage ;;
     --) shift; break ;;
@@ -56,6 +63,10 @@ if [[ -z $powercut || ! -x $powercut ]]; then
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+if [[ -n $baseline ]]; then
+  mkdir -p "$(dirname "$baseline")"
+  baseline=$(cd "$(dirname "$baseline")" && pwd)/$(basename "$baseline")
+fi
 
 quoted=$(printf '%q ' "$powercut" "${command[@]}")
 # Each task: its shard; exit 1 (cells not as expected) still counts as a finished shard.
@@ -68,17 +79,27 @@ array=${array%%;*}
 merge_script="$(printf %q "$powercut") merge $(printf %q "$out")/shard-*.json \
 --junit $(printf %q "$out")/matrix.xml --html $(printf %q "$out")/matrix.html --table \
 > $(printf %q "$out")/matrix.json"
+if [[ -n $baseline ]]; then
+  # What changed since last night, when the merge wrote a report; then it is the new baseline.
+  p=$(printf %q "$powercut") b=$(printf %q "$baseline") o=$(printf %q "$out")
+  merge_script="$merge_script; rc=\$?; if [ -s $o/matrix.json ]; then if [ -f $b ]; then \
+$p diff $b $o/matrix.json --json $o/diff.json --markdown $o/diff.md --html $o/diff.html \
+--into-html $o/matrix.html > $o/diff.txt 2>&1; d=\$?; [ \$d -le \$rc ] || rc=\$d; \
+else echo 'powercut diff: no baseline yet' > $o/diff.txt; fi; \
+cp $o/matrix.json $b.tmp && mv $b.tmp $b; fi; exit \$rc"
+fi
 merge_args=(--parsable "${sbatch_options[@]}" --job-name=powercut-merge
   --dependency="afterany:$array" --output="$out/merge.log" --wrap="$merge_script")
 ((wait)) && merge_args=(--wait "${merge_args[@]}")
 echo "slurm.sh: array job $array: $shards shard(s) of: ${command[*]}"
 echo "slurm.sh: reports: $out/matrix.json $out/matrix.xml $out/matrix.html (shards: $out/shard-K.*)"
+[[ -z $baseline ]] || echo "slurm.sh: since $baseline: $out/diff.txt $out/diff.md $out/diff.html"
 set +e
 merge=$(sbatch "${merge_args[@]}")
 rc=$?
 set -e
 echo "slurm.sh: merge job ${merge%%;*} (after every task of $array)"
 if ((wait)); then
-  echo "slurm.sh: merge exit status $rc (0 all as expected, 1 unexpected cells, 2 missing shard or could not run)"
+  echo "slurm.sh: merge exit status $rc (0 all as expected, 1 unexpected cells or a regression, 2 missing shard, could not run or a bad baseline)"
   exit "$rc"
 fi

@@ -12,6 +12,7 @@ namespace powercut::cli {
 void AddTraceCommands(CLI::App& app, int* exit_code);  // trace show | replay | manifest
 void AddStateCommands(CLI::App& app, int* exit_code);  // state materialize | list
 void AddCheckCommands(CLI::App& app, int* exit_code);  // check
+void AddDiffCommand(CLI::App& app, int* exit_code);    // diff (harness/diff/)
 
 // --fs NAME into *fs through the file-system table (harness::ParseFsKind), so every command
 // accepts the same names and rejects others with the same message, before anything runs.

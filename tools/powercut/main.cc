@@ -71,6 +71,7 @@ int Main(int argc, char** argv) {
   powercut::cli::AddStateCommands(app, &exit_code);
   powercut::cli::AddCheckCommands(app, &exit_code);
   powercut::cli::AddProductCommands(app, &exit_code);
+  powercut::cli::AddDiffCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -203,6 +203,10 @@ void ListCells(const std::vector<product::MatrixCell>& plan, const product::Matr
         rows.push_back(product::ModelKind::kLive);
       }
     }
+    if (!o.expect) {  // the raw rule claims no expectation
+      std::printf("%-36s no expectation (--no-expect: any violation fails)\n", c.Name().c_str());
+      continue;
+    }
     std::string expect = e.error ? "error=" + std::string(product::RunErrorName(e.error)) : "";
     for (size_t i = 0; !e.error && i < rows.size(); ++i) {
       expect += fmt::format("{}{}={}", i ? " " : "", product::ModelKindName(rows[i]),

@@ -1,0 +1,206 @@
+// The comparison of two reports (report_diff.h).
+#include "harness/diff/report_diff.h"
+
+#include <map>
+#include <set>
+
+#include "fmt/format.h"
+
+namespace powercut::diff {
+namespace {
+
+ReportDiff::Side SideOf(const ComparableReport& r) {
+  ReportDiff::Side side{.path = r.path,
+                        .schema = r.schema,
+                        .kind = r.kind,
+                        .cells = r.cells.size(),
+                        .seconds = r.seconds};
+  for (const CellOutcome& c : r.cells) {
+    side.record_seconds += c.record_seconds;
+    side.check_seconds += c.check_seconds;
+  }
+  return side;
+}
+
+std::vector<ParameterChange> ParameterChanges(const ComparableReport& base,
+                                              const ComparableReport& next) {
+  std::set<std::string> names;
+  for (const auto& [name, value] : base.parameters) names.insert(name);
+  for (const auto& [name, value] : next.parameters) names.insert(name);
+  std::vector<ParameterChange> changes;
+  for (const std::string& name : names) {
+    auto b = base.parameters.find(name);
+    auto n = next.parameters.find(name);
+    const std::string bv = b == base.parameters.end() ? "" : b->second;
+    const std::string nv = n == next.parameters.end() ? "" : n->second;
+    if (bv != nv) changes.push_back({name, bv, nv});
+  }
+  return changes;
+}
+
+// "as expected (survives)", "UNEXPECTED (expected survives)"; a row judged by the raw rule
+// claims no expectation: "raw rule: no violation", "raw rule: FAIL".
+std::string ExpectationText(const ModelOutcome& m) {
+  if (m.expect.empty()) return m.as_expected ? "raw rule: no violation" : "raw rule: FAIL";
+  return m.as_expected ? fmt::format("as expected ({})", m.expect)
+                       : fmt::format("UNEXPECTED (expected {})", m.expect);
+}
+
+// The file system's outcomes of a row: "none", "unrecoverable in 2 states, repaired in 1".
+std::string FsText(const ModelOutcome& m) {
+  std::string text;
+  if (m.fs_unrecoverable > 0) text = fmt::format("unrecoverable in {} states", m.fs_unrecoverable);
+  if (m.fs_repaired > 0) {
+    text += fmt::format("{}repaired in {} states", text.empty() ? "" : ", ", m.fs_repaired);
+  }
+  return text.empty() ? "none" : text;
+}
+
+std::string CouldNotRunText(const CellOutcome& c) {
+  return fmt::format("could not run ({}){}{}", c.error_kind.empty() ? "?" : c.error_kind,
+                     c.error.empty() ? "" : ": ", c.error);
+}
+
+// The changes of one row present in both reports.
+void DiffModel(const std::string& cell, const ModelOutcome& b, const ModelOutcome& n,
+               std::vector<Change>& out) {
+  auto add = [&](ChangeAspect aspect, std::string base, std::string next, bool regression) {
+    out.push_back({cell, b.model, aspect, std::move(base), std::move(next), regression});
+  };
+  const bool regression = b.as_expected && !n.as_expected;
+  // Without an expectation on either side (the raw rule: any violation fails) the verdict is
+  // the expectation: its change carries the regression, and no expectation is claimed.
+  const bool raw_rule = b.expect.empty() && n.expect.empty();
+  if (!raw_rule && (b.as_expected != n.as_expected || b.expect != n.expect)) {
+    add(ChangeAspect::kExpectation, ExpectationText(b), ExpectationText(n), regression);
+  }
+  if (b.Verdict() != n.Verdict() || (raw_rule && regression)) {
+    add(ChangeAspect::kVerdict, std::string(b.Verdict()), std::string(n.Verdict()),
+        raw_rule && regression);
+  }
+  if (b.lost_acks_max != n.lost_acks_max || b.lost_acks_exact != n.lost_acks_exact) {
+    add(ChangeAspect::kLostAcks, b.LostText(), n.LostText(), false);
+  }
+  // Counts alone differ between any two recordings (each has its own crash states): only a
+  // file-system outcome that appears or goes is a change.
+  if ((b.fs_unrecoverable > 0) != (n.fs_unrecoverable > 0) ||
+      (b.fs_repaired > 0) != (n.fs_repaired > 0)) {
+    add(ChangeAspect::kFsOutcome, FsText(b), FsText(n), false);
+  }
+  if ((b.could_not_check > 0) != (n.could_not_check > 0)) {
+    auto text = [](const ModelOutcome& m) {
+      return m.could_not_check == 0
+                 ? std::string("every state checked")
+                 : fmt::format("{} states could not be checked", m.could_not_check);
+    };
+    add(ChangeAspect::kCouldNotRun, text(b), text(n), n.could_not_check > 0);
+  }
+}
+
+// The changes of one cell present in both reports.
+void DiffCell(const CellOutcome& b, const CellOutcome& n, std::vector<Change>& out) {
+  const size_t first = out.size();
+  if (b.ran && n.ran) {
+    for (const ModelOutcome& nm : n.models) {
+      if (const ModelOutcome* bm = b.Model(nm.model)) {
+        DiffModel(n.name, *bm, nm, out);
+      } else {
+        out.push_back({n.name, nm.model, ChangeAspect::kModelAdded, "",
+                       fmt::format("{} {}", nm.Verdict(), nm.LostText()), false});
+      }
+    }
+    for (const ModelOutcome& bm : b.models) {
+      if (n.Model(bm.model) == nullptr) {
+        out.push_back({n.name, bm.model, ChangeAspect::kModelRemoved,
+                       fmt::format("{} {}", bm.Verdict(), bm.LostText()), "", false});
+      }
+    }
+  } else if (b.ran != n.ran || b.error_kind != n.error_kind) {
+    out.push_back({n.name, "", ChangeAspect::kCouldNotRun, b.ran ? "ran" : CouldNotRunText(b),
+                   n.ran ? "ran" : CouldNotRunText(n),
+                   n.CouldNotRunUnexpectedly() && (b.ran || !b.CouldNotRunUnexpectedly())});
+  }
+  // A cell verdict no row explains (an expected error that did not come, a live cut outside
+  // the model): the cell's own change.
+  bool explained = false;
+  for (size_t i = first; i < out.size(); ++i) {
+    explained = explained || out[i].regression || out[i].aspect == ChangeAspect::kExpectation;
+  }
+  if (!explained && !b.verdict.empty() && !n.verdict.empty() && b.verdict != n.verdict) {
+    auto text = [](const CellOutcome& c) {
+      return c.unexpected.empty() ? c.verdict : fmt::format("{}: {}", c.verdict, c.unexpected);
+    };
+    out.push_back({n.name, "", ChangeAspect::kCellVerdict, text(b), text(n), b.verdict == "ok"});
+  }
+}
+
+}  // namespace
+
+std::string_view ChangeAspectName(ChangeAspect aspect) {
+  switch (aspect) {
+    case ChangeAspect::kExpectation:
+      return "expectation";
+    case ChangeAspect::kVerdict:
+      return "verdict";
+    case ChangeAspect::kCouldNotRun:
+      return "could not run";
+    case ChangeAspect::kCellVerdict:
+      return "cell verdict";
+    case ChangeAspect::kLostAcks:
+      return "acks lost";
+    case ChangeAspect::kFsOutcome:
+      return "file system";
+    case ChangeAspect::kModelAdded:
+      return "model added";
+    case ChangeAspect::kModelRemoved:
+      return "model removed";
+  }
+  return "?";
+}
+
+size_t ReportDiff::Regressions() const {
+  size_t count = signatures_new.size();
+  for (const Change& c : changes) count += c.regression;
+  return count;
+}
+
+std::vector<std::string> ReportDiff::RegressionNames() const {
+  std::vector<std::string> names;
+  for (const Change& c : changes) {
+    if (!c.regression) continue;
+    std::string name = c.model.empty() ? c.cell : fmt::format("{} cache {}", c.cell, c.model);
+    if (names.empty() || names.back() != name) names.push_back(std::move(name));
+  }
+  for (const std::string& s : signatures_new) names.push_back("signature " + s);
+  return names;
+}
+
+ReportDiff DiffReports(const ComparableReport& base, const ComparableReport& next) {
+  ReportDiff diff{.base = SideOf(base), .next = SideOf(next)};
+  diff.incomparable = ParameterChanges(base, next);
+  std::map<std::string, const CellOutcome*> base_cells;
+  for (const CellOutcome& c : base.cells) base_cells[c.name] = &c;
+  std::set<std::string> next_names;
+  for (const CellOutcome& n : next.cells) {
+    next_names.insert(n.name);
+    auto b = base_cells.find(n.name);
+    if (b == base_cells.end()) {
+      diff.cells_added.push_back(n.name);
+      continue;
+    }
+    ++diff.cells_compared;
+    DiffCell(*b->second, n, diff.changes);
+  }
+  for (const CellOutcome& b : base.cells) {
+    if (!next_names.contains(b.name)) diff.cells_removed.push_back(b.name);
+  }
+  for (const std::string& s : next.signatures) {
+    if (!base.signatures.contains(s)) diff.signatures_new.push_back(s);
+  }
+  for (const std::string& s : base.signatures) {
+    if (!next.signatures.contains(s)) diff.signatures_gone.push_back(s);
+  }
+  return diff;
+}
+
+}  // namespace powercut::diff
