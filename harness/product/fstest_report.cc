@@ -545,6 +545,8 @@ std::string ReproducerShell(const std::string& fs, const std::string& mkfs_optio
   uint64_t image_bytes = uint64_t{256} << 20;
   if (kind.ok()) {
     mkfs = harness::FileSystemOf(*kind).MkfsArgv(4096, extra);
+    // The row's image placeholder: the script's loop device goes there ("$data", after it).
+    std::erase(mkfs, "{image}");
     image_bytes = std::max(image_bytes, harness::FileSystemOf(*kind).default_image_bytes);
   }
   return fmt::format(

@@ -407,7 +407,10 @@ int Report(const ReportArgs& a) {
   run.m.mount_options = a.mount_options;
   run.m.timeout_s = a.timeout_s;
   std::vector<std::string> kernels = absl::StrSplit(a.kernels, ',', absl::SkipEmpty());
-  if (kernels.empty()) kernels.push_back("");  // Debian's
+  if (kernels.empty()) kernels.push_back("default");
+  for (std::string& k : kernels) {
+    if (k == "default") k.clear();  // Debian's linux-image-amd64
+  }
   std::vector<product::FsTestReportRun> runs;
   for (const std::string& kernel : kernels) {
     run.m.kernel = kernel;
@@ -454,7 +457,7 @@ void AddReport(CLI::App* fstest, int* exit_code) {
       ->capture_default_str();
   c->add_option("--kernel", a->kernels,
                 "the guest kernels, comma-separated: each a linux-image .deb or a folder as "
-                "`fstest run --kernel` takes it (default: Debian's)");
+                "`fstest run --kernel` takes it, or `default` (Debian's, the default)");
   c->add_option("--mkfs-options", a->mkfs_options, "as for fstest run");
   c->add_option("--mount-options", a->mount_options, "as for fstest run");
   c->add_option("--timeout", a->timeout_s, "seconds per recording")->capture_default_str();
