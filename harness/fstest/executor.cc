@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -79,12 +80,24 @@ class Runner {
     return absl::FailedPreconditionError(fmt::format("{}: {}", call, std::strerror(errno)));
   }
 
-  absl::Status WriteAll(int fd, const char* data, uint64_t length, uint64_t offset) {
+  // pwrite, or pwritev2 with RWF_DSYNC for rwf_dsync: each call is then a synchronous write of
+  // its part (one call for the whole range unless the kernel writes less).
+  static ssize_t WriteOnce(int fd, const char* data, uint64_t length, uint64_t offset,
+                           SyncWrite sync) {
+    if (sync != SyncWrite::kRwfDsync) {
+      return ::pwrite(fd, data, length, static_cast<off_t>(offset));
+    }
+    iovec iov{.iov_base = const_cast<char*>(data), .iov_len = length};
+    return ::pwritev2(fd, &iov, 1, static_cast<off_t>(offset), RWF_DSYNC);
+  }
+
+  absl::Status WriteAll(int fd, const char* data, uint64_t length, uint64_t offset,
+                        SyncWrite sync) {
     uint64_t done = 0;
     while (done < length) {
-      const ssize_t n = ::pwrite(fd, data + done, length - done, static_cast<off_t>(offset + done));
+      const ssize_t n = WriteOnce(fd, data + done, length - done, offset + done, sync);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Sys("pwrite");
+      if (n < 0) return Sys(sync == SyncWrite::kRwfDsync ? "pwritev2 RWF_DSYNC" : "pwrite");
       if (n == 0) return absl::DataLossError("pwrite wrote nothing");
       done += static_cast<uint64_t>(n);
     }
@@ -95,11 +108,13 @@ class Runner {
     const std::string bytes = ContentFor(op.path, ++writes_, op.offset, op.length);
     int flags = O_WRONLY | O_CLOEXEC | O_NOFOLLOW;
     if (op.kind == OpKind::kDwrite) flags |= O_DIRECT;
+    if (op.sync == SyncWrite::kDsync) flags |= O_DSYNC;
+    if (op.sync == SyncWrite::kSync) flags |= O_SYNC;
     if (op.kind == OpKind::kMmapwrite) flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW;
     Fd fd(::open(Abs(op.path).c_str(), flags));
     if (!fd.ok()) return Sys("open");
     if (op.kind == OpKind::kWrite) {
-      RETURN_IF_ERROR(WriteAll(fd.get(), bytes.data(), op.length, op.offset));
+      RETURN_IF_ERROR(WriteAll(fd.get(), bytes.data(), op.length, op.offset, op.sync));
     } else if (op.kind == OpKind::kDwrite) {
       void* buffer = nullptr;
       if (::posix_memalign(&buffer, kDirectAlignment, op.length) != 0) {
@@ -107,7 +122,8 @@ class Runner {
       }
       std::unique_ptr<void, decltype(&::free)> owned(buffer, &::free);
       std::memcpy(buffer, bytes.data(), op.length);
-      RETURN_IF_ERROR(WriteAll(fd.get(), static_cast<const char*>(buffer), op.length, op.offset));
+      RETURN_IF_ERROR(
+          WriteAll(fd.get(), static_cast<const char*>(buffer), op.length, op.offset, op.sync));
     } else {
       // As CrashMonkey's mmapwrite: extend the file over the range first, so the mapping never
       // reaches past its end (SIGBUS), then store through the mapping and unmap (no msync: the
@@ -122,6 +138,10 @@ class Runner {
       std::memcpy(static_cast<char*>(map) + op.offset, bytes.data(), op.length);
       if (::munmap(map, span) != 0) return Sys("munmap");
     }
+    // A synchronous write is a persistence point once it returned: acknowledged (and its expected
+    // state taken) before the close, whose own work (xfs trims blocks preallocated past the end)
+    // belongs to what comes after the point.
+    if (op.sync != SyncWrite::kNone) RETURN_IF_ERROR(Acknowledge(op));
     if (fd.Close() != 0) return Sys("close");
     return absl::OkStatus();
   }
@@ -202,16 +222,20 @@ class Runner {
       case OpKind::kFsync:
       case OpKind::kFdatasync:
       case OpKind::kSync:
-      case OpKind::kSyncFileRange: {
+      case OpKind::kSyncFileRange:
         RETURN_IF_ERROR(Persist(op));
-        ++points_;
-        if (hooks_.ack) RETURN_IF_ERROR(hooks_.ack(points_));
-        if (hooks_.snapshot) {
-          ASSIGN_OR_RETURN(Tree tree, ReadTree(root_));
-          RETURN_IF_ERROR(hooks_.snapshot(points_, op, tree));
-        }
-        return absl::OkStatus();
-      }
+        return Acknowledge(op);
+    }
+    return absl::OkStatus();
+  }
+
+  // Point `op` returned: acknowledge it, then take the expected state.
+  absl::Status Acknowledge(const Op& op) {
+    ++points_;
+    if (hooks_.ack) RETURN_IF_ERROR(hooks_.ack(points_));
+    if (hooks_.snapshot) {
+      ASSIGN_OR_RETURN(Tree tree, ReadTree(root_));
+      RETURN_IF_ERROR(hooks_.snapshot(points_, op, tree));
     }
     return absl::OkStatus();
   }

@@ -1,6 +1,7 @@
 #include "harness/fstest/generator.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include "fmt/format.h"
@@ -155,23 +156,42 @@ std::vector<Core> CoreOperations() {
   return out;
 }
 
+// The `--persist` names of the synchronous writes (the WAL's barrier names where they exist).
+constexpr std::array<std::pair<SyncWrite, std::string_view>, 3> kSyncWritePersistNames = {{
+    {SyncWrite::kDsync, "odsync"},
+    {SyncWrite::kSync, "osync"},
+    {SyncWrite::kRwfDsync, "rwf_dsync"},
+}};
+
+// One persistence choice after a core operation: a point after it, or the core write made
+// synchronous (its own point), or neither (between core operations only).
+struct PersistChoice {
+  std::optional<Op> point;
+  SyncWrite write = SyncWrite::kNone;
+};
+
 // The persistence choices after a core operation: fsync (and fdatasync, when asked, of files) of
 // every file in the range of the files used (the files, their siblings and their parents, sorted),
-// sync, and between core operations none (nullopt).
-std::vector<std::optional<Op>> PersistenceChoices(const std::vector<std::string>& range,
-                                                  const std::vector<OpKind>& kinds, bool last) {
-  std::vector<std::optional<Op>> out;
+// sync, a core write or dwrite made synchronous (when asked), and between core operations none.
+std::vector<PersistChoice> PersistenceChoices(const std::vector<std::string>& range,
+                                              const GeneratorOptions& options, bool last,
+                                              OpKind core) {
+  std::vector<PersistChoice> out;
+  const std::vector<OpKind>& kinds = options.persistence;
   auto wanted = [&kinds](OpKind k) {
     return std::find(kinds.begin(), kinds.end(), k) != kinds.end();
   };
   for (const std::string& path : range) {
-    if (wanted(OpKind::kFsync)) out.emplace_back(Op{.kind = OpKind::kFsync, .path = path});
+    if (wanted(OpKind::kFsync)) out.push_back({Op{.kind = OpKind::kFsync, .path = path}});
     if (wanted(OpKind::kFdatasync) && !IsFolderName(path)) {
-      out.emplace_back(Op{.kind = OpKind::kFdatasync, .path = path});
+      out.push_back({Op{.kind = OpKind::kFdatasync, .path = path}});
     }
   }
-  if (wanted(OpKind::kSync)) out.emplace_back(Op{.kind = OpKind::kSync});
-  if (!last) out.emplace_back(std::nullopt);
+  if (wanted(OpKind::kSync)) out.push_back({Op{.kind = OpKind::kSync}});
+  if (TakesSyncWrite(core)) {
+    for (SyncWrite w : options.sync_writes) out.push_back({.write = w});
+  }
+  if (!last) out.push_back({});
   return out;
 }
 
@@ -245,9 +265,9 @@ class Builder {
   }
 
   // Everything else the core operation needs, then the operation itself.
-  void AddCore(const Core& c) {
+  void AddCore(const Core& c, SyncWrite sync) {
     Folders(c);
-    Op op{.kind = c.kind, .path = c.a, .path2 = c.b};
+    Op op{.kind = c.kind, .path = c.a, .path2 = c.b, .sync = sync};
     switch (c.kind) {
       case OpKind::kCreat:
       case OpKind::kMkdir:
@@ -362,23 +382,47 @@ uint64_t SplitMix64(uint64_t* state) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<OpKind>> ParsePersistence(std::string_view text) {
-  std::vector<OpKind> out;
+absl::Status ParsePersistence(std::string_view text, GeneratorOptions* options) {
+  std::vector<OpKind> points;
+  std::vector<SyncWrite> writes;
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
     if (comma == std::string_view::npos) comma = text.size();
     const std::string_view word = text.substr(start, comma - start);
+    start = comma + 1;
+    const auto write = std::find_if(kSyncWritePersistNames.begin(), kSyncWritePersistNames.end(),
+                                    [word](const auto& entry) { return entry.second == word; });
+    if (write != kSyncWritePersistNames.end()) {
+      if (std::find(writes.begin(), writes.end(), write->first) == writes.end()) {
+        writes.push_back(write->first);
+      }
+      continue;
+    }
     const std::optional<OpKind> kind = OpKindFromName(word);
     if (!kind ||
         (*kind != OpKind::kFsync && *kind != OpKind::kFdatasync && *kind != OpKind::kSync)) {
       return absl::InvalidArgumentError(fmt::format(
-          "--persist {}: \"{}\" is not fsync, fdatasync or sync (comma-separated)", text, word));
+          "--persist {}: \"{}\" is not fsync, fdatasync, sync, odsync, osync or rwf_dsync "
+          "(comma-separated)",
+          text, word));
     }
-    if (std::find(out.begin(), out.end(), *kind) == out.end()) out.push_back(*kind);
-    start = comma + 1;
+    if (std::find(points.begin(), points.end(), *kind) == points.end()) points.push_back(*kind);
   }
-  return out;
+  options->persistence = std::move(points);
+  options->sync_writes = std::move(writes);
+  return absl::OkStatus();
+}
+
+std::string PersistenceText(const GeneratorOptions& options) {
+  std::vector<std::string_view> names;
+  for (OpKind k : options.persistence) names.push_back(OpName(k));
+  for (SyncWrite w : options.sync_writes) {
+    for (const auto& [write, name] : kSyncWritePersistNames) {
+      if (write == w) names.push_back(name);
+    }
+  }
+  return fmt::format("{}", fmt::join(names, ","));
 }
 
 absl::StatusOr<WorkloadSpace> WorkloadSpace::Make(const GeneratorOptions& options) {
@@ -388,7 +432,10 @@ absl::StatusOr<WorkloadSpace> WorkloadSpace::Make(const GeneratorOptions& option
                     kMaxSequenceLength));
   }
   if (options.persistence.empty()) {
-    return absl::InvalidArgumentError("--persist: name at least one of fsync, fdatasync, sync");
+    // A synchronous write is a point only after a core write: the others need one of these.
+    return absl::InvalidArgumentError(
+        "--persist: name at least one of fsync, fdatasync, sync (odsync, osync and rwf_dsync "
+        "only make core writes synchronous)");
   }
   WorkloadSpace space;
   space.options_ = options;
@@ -407,7 +454,7 @@ absl::StatusOr<WorkloadSpace> WorkloadSpace::Make(const GeneratorOptions& option
     const std::vector<std::string> range = FileRange(sequence);
     uint64_t count = 1;
     for (int i = 0; i < options.seq; ++i) {
-      count *= PersistenceChoices(range, options.persistence, i + 1 == options.seq).size();
+      count *= PersistenceChoices(range, options, i + 1 == options.seq, sequence[i]->kind).size();
     }
     space.starts_.push_back(space.total_);
     space.total_ += count;
@@ -427,9 +474,10 @@ Workload WorkloadSpace::At(uint64_t index) const {
     rest /= cores.size();
   }
   const std::vector<std::string> range = FileRange(sequence);
-  std::vector<std::vector<std::optional<Op>>> choices;
+  std::vector<std::vector<PersistChoice>> choices;
   for (int i = 0; i < options_.seq; ++i) {
-    choices.push_back(PersistenceChoices(range, options_.persistence, i + 1 == options_.seq));
+    choices.push_back(
+        PersistenceChoices(range, options_, i + 1 == options_.seq, sequence[i]->kind));
   }
   std::vector<size_t> picked(options_.seq);
   for (int i = options_.seq - 1; i >= 0; --i) {
@@ -445,11 +493,15 @@ Workload WorkloadSpace::At(uint64_t index) const {
   if (!w.ops.empty()) b.Emit({.kind = OpKind::kSync});
   std::vector<std::string> described;
   for (int i = 0; i < options_.seq; ++i) {
-    b.AddCore(*sequence[i]);
-    const std::optional<Op>& persist = choices[i][picked[i]];
-    if (persist) b.Persist(*persist);
-    described.push_back(fmt::format("{}, then {}", sequence[i]->Describe(),
-                                    persist ? OpText(*persist) : "no persistence point"));
+    const PersistChoice& choice = choices[i][picked[i]];
+    b.AddCore(*sequence[i], choice.write);
+    if (choice.point) b.Persist(*choice.point);
+    std::string then = "no persistence point";
+    if (choice.point) then = OpText(*choice.point);
+    if (choice.write != SyncWrite::kNone) {
+      then = fmt::format("no other point (the write is {})", SyncWriteName(choice.write));
+    }
+    described.push_back(fmt::format("{}, then {}", sequence[i]->Describe(), then));
   }
   w.description = fmt::format("seq-{} #{}: {}", options_.seq, index, fmt::join(described, "; "));
   return w;

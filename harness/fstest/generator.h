@@ -8,8 +8,9 @@
 //                     rename, setxattr, removexattr, truncate (ACE's 13)
 //   files             first file foo or A/foo; second file bar or A/bar; folders A and B
 //   persistence       fsync of a file the workload used, its sibling or its parent folder, or
-//                     sync (GeneratorOptions::persistence adds fdatasync); between core
-//                     operations also none
+//                     sync (GeneratorOptions::persistence adds fdatasync); a core write or
+//                     dwrite made synchronous (GeneratorOptions::sync_writes: O_DSYNC, O_SYNC,
+//                     RWF_DSYNC), its own point; between core operations also none
 // Dependencies come first, as ACE inserts them: the parent folders are made and persisted by a
 // sync before the first core operation; a file an operation needs is created, an overwrite gets
 // 32 KiB to overwrite, a name a creat or link needs is unlinked first, an xattr to remove is set.
@@ -34,10 +35,16 @@ struct GeneratorOptions {
   // The persistence points the generator chooses from after each core operation: fsync and sync
   // by default (ACE's), fdatasync when asked (`--persist fsync,fdatasync,sync`).
   std::vector<OpKind> persistence = {OpKind::kFsync, OpKind::kSync};
+  // The synchronous writes a core write or dwrite may be instead of a point after it (`--persist
+  // ...,odsync,osync,rwf_dsync`): none by default (ACE has none).
+  std::vector<SyncWrite> sync_writes;
 };
 
-// "fsync,fdatasync,sync" -> kinds; the error lists the valid names.
-absl::StatusOr<std::vector<OpKind>> ParsePersistence(std::string_view text);
+// `--persist`: "fsync,fdatasync,sync,odsync,osync,rwf_dsync" (any of them, comma-separated) into
+// `options` (persistence and sync_writes); the error lists the valid names.
+absl::Status ParsePersistence(std::string_view text, GeneratorOptions* options);
+// The same list as `--persist` spells it ("fsync,sync,odsync").
+std::string PersistenceText(const GeneratorOptions& options);
 
 class WorkloadSpace {
  public:

@@ -37,13 +37,19 @@ constexpr std::array<std::pair<FallocMode, std::string_view>, 5> kModeNames = {{
     {FallocMode::kZeroRangeKeepSize, "zero_range_keep_size"},
 }};
 
+constexpr std::array<std::pair<SyncWrite, std::string_view>, 3> kSyncWriteNames = {{
+    {SyncWrite::kDsync, "dsync"},
+    {SyncWrite::kSync, "sync"},
+    {SyncWrite::kRwfDsync, "rwf_dsync"},
+}};
+
 }  // namespace
 
 bool Op::operator==(const Op& other) const {
   // The source line is where the op was read, not what it does.
   return kind == other.kind && path == other.path && path2 == other.path2 &&
          offset == other.offset && length == other.length && mode == other.mode &&
-         name == other.name && value == other.value;
+         sync == other.sync && name == other.name && value == other.value;
 }
 
 std::string_view OpName(OpKind kind) {
@@ -74,19 +80,35 @@ std::optional<FallocMode> FallocModeFromName(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view SyncWriteName(SyncWrite sync) {
+  for (const auto& [s, name] : kSyncWriteNames) {
+    if (s == sync) return name;
+  }
+  return "";
+}
+
+std::optional<SyncWrite> SyncWriteFromName(std::string_view name) {
+  for (const auto& [s, n] : kSyncWriteNames) {
+    if (n == name) return s;
+  }
+  return std::nullopt;
+}
+
+bool TakesSyncWrite(OpKind kind) { return kind == OpKind::kWrite || kind == OpKind::kDwrite; }
+
 std::vector<std::string_view> OpNames() {
   std::vector<std::string_view> out;
   for (const auto& entry : kOpNames) out.push_back(entry.second);
   return out;
 }
 
-bool IsPersistencePoint(OpKind kind) {
-  return kind == OpKind::kFsync || kind == OpKind::kFdatasync || kind == OpKind::kSync ||
-         kind == OpKind::kSyncFileRange;
+bool IsPersistencePoint(const Op& op) {
+  return op.kind == OpKind::kFsync || op.kind == OpKind::kFdatasync || op.kind == OpKind::kSync ||
+         op.kind == OpKind::kSyncFileRange || op.sync != SyncWrite::kNone;
 }
 
-bool IsPromisingPoint(OpKind kind) {
-  return IsPersistencePoint(kind) && kind != OpKind::kSyncFileRange;
+bool IsPromisingPoint(const Op& op) {
+  return IsPersistencePoint(op) && op.kind != OpKind::kSyncFileRange;
 }
 
 std::string_view OpArguments(OpKind kind) {
@@ -156,6 +178,7 @@ std::string OpText(const Op& op) {
         break;
     }
   }
+  if (op.sync != SyncWrite::kNone) out += ' ' + std::string(SyncWriteName(op.sync));
   return out;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <utility>
 
 #include "base/status_macros.h"
@@ -15,7 +17,39 @@ std::string Listing(const std::vector<std::string>& entries) {
 }
 namespace {
 
-using Key = std::pair<std::string, Aspect>;
+// (path, aspect, offset, length): a file may hold several range promises, one per range.
+using Key = std::tuple<std::string, Aspect, uint64_t, uint64_t>;
+
+Key KeyOf(const std::string& path, Aspect aspect) { return {path, aspect, 0, 0}; }
+
+// The bytes of [offset, offset + length) of the file at `path` in `model` (shorter where the
+// file ends first), or nullopt when no file is there.
+std::optional<std::string> RangeOf(const ModelFs& model, const std::string& path, uint64_t offset,
+                                   uint64_t length) {
+  const std::optional<uint64_t> n = model.Lookup(path);
+  if (!n || model.inode(*n).type != NodeType::kFile) return std::nullopt;
+  const std::string& data = model.inode(*n).data;
+  return offset >= data.size() ? std::string() : data.substr(offset, length);
+}
+
+// The hashes the range of `path` held after each of the first `count` operations (and before
+// them), but `current`: what an old-content range is. Replayed on a fresh model, since ranges are
+// rare and History keeps only whole contents.
+std::vector<std::string> OlderRanges(const Workload& w, size_t count, const std::string& path,
+                                     uint64_t offset, uint64_t length, const std::string& current) {
+  ModelFs model;
+  std::vector<std::string> out;
+  for (size_t i = 0; i <= count; ++i) {
+    if (const std::optional<std::string> bytes = RangeOf(model, path, offset, length)) {
+      const std::string hash = DataHash(*bytes);
+      if (hash != current && std::find(out.begin(), out.end(), hash) == out.end()) {
+        out.push_back(hash);
+      }
+    }
+    if (i < count) (void)model.Apply(w.ops[i]);
+  }
+  return out;
+}
 
 bool AtOrBelow(std::string_view path, std::string_view top) {
   if (path == top) return true;
@@ -104,6 +138,8 @@ std::string_view AspectName(Aspect aspect) {
       return "meta";
     case Aspect::kEntries:
       return "entries";
+    case Aspect::kRange:
+      return "range";
   }
   return "?";
 }
@@ -121,10 +157,32 @@ absl::StatusOr<std::vector<PointPromises>> PromisesAtPoints(const Workload& work
   std::map<Key, Promise> active;
   std::vector<PointPromises> out;
   auto lapse_path = [&active](const std::string& path, std::initializer_list<Aspect> aspects) {
-    for (Aspect a : aspects) active.erase({path, a});
+    for (Aspect a : aspects) active.erase(KeyOf(path, a));
   };
-  for (const Op& op : workload.ops) {
-    if (!IsPersistencePoint(op.kind)) {
+  // A range promise lapses when its bytes change or the file no longer reaches its end.
+  auto lapse_changed_ranges = [&active, &model]() {
+    for (auto it = active.begin(); it != active.end();) {
+      const Promise& p = it->second;
+      if (p.aspect != Aspect::kRange) {
+        ++it;
+        continue;
+      }
+      const std::optional<std::string> bytes = RangeOf(model, p.path, p.offset, p.length);
+      const bool kept = bytes && bytes->size() == p.length && DataHash(*bytes) == p.range_hash;
+      it = kept ? std::next(it) : active.erase(it);
+    }
+  };
+  for (size_t index = 0; index < workload.ops.size(); ++index) {
+    const Op& op = workload.ops[index];
+    // A synchronous write changes the file, then is a point: was the rest of its data promised
+    // (or was there none), so that the whole data is bound after it?
+    bool whole_data = false;
+    if (op.sync != SyncWrite::kNone) {
+      const std::optional<std::string> before = RangeOf(model, op.path, 0, kMaxFileBytes);
+      whole_data = active.count(KeyOf(op.path, Aspect::kData)) == 1 ||
+                   (before.has_value() && before->empty());
+    }
+    if (!IsPersistencePoint(op) || op.sync != SyncWrite::kNone) {
       ModelFs::Effects fx;
       if (absl::Status s = model.Apply(op, &fx); !s.ok()) {
         return absl::InvalidArgumentError(
@@ -132,8 +190,8 @@ absl::StatusOr<std::vector<PointPromises>> PromisesAtPoints(const Workload& work
       }
       for (const std::string& gone : fx.unnamed) {
         for (auto it = active.begin(); it != active.end();) {
-          it = AtOrBelow(it->first.first, gone) && it->first.first != "." ? active.erase(it)
-                                                                          : std::next(it);
+          const std::string& path = std::get<0>(it->first);
+          it = AtOrBelow(path, gone) && path != "." ? active.erase(it) : std::next(it);
         }
       }
       for (uint64_t ino : fx.data) {
@@ -147,8 +205,9 @@ absl::StatusOr<std::vector<PointPromises>> PromisesAtPoints(const Workload& work
           lapse_path(p, {Aspect::kEntries, Aspect::kMeta});
         }
       }
+      lapse_changed_ranges();
       history.Record(model);
-      continue;
+      if (!IsPersistencePoint(op)) continue;
     }
     const int point = static_cast<int>(out.size()) + 1;
     const Tree& snapshot = snapshots[point - 1];
@@ -159,7 +218,21 @@ absl::StatusOr<std::vector<PointPromises>> PromisesAtPoints(const Workload& work
       Promise p{.path = path, .aspect = aspect, .point = point, .by = by, .expected = node};
       if (aspect == Aspect::kData) p.older = history.Older(path, aspect, node.data_hash);
       if (aspect == Aspect::kEntries) p.older = history.Older(path, aspect, Listing(node.entries));
-      active[{path, aspect}] = std::move(p);
+      active[KeyOf(path, aspect)] = std::move(p);
+    };
+    // The bytes a synchronous write stored, and a size reaching past them.
+    auto bind_range = [&](const Op& write) {
+      const std::string bytes = *RangeOf(model, write.path, write.offset, write.length);
+      Promise p{.path = write.path,
+                .aspect = Aspect::kRange,
+                .point = point,
+                .by = by,
+                .expected = snapshot.nodes.at(write.path),
+                .offset = write.offset,
+                .length = write.length,
+                .range_hash = DataHash(bytes)};
+      p.older = OlderRanges(workload, index, write.path, write.offset, write.length, p.range_hash);
+      active[{write.path, Aspect::kRange, write.offset, write.length}] = std::move(p);
     };
     auto bind_object = [&](const std::string& path, bool data_only) {
       const Node& node = snapshot.nodes.at(path);
@@ -177,6 +250,22 @@ absl::StatusOr<std::vector<PointPromises>> PromisesAtPoints(const Workload& work
         break;
       case OpKind::kSync:
         for (const auto& entry : snapshot.nodes) bind_object(entry.first, false);
+        break;
+      case OpKind::kWrite:
+      case OpKind::kDwrite:
+        // As fdatasync (O_SYNC: fsync) of the range: Linux's generic_write_sync is
+        // vfs_fsync_range over the bytes written, so other dirty data of the file may still be
+        // delayed, and with it the size it reaches and the blocks it allocates.
+        bind(op.path, Aspect::kName);
+        if (whole_data) {
+          bind(op.path, Aspect::kData);
+        } else {
+          bind_range(op);
+        }
+        if (op.sync == SyncWrite::kSync) {
+          bind(op.path, Aspect::kMeta);
+          active[KeyOf(op.path, Aspect::kMeta)].with_blocks = whole_data;
+        }
         break;
       default:
         break;  // sync_file_range promises nothing
@@ -199,6 +288,12 @@ nlohmann::json PromisesToJson(const std::vector<PointPromises>& points) {
                           {"by", p.by},
                           {"expected", NodeToJson(p.expected)}};
       if (!p.older.empty()) j["older"] = p.older;
+      if (p.aspect == Aspect::kRange) {
+        j["offset"] = p.offset;
+        j["length"] = p.length;
+        j["range_hash"] = p.range_hash;
+      }
+      if (!p.with_blocks) j["with_blocks"] = false;
       promises.push_back(std::move(j));
     }
     out.push_back({{"point", pp.point}, {"by", pp.by}, {"promises", std::move(promises)}});
@@ -218,7 +313,8 @@ absl::StatusOr<std::vector<PointPromises>> PromisesFromJson(const nlohmann::json
         p.path = jpr.at("path").get<std::string>();
         const std::string aspect = jpr.at("aspect").get<std::string>();
         bool known = false;
-        for (Aspect a : {Aspect::kName, Aspect::kData, Aspect::kMeta, Aspect::kEntries}) {
+        for (Aspect a :
+             {Aspect::kName, Aspect::kData, Aspect::kMeta, Aspect::kEntries, Aspect::kRange}) {
           if (AspectName(a) == aspect) {
             p.aspect = a;
             known = true;
@@ -229,6 +325,12 @@ absl::StatusOr<std::vector<PointPromises>> PromisesFromJson(const nlohmann::json
         p.by = jpr.at("by").get<std::string>();
         ASSIGN_OR_RETURN(p.expected, NodeFromJson(jpr.at("expected")));
         if (jpr.contains("older")) p.older = jpr.at("older").get<std::vector<std::string>>();
+        if (p.aspect == Aspect::kRange) {
+          p.offset = jpr.at("offset").get<uint64_t>();
+          p.length = jpr.at("length").get<uint64_t>();
+          p.range_hash = jpr.at("range_hash").get<std::string>();
+        }
+        p.with_blocks = jpr.value("with_blocks", true);
         pp.promises.push_back(std::move(p));
       }
       out.push_back(std::move(pp));

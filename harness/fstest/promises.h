@@ -8,6 +8,13 @@
 //   fdatasync P         P's name and data (a folder: its name and entries)
 //   sync                every object in the tree: names, data, entries, metadata
 //   sync_file_range     nothing (data written out, neither metadata committed nor cache flushed)
+//   write/dwrite P OFF LEN dsync|rwf_dsync
+//                       P's name and the range's bytes with a size of at least OFF+LEN; P's
+//                       whole data (content and size) where it was promised before the write
+//                       (or P was empty), since then the write is its only change
+//   write/dwrite P OFF LEN sync
+//                       the same and P's metadata as fsync binds it; its block count only where
+//                       the whole data is bound (other unwritten data may still be delayed)
 //
 // Binding the *name* of a newly created or renamed P on fsync(P) is what ext4, xfs and btrfs do
 // (and what their developers treat as a bug when it fails); POSIX is weaker: it says nothing of
@@ -31,8 +38,10 @@ namespace powercut::fstest {
 // A folder's entries as the promises record them (and the judge compares them): "a/b/c".
 std::string Listing(const std::vector<std::string>& entries);
 
-enum class Aspect { kName, kData, kMeta, kEntries };
-std::string_view AspectName(Aspect aspect);  // "name", "data", "meta", "entries"
+// kRange: the bytes of [offset, offset + length) of a file and a size of at least its end (what a
+// synchronous write promises where the file has other data not yet persisted).
+enum class Aspect { kName, kData, kMeta, kEntries, kRange };
+std::string_view AspectName(Aspect aspect);  // "name", "data", "meta", "entries", "range"
 
 struct Promise {
   std::string path;
@@ -40,9 +49,15 @@ struct Promise {
   int point = 0;   // the persistence point that made it (1-based)
   std::string by;  // that point's operation, e.g. "fsync A/foo"
   Node expected;   // the object at `point`, as the guest read it
+  // kRange: the range and the hash (DataHash) of its bytes at `point`.
+  uint64_t offset = 0, length = 0;
+  std::string range_hash;
+  // kMeta: whether the block count is bound (not by a synchronous write to a file that has other
+  // data its write-back may still delay).
+  bool with_blocks = true;
   // Older values of what the promise binds, to tell a crash that kept an old version from one
   // that kept garbage: kData, the content hashes the path held after earlier operations; kEntries,
-  // earlier listings of the folder (names joined by '/').
+  // earlier listings of the folder (names joined by '/'); kRange, the range's earlier hashes.
   std::vector<std::string> older;
 };
 

@@ -81,6 +81,7 @@ void ReadFile(const std::string& path, Node* node) {
   ::close(fd);
   node->data_hash = HashOf(data);
   node->block_hashes = BlockHashes(data);
+  node->content = std::move(data);
 }
 
 void ReadDir(const std::string& abs, const std::string& rel, Tree* tree, Node* node);

@@ -34,6 +34,9 @@ struct Node {
   std::string data_hash;                  // a file's content (DataHash)
   std::vector<std::string> block_hashes;  // a file's, per kBlockHashBytes
   std::vector<std::string> entries;       // a folder's names, sorted
+  // A file's bytes as ReadTree read them, for the judge's range promises; never in the JSON (the
+  // hashes stand for them there).
+  std::string content;
   // Non-empty: the kernel refused to read it back ("read: Input/output error"): what the reader
   // got is in the other fields as far as it went.
   std::string error;

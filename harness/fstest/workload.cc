@@ -67,6 +67,7 @@ std::string Usage(OpKind kind) {
         break;
     }
   }
+  if (TakesSyncWrite(kind)) out += " [dsync|sync|rwf_dsync]";
   return out;
 }
 
@@ -213,13 +214,24 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string_view>& words) {
                                                   words[0], fmt::join(OpNames(), ", ")));
   }
   const std::string_view args = OpArguments(*kind);
-  if (words.size() - 1 != args.size()) {
-    return absl::InvalidArgumentError(fmt::format("{} takes {} argument{}: {}", words[0],
-                                                  args.size(), args.size() == 1 ? "" : "s",
-                                                  Usage(*kind)));
+  // write and dwrite take a synchronous flavor as an optional last word.
+  const bool flavored = TakesSyncWrite(*kind) && words.size() - 1 == args.size() + 1;
+  if (words.size() - 1 != args.size() && !flavored) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} takes {} argument{}{}: {}", words[0], args.size(), args.size() == 1 ? "" : "s",
+        TakesSyncWrite(*kind) ? " and an optional dsync, sync or rwf_dsync" : "", Usage(*kind)));
   }
   Op op;
   op.kind = *kind;
+  if (flavored) {
+    const std::optional<SyncWrite> sync = SyncWriteFromName(words.back());
+    if (!sync) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: {} is not dsync (O_DSYNC), sync (O_SYNC) or rwf_dsync (pwritev2 RWF_DSYNC)",
+          words[0], words.back()));
+    }
+    op.sync = *sync;
+  }
   int numbers = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     RETURN_IF_ERROR(ParseArgument(*kind, args, i, words[i + 1], numbers, op));
@@ -231,8 +243,8 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string_view>& words) {
 }  // namespace
 
 size_t Workload::PersistencePoints() const {
-  return static_cast<size_t>(std::count_if(
-      ops.begin(), ops.end(), [](const Op& op) { return IsPersistencePoint(op.kind); }));
+  return static_cast<size_t>(
+      std::count_if(ops.begin(), ops.end(), [](const Op& op) { return IsPersistencePoint(op); }));
 }
 
 bool IsValidPath(std::string_view path) {
@@ -320,6 +332,7 @@ std::string WorkloadShape(const Workload& workload) {
       part += " " + role(op.path2, kind_of(op.path2, kind_of(op.path, 'F')));
     }
     if (op.kind == OpKind::kSymlink) part += " T " + role(op.path, 'L');
+    if (op.sync != SyncWrite::kNone) part += " " + std::string(SyncWriteName(op.sync));
     parts.push_back(std::move(part));
     (void)model.Apply(op);
   }
@@ -364,12 +377,12 @@ absl::Status ValidateWorkload(const Workload& workload) {
     }
   }
   const bool promises = std::any_of(workload.ops.begin(), workload.ops.end(),
-                                    [](const Op& op) { return IsPromisingPoint(op.kind); });
+                                    [](const Op& op) { return IsPromisingPoint(op); });
   if (!promises) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{}: no persistence point that promises anything (fsync, fdatasync or sync): there is "
-        "nothing to check after a power cut",
-        workload.source));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: no persistence point that promises anything (fsync, fdatasync, sync or a "
+                    "synchronous write): there is nothing to check after a power cut",
+                    workload.source));
   }
   return absl::OkStatus();
 }

@@ -31,7 +31,8 @@ struct Workload {
   // `#` lines above the operations, not part of the id.
   std::string description;
 
-  // The number of persistence points (fsync, fdatasync, sync, sync_file_range): the workload
+  // The number of persistence points (fsync, fdatasync, sync, sync_file_range, synchronous
+  // writes): the workload
   // acknowledges points 1..N, in order.
   size_t PersistencePoints() const;
 };

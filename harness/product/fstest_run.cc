@@ -24,12 +24,6 @@ namespace {
 using fstest::Workload;
 using powercut::XmlEscape;
 
-std::string PersistNames(const std::vector<fstest::OpKind>& kinds) {
-  std::vector<std::string_view> names;
-  for (fstest::OpKind k : kinds) names.push_back(fstest::OpName(k));
-  return fmt::format("{}", fmt::join(names, ","));
-}
-
 }  // namespace
 
 absl::StatusOr<std::string> FsTestPromises(const Workload& w, const std::string& output) {
@@ -40,7 +34,7 @@ absl::StatusOr<std::string> FsTestPromises(const Workload& w, const std::string&
   }
   std::vector<const fstest::Op*> points;
   for (const fstest::Op& op : w.ops) {
-    if (fstest::IsPersistencePoint(op.kind)) points.push_back(&op);
+    if (fstest::IsPersistencePoint(op)) points.push_back(&op);
   }
   std::vector<fstest::Tree> trees;
   size_t start = 0;
@@ -277,7 +271,7 @@ absl::StatusOr<MatrixOptions> FsTestMatrix(const FsTestOptions& o,
     }
   }
   m.fstest = {{"seq", o.workloads.empty() ? o.generator.seq : 0},
-              {"persist", PersistNames(o.generator.persistence)},
+              {"persist", fstest::PersistenceText(o.generator)},
               {"sample", o.sample},
               {"sample_seed", o.sample_seed},
               {"workloads", o.workloads},

@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/fstest/content.h"
@@ -95,7 +96,10 @@ TEST(Language, CommentsBlanksAndSpacingDoNotChangeTheId) {
 TEST(Language, BadLinesAreRefusedWithFileLineAndReason) {
   EXPECT_EQ(ErrorOf("creat foo\nfrob foo\n").substr(0, 8), "t.fst:2:");
   EXPECT_THAT(ErrorOf("frob foo\n"), HasSubstr("unknown operation frob"));
-  EXPECT_THAT(ErrorOf("write foo 0\n"), HasSubstr("write takes 3 arguments: write P OFF LEN"));
+  EXPECT_THAT(
+      ErrorOf("write foo 0\n"),
+      HasSubstr("write takes 3 arguments and an optional dsync, sync or rwf_dsync: write P OFF LEN "
+                "[dsync|sync|rwf_dsync]"));
   EXPECT_THAT(ErrorOf("creat /etc/passwd\n"), HasSubstr("is absolute"));
   EXPECT_THAT(ErrorOf("creat A/../../x\n"), HasSubstr("leaves the file system's root"));
   EXPECT_THAT(ErrorOf("creat a//b\n"), HasSubstr("not a path of the language"));
@@ -122,6 +126,32 @@ TEST(Language, OperationsThatCannotRunWhereTheyStandAreRefused) {
               HasSubstr("no persistence point that promises anything"));
 }
 
+TEST(Language, SynchronousWritesArePersistencePointsWithTheirFlavorInTheText) {
+  const std::string text =
+      "creat foo\nwrite foo 0 5000 dsync\ndwrite foo 8192 4096 sync\nwrite foo 10 20 rwf_dsync\n"
+      "dwrite foo 0 4096 rwf_dsync\nwrite foo 0 1\n";
+  const Workload w = Parse(text);
+  EXPECT_EQ(WorkloadText(w), text);
+  EXPECT_EQ(Parse(WorkloadText(w)).ops, w.ops);
+  EXPECT_EQ(w.PersistencePoints(), 4u);
+  EXPECT_EQ(w.ops[2].sync, SyncWrite::kSync);
+  EXPECT_TRUE(IsPromisingPoint(w.ops[1]));
+  EXPECT_FALSE(IsPersistencePoint(w.ops[5]));
+  EXPECT_TRUE(ValidateWorkload(w).ok()) << ValidateWorkload(w);
+  // A plain write's text (and so every older workload's id) is what it was.
+  EXPECT_NE(WorkloadId(Parse("creat foo\nwrite foo 0 1 dsync\n")),
+            WorkloadId(Parse("creat foo\nwrite foo 0 1\nfsync foo\n")));
+  EXPECT_EQ(WorkloadShape(Parse("creat foo\ndwrite foo 0 4096 dsync\n")),
+            "creat F1; dwrite F1 dsync");
+  // A workload whose only point is a synchronous write promises something.
+  EXPECT_EQ(ErrorOf("creat foo\nwrite foo 0 1 sync\n"), "");
+  EXPECT_THAT(ErrorOf("creat foo\nwrite foo 0 1 fsync\n"),
+              HasSubstr("write: fsync is not dsync (O_DSYNC), sync (O_SYNC) or rwf_dsync"));
+  EXPECT_THAT(ErrorOf("creat foo\nmmapwrite foo 0 1 dsync\n"),
+              HasSubstr("mmapwrite takes 3 arguments: mmapwrite P OFF LEN"));
+  EXPECT_THAT(ErrorOf("creat foo\ndwrite foo 0 100 dsync\n"), HasSubstr("multiples of 4096"));
+}
+
 TEST(Content, IsDeterministicSliceableAndNamesItsWrite) {
   const std::string whole = ContentFor("A/foo", 3, 0, 96);
   EXPECT_EQ(whole.size(), 96u);
@@ -141,7 +171,7 @@ TEST(Generator, TheSeq1SpaceHasAces328WorkloadsEachValidAndEndingInAPromise) {
   for (uint64_t i = 0; i < space->size(); ++i) {
     const Workload w = space->At(i);
     ASSERT_TRUE(ValidateWorkload(w).ok()) << ValidateWorkload(w) << "\n" << WorkloadText(w);
-    ASSERT_TRUE(IsPromisingPoint(w.ops.back().kind)) << WorkloadText(w);
+    ASSERT_TRUE(IsPromisingPoint(w.ops.back())) << WorkloadText(w);
     ids.insert(WorkloadId(w));
     EXPECT_EQ(WorkloadText(space->At(i)), WorkloadText(w));  // deterministic
     // The setup's folders are persisted before anything else happens.
@@ -185,14 +215,39 @@ TEST(Generator, Seq2IsLargeAndItsSamplesAreReproducibleAndValid) {
   for (uint64_t i : a) {
     const Workload w = space->At(i);
     EXPECT_TRUE(ValidateWorkload(w).ok()) << ValidateWorkload(w) << "\n" << WorkloadText(w);
-    EXPECT_TRUE(IsPromisingPoint(w.ops.back().kind));
+    EXPECT_TRUE(IsPromisingPoint(w.ops.back()));
   }
   auto with_fdatasync = WorkloadSpace::Make(
       {.seq = 1, .persistence = {OpKind::kFsync, OpKind::kFdatasync, OpKind::kSync}});
   ASSERT_TRUE(with_fdatasync.ok());
   EXPECT_GT(with_fdatasync->size(), 328u);
   EXPECT_FALSE(WorkloadSpace::Make({.seq = 0}).ok());
-  EXPECT_FALSE(ParsePersistence("fsync,msync").ok());
+  GeneratorOptions parsed;
+  EXPECT_FALSE(ParsePersistence("fsync,msync", &parsed).ok());
+}
+
+TEST(Generator, PersistSyncWritesMakesCoreWritesSynchronousAsTheirOwnPoint) {
+  GeneratorOptions options;
+  ASSERT_TRUE(ParsePersistence("fsync,sync,odsync,osync,rwf_dsync", &options).ok());
+  EXPECT_EQ(PersistenceText(options), "fsync,sync,odsync,osync,rwf_dsync");
+  auto space = WorkloadSpace::Make(options);
+  ASSERT_TRUE(space.ok()) << space.status();
+  // seq-1 has 10 core writes (write: 2 files x 3 ranges, dwrite: 2 x 2), each 3 more ways.
+  EXPECT_EQ(space->size(), 328u + 30u);
+  std::set<SyncWrite> seen;
+  for (uint64_t i = 0; i < space->size(); ++i) {
+    const Workload w = space->At(i);
+    ASSERT_TRUE(ValidateWorkload(w).ok()) << ValidateWorkload(w) << "\n" << WorkloadText(w);
+    ASSERT_TRUE(IsPromisingPoint(w.ops.back())) << WorkloadText(w);
+    if (w.ops.back().sync != SyncWrite::kNone) {
+      seen.insert(w.ops.back().sync);
+      EXPECT_TRUE(TakesSyncWrite(w.ops.back().kind)) << WorkloadText(w);
+    }
+  }
+  EXPECT_EQ(seen.size(), 3u);
+  // Synchronous writes alone leave the other core operations without a point.
+  ASSERT_TRUE(ParsePersistence("odsync", &options).ok());
+  EXPECT_FALSE(WorkloadSpace::Make(options).ok());
 }
 
 TEST(Executor, SnapshotsShowWhatTheWorkloadDidOnARealFileSystem) {
@@ -266,6 +321,51 @@ TEST(Promises, WhatEachPointBindsAndWhatLaterOperationsLapse) {
   EXPECT_EQ(PromisesToJson(*json), PromisesToJson(*points));
 }
 
+TEST(Promises, ASynchronousWriteBindsTheWholeDataOnlyWhereTheRestWasPromised) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const Workload w = Parse(
+      "creat log\nwrite log 0 16384\nfsync log\n"     // 1: log's data promised
+      "dwrite log 0 4096 dsync\n"                     // 2: the rest was promised: the whole data
+      "write log 16384 4096\n"                        // not persisted
+      "write log 4096 100 dsync\n"                    // 3: only its range (the tail may be delayed)
+      "write log 8192 10 sync\n"                      // 4: another range, meta without blocks
+      "write log 4096 50\nsync_file_range log 0 1\n"  // 5: the range of 3 lapsed, 4's kept
+      "creat new\nwrite new 0 10 rwf_dsync\n");       // 6: an empty file: its whole data
+  const Ran r = RunOn(w, dir.path());
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.acks, (std::vector<int>{1, 2, 3, 4, 5, 6}));
+  auto points = PromisesAtPoints(w, r.snapshots);
+  ASSERT_TRUE(points.ok()) << points.status();
+  auto keys = [&](int point) {
+    std::set<std::string> out;
+    for (const Promise& p : (*points)[point - 1].promises) {
+      std::string key = p.path + ":" + std::string(AspectName(p.aspect));
+      if (p.aspect == Aspect::kRange) key += fmt::format("@{}+{}", p.offset, p.length);
+      if (!p.with_blocks) key += "-blocks";
+      out.insert(key);
+    }
+    return out;
+  };
+  // fsync's metadata promise lapsed with the write; O_DSYNC binds none.
+  EXPECT_EQ(keys(2), (std::set<std::string>{"log:name", "log:data"}));
+  EXPECT_EQ(keys(3), (std::set<std::string>{"log:name", "log:range@4096+100"}));
+  EXPECT_EQ(keys(4), (std::set<std::string>{"log:name", "log:range@4096+100", "log:range@8192+10",
+                                            "log:meta-blocks"}));
+  EXPECT_EQ(keys(5), (std::set<std::string>{"log:name", "log:range@8192+10"}));
+  EXPECT_EQ(keys(6),
+            (std::set<std::string>{"log:name", "log:range@8192+10", "new:name", "new:data"}));
+  // The range knows what it held before: nothing (a new file), then the 16 KiB write's bytes.
+  for (const Promise& p : (*points)[2].promises) {
+    if (p.aspect == Aspect::kRange) {
+      EXPECT_EQ(p.older.size(), 2u);
+    }
+  }
+  auto json = PromisesFromJson(PromisesToJson(*points));
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ(PromisesToJson(*json), PromisesToJson(*points));
+}
+
 TEST(Promises, ASnapshotThatDisagreesWithTheWorkloadIsRefused) {
   TempDir dir;
   ASSERT_TRUE(dir.ok());
@@ -319,6 +419,40 @@ TEST_F(JudgeTest, AnOlderVersionIsOldContentAndGarbageIsADataMismatch) {
   });
   EXPECT_THAT(garbage, HasSubstr("why 2 data-mismatch foo: 5000 bytes, point 2 (fsync foo)"));
   EXPECT_THAT(garbage, HasSubstr("first differing block at byte 0"));
+}
+
+TEST_F(JudgeTest, ASynchronousWriteLostIsOldContentOfItsRangeOrOfTheWholeFile) {
+  // Only the range is promised (the file's tail was never persisted): a state that lost the tail
+  // keeps the promise, one that lost the write breaks it.
+  const std::string text = "creat foo\nwrite foo 0 8192\nwrite foo 0 100 dsync\n";
+  EXPECT_EQ(Judge(text,
+                  [](const std::string& d) {
+                    std::ofstream(d + "/foo", std::ios::binary | std::ios::trunc)
+                        << ContentFor("foo", 2, 0, 100);
+                  }),
+            "have 1\n");
+  EXPECT_THAT(Judge(text,
+                    [](const std::string& d) {
+                      std::ofstream(d + "/foo", std::ios::binary | std::ios::trunc)
+                          << ContentFor("foo", 1, 0, 8192);
+                    }),
+              HasSubstr("why 1 old-content foo: holds an older content in bytes 0-100 (a file of "
+                        "8192 bytes), promised by point 1 (write foo 0 100 dsync)"));
+  EXPECT_THAT(Judge(text,
+                    [](const std::string& d) {
+                      std::ofstream(d + "/foo", std::ios::binary | std::ios::trunc) << "";
+                    }),
+              HasSubstr("why 1 old-content foo"));  // empty: what it held before the writes
+  // Preallocated and fsynced, then overwritten: the whole file is promised, so the old record is
+  // old content of the file.
+  const std::string log = "creat log\nwrite log 0 8192\nfsync log\ndwrite log 0 4096 dsync\n";
+  EXPECT_THAT(Judge(log,
+                    [](const std::string& d) {
+                      std::ofstream(d + "/log", std::ios::binary | std::ios::trunc)
+                          << ContentFor("log", 1, 0, 8192);
+                    }),
+              HasSubstr("why 2 old-content log: holds an older content (8192 bytes) than point 2 "
+                        "(dwrite log 0 4096 dsync)"));
 }
 
 TEST_F(JudgeTest, ChangedModeOrXattrsAreAMetadataMismatch) {

@@ -12,9 +12,13 @@
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "harness/fstest/model_fs.h"
+#include "harness/fstest/tree.h"
 #include "harness/fstest/workload.h"
+#include "harness/product/fstest_report.h"
 #include "harness/product/fstest_run.h"
 #include "harness/product/merge.h"
+#include "harness/trace/trace_format.h"
 #include "tests/product/test_util.h"
 
 namespace powercut::product {
@@ -185,6 +189,93 @@ TEST_F(FsTestRun, ShardsMergeIntoTheUnshardedReport) {
   ASSERT_TRUE(IsFsTestReport(*merged));
   EXPECT_EQ(FsTestSummary(*merged), FsTestSummary(*whole));
   EXPECT_EQ(merged->cells.size(), whole->cells.size());
+}
+
+// `powercut fstest report`'s reproducer without a VM: the workload as a C program stores exactly
+// the bytes the executor stores (the tree it leaves is the model's, byte for byte), and its log
+// reader names the writes not durable at each ack of a dm-log-writes log.
+class FsTestReproducer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(dir_.ok());
+    const fstest::Workload w = Workload(
+        "mkdir A\ncreat A/log\nwrite A/log 0 10000\nfsync A/log\ndwrite A/log 0 4096 dsync\n"
+        "write A/log 5000 100 sync\nwrite A/log 9000 50 rwf_dsync\nmmapwrite A/log 12288 10\n"
+        "falloc A/log punch_hole 4096 4096\nlink A/log bar\nsetxattr bar user.k v1\n"
+        "symlink A/log sym\nrename bar baz\nfdatasync baz\nsync\n");
+    model_ = w;
+    std::ofstream(dir_.File("repro.c")) << ReproducerC(w);
+    const auto cc = testing::RunCommand(
+        fmt::format("cc -O2 -Wall -Werror -o {} {}", dir_.File("repro"), dir_.File("repro.c")));
+    ASSERT_EQ(cc.exit_code, 0) << cc.output;
+  }
+  static fstest::Workload Workload(const std::string& text) {
+    auto w = fstest::ParseWorkload(text, "t.fst");
+    EXPECT_TRUE(w.ok()) << w.status();
+    return *w;
+  }
+  TempDir dir_;
+  fstest::Workload model_;
+};
+
+TEST_F(FsTestReproducer, TheCProgramLeavesTheTreeTheModelHolds) {
+  const std::string root = dir_.MakeSubdir("root");
+  const auto run = testing::RunCommand(fmt::format("{} run {}", dir_.File("repro"), root));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "ack 1\nack 2\nack 3\nack 4\nack 5\nack 6\n");
+  fstest::ModelFs model;
+  for (const fstest::Op& op : model_.ops) ASSERT_TRUE(model.Apply(op).ok());
+  const fstest::Tree want = fstest::ModelTree(model);
+  auto got = fstest::ReadTree(root);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->nodes.size(), want.nodes.size());
+  for (const auto& [path, node] : want.nodes) {
+    ASSERT_EQ(got->nodes.count(path), 1u) << path;
+    EXPECT_EQ(got->nodes.at(path).data_hash, node.data_hash) << path;
+    EXPECT_EQ(got->nodes.at(path).xattrs, node.xattrs) << path;
+    EXPECT_EQ(got->nodes.at(path).target, node.target) << path;
+  }
+}
+
+TEST_F(FsTestReproducer, TheLogReaderNamesTheWritesNotDurableAtEachAck) {
+  constexpr uint32_t kSector = 512;
+  std::string log;
+  auto block = [&log](auto encode) {
+    std::string b(kSector, '\0');
+    encode(reinterpret_cast<uint8_t*>(b.data()));
+    log += b;
+  };
+  auto entry = [&](uint64_t sector, uint64_t count, uint64_t flags, std::string_view mark) {
+    harness::EntryHeader h{
+        .sector = sector, .nr_sectors = count, .flags = flags, .data_len = mark.size()};
+    block([&](uint8_t* b) { harness::EncodeEntry(h, mark, kSector, b); });
+    log += std::string(count * kSector, 'd');
+  };
+  block([](uint8_t* b) { harness::EncodeSuper(7, kSector, b); });
+  entry(8, 1, 0, "");                        // 0: a write, no FUA
+  entry(0, 0, harness::kFlagMark, "ack:1");  // 1: acknowledged with it in the cache
+  entry(0, 0, harness::kFlagFlush, "");      // 2
+  entry(16, 2, harness::kFlagFua, "");       // 3: durable by itself
+  entry(0, 0, harness::kFlagMark, "ack:2");  // 4
+  entry(24, 1, harness::kFlagFlush, "");     // 5: PREFLUSH + write: the write is not durable
+  entry(0, 0, harness::kFlagMark, "ack:3");  // 6
+  std::ofstream(dir_.File("log.bin"), std::ios::binary) << log;
+  const auto r =
+      testing::RunCommand(fmt::format("{} log {}", dir_.File("repro"), dir_.File("log.bin")));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("entry 1: mark ack:1: 1 write(s) not durable"));
+  EXPECT_THAT(r.output, HasSubstr("entry 0: WRITE sector 8, 1 sectors of 512 bytes"));
+  EXPECT_THAT(r.output, HasSubstr("entry 4: mark ack:2: 0 write(s) not durable\n"));
+  EXPECT_THAT(r.output, HasSubstr("entry 6: mark ack:3: 1 write(s) not durable"));
+  EXPECT_THAT(r.output, HasSubstr("7 entries; 2 acknowledgement(s) given with writes not durable"));
+}
+
+TEST(FsTestReport, TheShellScriptRecordsWithDmLogWritesOnTheFileSystemsOwnMkfs) {
+  const std::string sh = ReproducerShell("xfs", "-m crc=1", "noatime");
+  EXPECT_THAT(sh, HasSubstr("mkfs.xfs -f -q -s size=4096 -m crc=1 \"$data\""));
+  EXPECT_THAT(sh, HasSubstr("log-writes $data $log"));
+  EXPECT_THAT(sh, HasSubstr("mount -o noatime /dev/mapper/powercut-lw mnt"));
+  EXPECT_THAT(sh, HasSubstr("./repro run mnt \"dmsetup message powercut-lw 0 mark\""));
 }
 
 }  // namespace

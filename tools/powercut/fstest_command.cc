@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "absl/strings/str_split.h"
 #include "base/image_io.h"
 #include "base/install_layout.h"
 #include "base/process.h"
@@ -13,8 +14,10 @@
 #include "harness/fstest/generator.h"
 #include "harness/fstest/workload.h"
 #include "harness/product/builtin.h"
+#include "harness/product/fstest_report.h"
 #include "harness/product/fstest_repro.h"
 #include "harness/product/fstest_run.h"
+#include "harness/trace/manifest.h"
 #include "harness/vm/machine/disk_image.h"
 #include "tools/powercut/commands.h"
 #include "tools/powercut/product_commands.h"
@@ -38,7 +41,8 @@ void AddWorkloadOptions(CLI::App* c, WorkloadArgs* a) {
       ->capture_default_str();
   c->add_option("--persist", a->persist,
                 "the persistence points the generator places after each core operation: fsync, "
-                "fdatasync, sync (comma-separated)")
+                "fdatasync, sync; odsync, osync, rwf_dsync make a core write or dwrite "
+                "synchronous instead (O_DSYNC, O_SYNC, RWF_DSYNC) (comma-separated)")
       ->capture_default_str();
   c->add_option("--sample", a->sample, "a seeded sample of N workloads of the space (0: all)");
   c->add_option("--seed", a->seed, "the sample's seed")->capture_default_str();
@@ -50,7 +54,7 @@ void AddWorkloadOptions(CLI::App* c, WorkloadArgs* a) {
 absl::StatusOr<product::FsTestOptions> WorkloadOptions(const WorkloadArgs& a) {
   product::FsTestOptions o;
   o.generator.seq = a.seq;
-  ASSIGN_OR_RETURN(o.generator.persistence, fstest::ParsePersistence(a.persist));
+  RETURN_IF_ERROR(fstest::ParsePersistence(a.persist, &o.generator));
   o.sample = a.sample;
   o.sample_seed = a.seed;
   o.workloads = a.workloads;
@@ -371,6 +375,96 @@ void AddRepro(CLI::App* fstest, int* exit_code) {
   });
 }
 
+// `fstest report`: the bundle's minimal workload run on every kernel and file system asked for,
+// then REPORT.md, repro.c and repro.sh (harness/product/fstest_report.h).
+struct ReportArgs {
+  std::string bundle, out, fs, cache = "off,on", kernels, mkfs_options, mount_options;
+  int timeout_s = 600;
+  bool quiet = false;
+};
+
+int Report(const ReportArgs& a) {
+  if (!std::filesystem::exists(a.bundle + "/fstest-repro.json")) {
+    return CouldNotRun(fmt::format(
+        "{}: not a `powercut fstest repro --bundle` folder (no fstest-repro.json): run `powercut "
+        "fstest repro ID --bundle DIR` first",
+        a.bundle));
+  }
+  std::string fs = a.fs;
+  if (fs.empty()) {
+    // The file system the finding was recorded on, from its recording's manifest.
+    auto manifest =
+        harness::ReadManifest(harness::ManifestPathFor(a.bundle + "/recording/trace.log"));
+    if (!manifest.ok()) return CouldNotRun(std::string(manifest.status().message()));
+    fs = manifest->fs;
+  }
+  RunArgs run;
+  run.w.workloads = std::filesystem::absolute(a.bundle + "/workload.fst").string();
+  run.fs = fs;
+  run.cache = a.cache;
+  run.quiet = a.quiet;
+  run.m.mkfs_options = a.mkfs_options;
+  run.m.mount_options = a.mount_options;
+  run.m.timeout_s = a.timeout_s;
+  std::vector<std::string> kernels = absl::StrSplit(a.kernels, ',', absl::SkipEmpty());
+  if (kernels.empty()) kernels.push_back("default");
+  for (std::string& k : kernels) {
+    if (k == "default") k.clear();  // Debian's linux-image-amd64
+  }
+  std::vector<product::FsTestReportRun> runs;
+  for (const std::string& kernel : kernels) {
+    run.m.kernel = kernel;
+    auto parsed = ParseRunArgs(run);
+    if (!parsed.ok()) return CouldNotRun(std::string(parsed.status().message()));
+    if (!a.quiet) {
+      std::fprintf(stderr, "powercut fstest report: %s on %s, kernel %s\n", run.w.workloads.c_str(),
+                   fs.c_str(), kernel.empty() ? "(Debian's)" : kernel.c_str());
+    }
+    auto report = product::RunFsTest(
+        *parsed, product::VmCellRunner(product::AgentHint(parsed->matrix.powercut),
+                                       parsed->matrix.fs, 1, kernel, product::CheckIn::kGuest));
+    if (!report.ok()) return CouldNotRun(std::string(report.status().message()));
+    for (product::FsTestReportRun& r : product::ReportRuns(*report)) runs.push_back(std::move(r));
+  }
+  auto made = product::MakeFsTestReport(a.bundle, runs);
+  if (!made.ok()) return CouldNotRun(std::string(made.status().message()));
+  auto workload = fstest::LoadWorkloads(a.bundle + "/workload.fst");
+  if (!workload.ok()) return CouldNotRun(std::string(workload.status().message()));
+  const std::string out = a.out.empty() ? a.bundle + "/report" : a.out;
+  if (absl::Status s = product::WriteFsTestReport(*made, workload->front(), out); !s.ok()) {
+    return CouldNotRun(std::string(s.message()));
+  }
+  int failing = 0;
+  for (const product::FsTestReportRun& r : runs) failing += r.violates;
+  std::printf("%s: %zu run(s), %d failing; REPORT.md, repro.c, repro.sh, workload.fst\n",
+              out.c_str(), runs.size(), failing);
+  return 0;
+}
+
+void AddReport(CLI::App* fstest, int* exit_code) {
+  auto a = std::make_shared<ReportArgs>();
+  CLI::App* c = fstest->add_subcommand(
+      "report",
+      "write a finding as a file-system mailing list expects it: the shrunk workload, a "
+      "standalone C and dm-log-writes reproducer, where it fails and passes, the trace around the "
+      "violated acknowledgement, expected vs found (from a `fstest repro --bundle` folder)");
+  c->add_option("bundle", a->bundle, "the `powercut fstest repro --bundle` folder")->required();
+  c->add_option("--out", a->out, "where the report goes (default BUNDLE/report)");
+  c->add_option("--fs", a->fs,
+                "the file systems to run the minimal workload on (comma-separated; default the "
+                "one it was found on)");
+  c->add_option("--cache", a->cache, "the cache models each run is judged under")
+      ->capture_default_str();
+  c->add_option("--kernel", a->kernels,
+                "the guest kernels, comma-separated: each a linux-image .deb or a folder as "
+                "`fstest run --kernel` takes it, or `default` (Debian's, the default)");
+  c->add_option("--mkfs-options", a->mkfs_options, "as for fstest run");
+  c->add_option("--mount-options", a->mount_options, "as for fstest run");
+  c->add_option("--timeout", a->timeout_s, "seconds per recording")->capture_default_str();
+  c->add_flag("--quiet", a->quiet, "no progress on stderr");
+  c->callback([=] { *exit_code = Report(*a); });
+}
+
 }  // namespace
 
 void AddFsTestCommand(CLI::App& app, int* exit_code) {
@@ -389,6 +483,7 @@ void AddFsTestCommand(CLI::App& app, int* exit_code) {
   AddRunOptions(run, a.get());
   run->callback([=] { *exit_code = Run(*a); });
   AddRepro(fstest, exit_code);
+  AddReport(fstest, exit_code);
 }
 
 }  // namespace powercut::cli
