@@ -323,7 +323,8 @@ TEST(Cli, FsTestRefusesBadInputBeforeAnyGuestBoots) {
       {"--seq 1 --fs raw", "needs a file system"},
       {"--seq 1 --fs zfs", "zfs"},
       {"--seq 4", "--seq 4: the sequence length is 1 to 3"},
-      {"--seq 1 --persist fsync,msync", "\"msync\" is not fsync, fdatasync or sync"},
+      {"--seq 1 --persist fsync,msync",
+       "\"msync\" is not fsync, fdatasync, sync, odsync, osync or rwf_dsync"},
       {"--seq 1 --cache bogus", "bogus"},
   };
   for (const Case& c : cases) {
