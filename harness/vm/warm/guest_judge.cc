@@ -159,10 +159,11 @@ class GuestStateJudge : public harness::StateJudge {
         return absl::InternalError(
             fmt::format("cannot create {}: {}", checked_path_, std::strerror(errno)));
       }
-      if (::ftruncate(checked_fd_, static_cast<off_t>(image_bytes)) != 0) {
-        return absl::InternalError(
-            fmt::format("cannot size {}: {}", checked_path_, std::strerror(errno)));
-      }
+    }
+    // A judge outlives its cell's image size when the guest is reused: size it for each state.
+    if (::ftruncate(checked_fd_, static_cast<off_t>(image_bytes)) != 0) {
+      return absl::InternalError(
+          fmt::format("cannot size {}: {}", checked_path_, std::strerror(errno)));
     }
     RETURN_IF_ERROR(CopyOnto(image_fd, checked_fd_, image_bytes, "the crash state", checked_path_));
     return harness::RunBootChecks(harness::FileSystemOf(spec_.fs), checked_path_,
