@@ -1,8 +1,10 @@
 #include "base/install_layout.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <array>
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -101,6 +103,22 @@ std::string InstallLayout::Describe() const {
       break;
   }
   return fmt::format("the folder {}", root_);
+}
+
+absl::StatusOr<std::string> FindHelperProgram(const std::string& self, std::string_view name,
+                                              std::string_view env_var, std::string_view what) {
+  const std::string variable(env_var);
+  if (const char* env = std::getenv(variable.c_str()); env != nullptr && *env != '\0') {
+    if (::access(env, X_OK) == 0) return std::filesystem::absolute(env).string();
+    return absl::NotFoundError(fmt::format("${}={}: not an executable", env_var, env));
+  }
+  const InstallLayout layout = InstallLayout::Of(self);
+  const std::string program = layout.Find(name);
+  if (::access(program.c_str(), X_OK) == 0) return program;
+  return absl::NotFoundError(fmt::format(
+      "cannot find {} (looked at {}, in {}): build it (cmake --build --preset default --target "
+      "{}), install it with powercut, or set {}",
+      what, program, layout.Describe(), name, env_var));
 }
 
 }  // namespace powercut

@@ -20,6 +20,8 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/statusor.h"
+
 namespace powercut {
 
 class InstallLayout {
@@ -51,5 +53,11 @@ class InstallLayout {
   Kind kind_;
   std::string root_;
 };
+
+// A helper program of powercut's (`name`, e.g. powercut-fstest-exec): `$<env_var>` when set (an
+// error when it is not an executable), else where the layout of the program at `self` puts it.
+// NotFound names `what` (how the caller's message calls it), where it looked, and the fix.
+absl::StatusOr<std::string> FindHelperProgram(const std::string& self, std::string_view name,
+                                              std::string_view env_var, std::string_view what);
 
 }  // namespace powercut

@@ -109,18 +109,8 @@ absl::StatusOr<vm::Recording> ParseRecorder(const std::string& text) {
 }
 
 absl::StatusOr<std::string> FindClusterLauncher(const std::string& self) {
-  if (const char* env = std::getenv("POWERCUT_CLUSTER"); env != nullptr && *env != '\0') {
-    if (::access(env, X_OK) == 0) return std::filesystem::absolute(env).string();
-    return absl::NotFoundError(fmt::format("$POWERCUT_CLUSTER={}: not an executable", env));
-  }
-  const InstallLayout layout = InstallLayout::Of(self);
-  const std::string launcher = layout.Find("powercut-cluster");
-  if (::access(launcher.c_str(), X_OK) == 0) return launcher;
-  return absl::NotFoundError(fmt::format(
-      "cannot find the cluster launcher powercut-cluster (looked at {}, in {}): build it (cmake "
-      "--build --preset default --target powercut-cluster), install it with powercut, or set "
-      "POWERCUT_CLUSTER",
-      launcher, layout.Describe()));
+  return FindHelperProgram(self, "powercut-cluster", "POWERCUT_CLUSTER",
+                           "the cluster launcher powercut-cluster");
 }
 
 absl::Status MakeClusterRun(const std::string& launcher, RunOptions* o) {

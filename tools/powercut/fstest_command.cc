@@ -69,18 +69,8 @@ absl::StatusOr<product::FsTestOptions> WorkloadOptions(const WorkloadArgs& a) {
 // powercut-fstest-exec: $POWERCUT_FSTEST_EXEC, else where the layout of powercut puts it
 // (base/install_layout.h: libexec/powercut/ installed, harness/fstest/ in the build tree).
 absl::StatusOr<std::string> FindExec(const std::string& self) {
-  if (const char* env = std::getenv("POWERCUT_FSTEST_EXEC"); env != nullptr && *env != '\0') {
-    if (::access(env, X_OK) == 0) return std::filesystem::absolute(env).string();
-    return absl::NotFoundError(fmt::format("$POWERCUT_FSTEST_EXEC={}: not an executable", env));
-  }
-  const InstallLayout layout = InstallLayout::Of(self);
-  const std::string exec = layout.Find("powercut-fstest-exec");
-  if (::access(exec.c_str(), X_OK) == 0) return exec;
-  return absl::NotFoundError(fmt::format(
-      "cannot find powercut-fstest-exec (looked at {}, in {}): build it (cmake --build --preset "
-      "default --target powercut-fstest-exec), install it with powercut, or set "
-      "POWERCUT_FSTEST_EXEC",
-      exec, layout.Describe()));
+  return FindHelperProgram(self, "powercut-fstest-exec", "POWERCUT_FSTEST_EXEC",
+                           "powercut-fstest-exec");
 }
 
 // An option mkfs refuses is refused here, before any guest boots: mkfs runs once on a scratch
