@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/check_server.h"
 #include "base/main_guard.h"
 #include "base/process.h"
 #include "workloads/ack_channel.h"
@@ -172,6 +173,8 @@ int Main(int argc, char** argv) {
 }  // namespace powercut::workloads
 
 int main(int argc, char** argv) {
+  // A resident checker in a checking guest (base/check_server.h): returns in each state's child.
+  powercut::ServeChecksIfAsked();
   return powercut::RunMainGuarded("powercut-workload", 1,
                                   [&] { return powercut::workloads::Main(argc, argv); });
 }

@@ -81,9 +81,9 @@ absl::StatusOr<uint32_t> AtomicUnit(const CheckOptions& o, uint32_t physical,
   return unit;
 }
 
-// A set of several disks: each disk's file system (given, else the manifest's), one per disk.
-absl::Status DiskSetFileSystems(const TraceManifest& manifest, CheckOptions* o,
-                                std::vector<std::string>* notes) {
+// A set of several disks: each disk's file system (given, else the manifest's), one per disk,
+// and its sectors as recorded.
+absl::Status DiskSetFileSystems(const TraceManifest& manifest, CheckOptions* o) {
   const uint32_t disks = o->disks.count();
   if (o->disk_fs.empty()) {
     for (const DiskManifest& d : manifest.disks) {
@@ -100,12 +100,11 @@ absl::Status DiskSetFileSystems(const TraceManifest& manifest, CheckOptions* o,
     return absl::InvalidArgumentError(
         "check: --without-mount reads one ext4 disk; a set of several disks is loop-mounted");
   }
-  if (o->judges) {
-    o->judges = nullptr;
-    notes->emplace_back(
-        "several disks: checked on this host's loop mounts, every disk mounted at once (the "
-        "guest judge takes one disk)");
+  o->disk_sectors.clear();
+  for (const DiskManifest& d : manifest.disks) {
+    o->disk_sectors.push_back(SectorFormatOf(d.logical_sector, d.physical_sector));
   }
+  o->disk_sectors.resize(disks, kDefaultSectorFormat);
   o->fs = o->disk_fs[0];
   return absl::OkStatus();
 }
@@ -123,7 +122,7 @@ absl::StatusOr<CheckSetup> Setup(const CheckOptions& options) {
     ASSIGN_OR_RETURN(o.disks, LayoutOf(*s.manifest));
   }
   read_options.disks = o.disks;
-  if (o.disks.several()) RETURN_IF_ERROR(DiskSetFileSystems(*s.manifest, &o, &s.notes));
+  if (o.disks.several()) RETURN_IF_ERROR(DiskSetFileSystems(*s.manifest, &o));
   ASSIGN_OR_RETURN(s.trace_file, TraceFile::Open(o.trace_path, read_options));
   const Trace& trace = s.trace_file->trace();
   if (s.manifest) {
@@ -298,7 +297,7 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
       auto pool,
       WorkerPool::Create(o.work_dir, setup.workers, o.fs, setup.base, setup.trace_file.get(),
                          std::min<uint32_t>(trace.sector_size, setup.unit), o.disks.several()));
-  if (o.judges && !FileSystemOf(o.fs).raw()) {
+  if (o.judges && (o.disks.several() || !FileSystemOf(o.fs).raw())) {
     for (size_t i = 0; i < pool->workers().size(); ++i) {
       ASSIGN_OR_RETURN(pool->workers()[i].judge, o.judges(static_cast<int>(i)));
     }

@@ -42,10 +42,13 @@ struct CheckOptions {
   // Several disks on one clock (the manifest's `disks`, docs/trace.md): each disk's file system,
   // one per disk; empty: the manifest's (each disk's `fs`, raw where it names none). Each state
   // is then checked with every disk through its own boot path and mounted at once
-  // (harness/check/disk_set_check.h); `fs`, `without_mount` and `judges` apply to one disk only.
+  // (harness/check/disk_set_check.h, or `judges`' CheckSet); `fs` and `without_mount` apply to
+  // one disk only.
   std::vector<FsKind> disk_fs;
-  // Resolved by RunCheck from the manifest (callers leave it): where the disks lie.
+  // Resolved by RunCheck from the manifest (callers leave it): where the disks lie, and each
+  // disk's sectors as recorded (what a judge's guest is shown).
   DiskLayout disks;
+  std::vector<SectorFormat> disk_sectors;
   bool without_mount = false;      // ext4: e2fsck + debugfs instead of a loop mount
   std::vector<CacheModel> models;  // empty: off, on, lying
   uint32_t atomic_unit = 0;  // 0: the disk's physical sector (manifest), else the log's sectorsize

@@ -7,11 +7,23 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "harness/check/image_check.h"
+#include "harness/fs/file_system.h"
+#include "harness/trace/disk_geometry.h"
 
 namespace powercut::harness {
+
+// One disk of a set's crash state (harness/trace/disk_layout.h): where it lies in the set's
+// concatenated image, its file system, and its sectors as recorded.
+struct SetDisk {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  FsKind fs = DefaultFs();
+  SectorFormat sector = kDefaultSectorFormat;
+};
 
 class StateJudge {
  public:
@@ -22,6 +34,12 @@ class StateJudge {
   // judge could not check (its guest died twice) comes back with checker.protocol_error set: the
   // state is could-not-check, neither passed nor violating. Errors stop the whole check.
   virtual absl::StatusOr<ImageCheckResult> Check(int image_fd, uint64_t image_bytes) = 0;
+  // The same for a state of a set of disks (`--disks N`, a cluster's nodes): every disk goes
+  // through its own file system's boot path, then the checker runs once with all of them
+  // mounted (disk_set_check.h's contract: POWERCUT_DIR, POWERCUT_DIR_2, ...; a disk its tools
+  // cannot bring back makes the state the file system's outcome, naming the disk).
+  virtual absl::StatusOr<ImageCheckResult> CheckSet(int image_fd,
+                                                    const std::vector<SetDisk>& disks) = 0;
 };
 
 // Called once per worker (0-based) before its first state.

@@ -87,6 +87,17 @@ absl::Status FreshScratch(CheckWorker& w) {
 }
 
 absl::StatusOr<ImageCheckResult> CheckWorkerImage(const CheckOptions& o, CheckWorker& w) {
+  if (o.disks.several() && w.judge != nullptr) {
+    std::vector<SetDisk> set;
+    for (uint32_t d = 0; d < o.disks.count(); ++d) {
+      set.push_back(
+          {.offset = o.disks.extents()[d].offset,
+           .bytes = o.disks.extents()[d].bytes,
+           .fs = o.disk_fs[d],
+           .sector = d < o.disk_sectors.size() ? o.disk_sectors[d] : kDefaultSectorFormat});
+    }
+    return w.judge->CheckSet(w.image->fd(), set);
+  }
   if (o.disks.several()) {
     return CheckDiskSetImage(w.image->fd(), w.image->path(),
                              {.layout = o.disks,

@@ -27,9 +27,18 @@ bool MayLoopMount() {
 }
 
 absl::StatusOr<CheckIn> ParseCheckIn(const std::string& text) {
-  if (text == "host") return CheckIn::kHost;
-  if (text == "guest") return CheckIn::kGuest;
-  if (text.empty()) return MayLoopMount() ? CheckIn::kHost : CheckIn::kGuest;
+  // The recording kernel judges by default, root or not (docs/run.md, "Where crash states are
+  // judged"); the host's loop mounts only when asked, and only where they can work.
+  if (text == "guest" || text.empty()) return CheckIn::kGuest;
+  if (text == "host") {
+    if (!MayLoopMount()) {
+      return absl::InvalidArgumentError(
+          "--check-in host: loop mounts on this host need root (CAP_SYS_ADMIN and "
+          "/dev/loop-control); drop --check-in host to judge in guests booted with the recording "
+          "kernel (no root needed)");
+    }
+    return CheckIn::kHost;
+  }
   return absl::InvalidArgumentError(fmt::format(
       "--check-in {}: expected guest (the recording kernel judges, no root needed) or host (loop "
       "mounts on this host: needs root)",
@@ -55,9 +64,9 @@ harness::StateJudgeFactory JudgesForTrace(vm::GuestCheckPool* pool, harness::FsK
                                           const std::string& trace, const std::string& checker,
                                           double checker_timeout_s, vm::GuestCheckPhases* phases) {
   auto manifest = harness::ReadManifest(harness::ManifestPathFor(trace));
-  harness::SectorFormat sector = harness::kDefaultSectorFormat;
-  if (manifest.ok() && manifest->logical_sector == 4096) sector = harness::SectorFormat::k4kn;
-  if (manifest.ok() && manifest->physical_sector == 512) sector = harness::SectorFormat::k512n;
+  const harness::SectorFormat sector =
+      manifest.ok() ? harness::SectorFormatOf(manifest->logical_sector, manifest->physical_sector)
+                    : harness::kDefaultSectorFormat;
   return pool->Factory({.fs = fs,
                         .sector = sector,
                         .checker = checker,

@@ -64,7 +64,9 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   c.exhaustive = o.exhaustive;
   c.budget_seconds = o.budget_seconds;
   if (o.fsck && !harness::FileSystemOf(c.fs).raw()) c.before_mount = harness::FsckHook(c.fs);
-  if (o.check_pool != nullptr && !harness::FileSystemOf(c.fs).raw()) {
+  const bool any_fs = std::any_of(
+      o.fs.begin(), o.fs.end(), [](harness::FsKind k) { return !harness::FileSystemOf(k).raw(); });
+  if (o.check_pool != nullptr && any_fs) {
     c.judges = o.check_pool->Factory({.fs = c.fs,
                                       .sector = o.SectorOf(0),
                                       .checker = o.checker,
@@ -294,12 +296,13 @@ absl::Status ValidateRunOptions(const RunOptions& o) {
   const bool set_has_fs = std::any_of(disk_fs->begin(), disk_fs->end(), [](harness::FsKind k) {
     return !harness::FileSystemOf(k).raw();
   });
-  if (o.disks > 1 && set_has_fs && !o.flakey.mode && !MayLoopMount()) {
-    // Said before a guest boots, not after the recording: the guest judge takes one disk. A
-    // --flakey run is not replayed: its disks are checked in the guest that ran it.
+  if (o.disks > 1 && set_has_fs && !o.flakey.mode && o.check_pool == nullptr && !MayLoopMount()) {
+    // Said before a guest boots, not after the recording. A --flakey run is not replayed: its
+    // disks are checked in the guest that ran it.
     return absl::InvalidArgumentError(
-        "--disks N > 1: a set of several disks is judged on this host's loop mounts, which needs "
-        "root (CAP_SYS_ADMIN and /dev/loop-control): run as root, or record one disk");
+        "--disks N > 1 with --check-in host: a set of several disks is then judged on this "
+        "host's loop mounts, which needs root (CAP_SYS_ADMIN and /dev/loop-control): drop "
+        "--check-in host (the recording kernel judges in guests), or run as root");
   }
   return absl::OkStatus();
 }

@@ -30,6 +30,12 @@ DiskGeometry GeometryOf(SectorFormat format) {
   return {};
 }
 
+SectorFormat SectorFormatOf(uint32_t logical_sector, uint32_t physical_sector) {
+  if (logical_sector == 4096) return SectorFormat::k4kn;
+  if (physical_sector == 512) return SectorFormat::k512n;
+  return kDefaultSectorFormat;
+}
+
 absl::StatusOr<SectorFormat> ParseSectorFormat(std::string_view text) {
   for (SectorFormat f : {SectorFormat::k512n, SectorFormat::k512e, SectorFormat::k4kn}) {
     if (text == SectorFormatName(f)) return f;

@@ -27,6 +27,8 @@ inline constexpr SectorFormat kDefaultSectorFormat = SectorFormat::k512e;
 
 const char* SectorFormatName(SectorFormat format);  // "512n" / "512e" / "4kn"
 DiskGeometry GeometryOf(SectorFormat format);
+// The format of a disk a manifest describes by its sector sizes (0 = unknown: the default).
+SectorFormat SectorFormatOf(uint32_t logical_sector, uint32_t physical_sector);
 // "512n", "512e" or "4kn"; the error lists the three.
 absl::StatusOr<SectorFormat> ParseSectorFormat(std::string_view text);
 

@@ -25,7 +25,7 @@ CLI::Option* AddCheckInOption(CLI::App* app, std::string* check_in) {
       ->add_option(
           "--check-in", *check_in,
           "where file-system crash states are judged: guest (the recording kernel, in warm "
-          "guests; no root) or host (loop mounts; root). Default: host as root, else guest")
+          "guests; no root; the default) or host (this host's loop mounts and kernel; root)")
       ->check(CLI::IsMember({"guest", "host"}));
 }
 

@@ -12,16 +12,19 @@
 namespace powercut::vm {
 
 absl::StatusOr<std::unique_ptr<StateServer>> StateServer::Start(const Options& options) {
-  if (options.image_fd < 0 || options.image_bytes == 0 || options.image_bytes % kPage != 0) {
+  if (options.image_fd < 0 || options.image_bytes == 0 || options.image_bytes % kPage != 0 ||
+      options.image_offset % kPage != 0) {
     return absl::InvalidArgumentError(fmt::format(
-        "state server: the image has {} bytes; serving it needs a non-empty multiple of {}",
-        options.image_bytes, kPage));
+        "state server: the image has {} bytes at offset {}; serving it needs a non-empty "
+        "multiple of {} at a multiple of it",
+        options.image_bytes, options.image_offset, kPage));
   }
   ASSIGN_OR_RETURN(int fd, NbdListen(options.socket_path));
   std::unique_ptr<StateServer> server(new StateServer(options, fd));
   {
     powercut::MutexLock lock(&server->mu_);
     server->image_fd_ = options.image_fd;
+    server->image_offset_ = options.image_offset;
   }
   server->listener_.Start([s = server.get()](int client) { return s->Serve(client); });
   return server;
@@ -43,14 +46,19 @@ void StateServer::ServeState(uint64_t generation) {
   sealed_ = false;
 }
 
-absl::Status StateServer::UseImage(int image_fd, uint64_t image_bytes) {
+absl::Status StateServer::UseImage(int image_fd, uint64_t image_bytes, uint64_t image_offset) {
   powercut::MutexLock lock(&mu_);
   if (image_bytes != options_.image_bytes) {
     return absl::FailedPreconditionError(fmt::format(
         "state server: an image of {} bytes on a disk of {}", image_bytes, options_.image_bytes));
   }
   if (!sealed_) return absl::FailedPreconditionError("state server: a state is being served");
+  if (image_offset % kPage != 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("state server: offset {} is not a multiple of {}", image_offset, kPage));
+  }
   image_fd_ = image_fd;
+  image_offset_ = image_offset;
   overlay_.clear();
   return absl::OkStatus();
 }
@@ -95,7 +103,7 @@ absl::Status StateServer::ReadPage(uint64_t page, uint8_t* out) {
     std::memcpy(out, token.data(), token.size());
     return absl::OkStatus();
   }
-  return PReadAll(image_fd_, out, kPage, page * kPage);
+  return PReadAll(image_fd_, out, kPage, image_offset_ + page * kPage);
 }
 
 absl::Status StateServer::Read(uint64_t offset, uint8_t* out, size_t length) {

@@ -38,6 +38,9 @@ class StateServer {
     std::string socket_path;
     int image_fd = -1;         // the crash image (not owned; only read)
     uint64_t image_bytes = 0;  // a multiple of 4 KiB
+    // Where the served disk starts in the file: one disk of a set's concatenated image
+    // (harness/trace/disk_layout.h); a multiple of 4 KiB.
+    uint64_t image_offset = 0;
   };
   // Binds and listens; serves connections on a thread of its own. Starts sealed.
   static absl::StatusOr<std::unique_ptr<StateServer>> Start(const Options& options);
@@ -53,7 +56,7 @@ class StateServer {
   void ServeState(uint64_t generation);
   // Serves another image of the same size from the next ServeState on (a disk kept attached to its
   // guest across checks: guest_judge.h). Only while sealed.
-  absl::Status UseImage(int image_fd, uint64_t image_bytes);
+  absl::Status UseImage(int image_fd, uint64_t image_bytes, uint64_t image_offset = 0);
   // Refuses writes from now on; returns how many were refused since the last ServeState (a write
   // between two states is a file system still alive in the guest).
   void Seal();
@@ -83,6 +86,7 @@ class StateServer {
   const Options options_;
   mutable absl::Mutex mu_;
   int image_fd_ ABSL_GUARDED_BY(mu_) = -1;  // the image served (options_.image_fd, or UseImage's)
+  uint64_t image_offset_ ABSL_GUARDED_BY(mu_) = 0;  // and where the disk starts in it
   bool sealed_ ABSL_GUARDED_BY(mu_) = true;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;

@@ -139,6 +139,8 @@ void Agent::ParseChecker(const std::string& text, GuestResult* result) {
   }
 }
 
-GuestResult RunGuestJob(const GuestJob& job, int port_fd) { return Agent(job, port_fd).Run(); }
+GuestResult RunGuestJob(const GuestJob& job, int port_fd, ResidentCheckers* residents) {
+  return Agent(job, port_fd, residents).Run();
+}
 
 }  // namespace powercut::vm::guest

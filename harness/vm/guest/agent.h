@@ -9,8 +9,11 @@ namespace powercut::vm::guest {
 inline constexpr char kRunDir[] = "/run/powercut";  // the run folder (9p tag powercut)
 inline constexpr char kAckPortName[] = "powercut.ack";
 
+class ResidentCheckers;
+
 // Runs `job`; every line it sends on the virtio-serial port (`port_fd`, -1 = none) is prefixed
-// with `job <id> ` when job.job_id != 0.
-GuestResult RunGuestJob(const GuestJob& job, int port_fd);
+// with `job <id> ` when job.job_id != 0. `residents`: a serving agent's resident checkers, kept
+// across its jobs (null: every checker is exec'd).
+GuestResult RunGuestJob(const GuestJob& job, int port_fd, ResidentCheckers* residents = nullptr);
 
 }  // namespace powercut::vm::guest

@@ -21,6 +21,7 @@
 #include "harness/check/checker.h"
 #include "harness/vm/guest/agent_job.h"
 #include "harness/vm/guest/guest_devices.h"
+#include "harness/vm/guest/resident_checker.h"
 
 namespace powercut::vm::guest {
 
@@ -39,7 +40,20 @@ int Agent::RunCommand(const std::string& command, const std::string& log_name, b
   launch.ack_fd = ack_pipe[1];
   launch.sync_fd = sync_pipe[0];
   JobCgroup cgroup(fmt::format("job-{}-{}", job_.job_id, ++commands_));
-  pid_t pid = fork();
+  ResidentChecker* resident = relay_acks ? nullptr : ResidentFor(launch);
+  pid_t pid = -1;
+  if (resident != nullptr) {
+    absl::StatusOr<pid_t> began = BeginResident(resident, launch, cgroup);
+    if (began.ok()) {
+      pid = *began;
+    } else {
+      Event(fmt::format("resident-checker-dropped {}", std::string(began.status().message())));
+      residents_->Drop();
+      resident = nullptr;
+    }
+  }
+  last_command_resident_ = resident != nullptr;
+  if (resident == nullptr) pid = fork();
   if (pid == 0) ExecCommand(launch, cgroup);
   close(ack_pipe[1]);
   close(out_pipe[1]);
@@ -63,7 +77,51 @@ int Agent::RunCommand(const std::string& command, const std::string& log_name, b
   sync_fd_ = -1;
   ack_fd_ = -1;
   workload_pgid_ = -1;
-  return Reap(pid, cgroup);
+  return resident != nullptr ? ReapResident(resident, pid, cgroup) : Reap(pid, cgroup);
+}
+
+ResidentChecker* Agent::ResidentFor(const CommandLaunch& launch) {
+  if (!job_.resident_checker || residents_ == nullptr || launch.words.empty()) return nullptr;
+  std::string why;
+  ResidentChecker* server = residents_->For(launch.words, launch.env,
+                                            fmt::format("{}/checker-server.log", kRunDir), &why);
+  if (server == nullptr) Event(fmt::format("resident-checker-unavailable {}", why.substr(0, 200)));
+  return server;
+}
+
+absl::StatusOr<pid_t> Agent::BeginResident(ResidentChecker* server, const CommandLaunch& launch,
+                                           const JobCgroup& cgroup) {
+  const int log_fd = open(launch.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  absl::StatusOr<pid_t> pid = absl::InternalError("cannot open the checker's log or /dev/null");
+  if (log_fd >= 0 && devnull >= 0) {
+    pid = server->Begin({.stdin_fd = devnull,
+                         .stdout_fd = launch.stdout_fd >= 0 ? launch.stdout_fd : log_fd,
+                         .stderr_fd = log_fd,
+                         .ack_fd = launch.ack_fd,
+                         .cgroup_procs = cgroup.valid() ? cgroup.path() + "/cgroup.procs" : "",
+                         .working_dir = launch.dir});
+  }
+  if (log_fd >= 0) close(log_fd);
+  if (devnull >= 0) close(devnull);
+  return pid;
+}
+
+int Agent::ReapResident(ResidentChecker* server, pid_t pid, const JobCgroup& cgroup) {
+  // The child has ended (ReadUntilExit): the server reaped it and says how.
+  absl::StatusOr<int> status = server->End(30000);
+  if (!status.ok()) {
+    resident_failed_ = std::string(status.status().message());
+    residents_->Drop();
+    cgroup.KillAll(pid);
+    return -1;
+  }
+  if (const uint64_t left = cgroup.Count(pid); left > 0) {
+    result_.leftover_processes += left;
+    Event(fmt::format("leftover-processes {}", left));
+    if (!cgroup.KillAll(pid)) leftovers_survived_ = true;
+  }
+  return WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
 }
 
 CommandLaunch Agent::LaunchFor(const std::string& command, const std::string& log_name,
@@ -139,6 +197,8 @@ int Agent::Reap(pid_t pid, const JobCgroup& cgroup) {
 
 void Agent::ReadUntilExit(pid_t pid, int out_fd, bool relay_acks, std::string* stdout_text) {
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  // A resident checker's child is its server's (resident_checker.h): reaped there already.
+  const bool already_gone = pidfd < 0 && errno == ESRCH;
   bool out_open = stdout_text != nullptr;
   bool ack_open = true;
   auto read_into = [](int fd, std::string* into, bool* open_flag) {
@@ -152,7 +212,7 @@ void Agent::ReadUntilExit(pid_t pid, int out_fd, bool relay_acks, std::string* s
     into->append(buf, static_cast<size_t>(n));
     return true;
   };
-  bool exited = false;
+  bool exited = already_gone;
   // A checker past GuestJob::checker_timeout_s is killed with its process group (the cgroup
   // takes what left it); the pidfd then reports the exit.
   const double deadline =

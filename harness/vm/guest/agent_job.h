@@ -13,11 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "fmt/format.h"
 #include "harness/fs/file_system.h"
 #include "harness/vm/guest/agent.h"
 #include "harness/vm/guest/guest_job.h"
 #include "harness/vm/guest/job_cgroup.h"
+#include "harness/vm/guest/resident_checker.h"
 #include "harness/vm/guest/step_clock.h"
 
 namespace powercut::vm::guest {
@@ -44,8 +46,9 @@ struct CommandLaunch {
 
 class Agent {
  public:
-  Agent(GuestJob job, int port_fd)
+  Agent(GuestJob job, int port_fd, ResidentCheckers* residents = nullptr)
       : job_(std::move(job)),
+        residents_(residents),
         port_fd_(port_fd),
         prefix_(job_.job_id == 0 ? "" : fmt::format("job {} ", job_.job_id)) {}
 
@@ -102,6 +105,12 @@ class Agent {
                           bool relay_acks) const;
   [[noreturn]] static void ExecCommand(const CommandLaunch& launch, const JobCgroup& cgroup);
   int Reap(pid_t pid, const JobCgroup& cgroup);
+  // A checker of GuestJob::resident_checker: the agent's server for its command (started when
+  // needed; nullptr: run it the ordinary way), one state's child started there, and its end.
+  ResidentChecker* ResidentFor(const CommandLaunch& launch);
+  absl::StatusOr<pid_t> BeginResident(ResidentChecker* server, const CommandLaunch& launch,
+                                      const JobCgroup& cgroup);
+  int ReapResident(ResidentChecker* server, pid_t pid, const JobCgroup& cgroup);
   // Reads the command's stdout (checkers) and ack pipe until its own process exited, then what is
   // still buffered in both. (A process it left behind may hold the pipes open for ever.)
   void ReadUntilExit(pid_t pid, int out_fd, bool relay_acks, std::string* stdout_text);
@@ -127,9 +136,17 @@ class Agent {
   // removal of everything (docs/fstest.md, "Judging in the guest"). Its text is the checker's.
   void JudgeFsTest();
   bool Released(StepClock* clock);
+  // One disk of a state mounted at `dir` (mount(2), or mount(8) with the job's options), and the
+  // mounted ones unmounted, newest first.
+  bool MountDisk(const std::string& dev, const std::string& dir, harness::FsKind fs);
+  bool UnmountDisks(const std::vector<std::string>& dirs);
 
   GuestJob job_;
   GuestResult result_;
+  ResidentCheckers* const residents_;  // the serving agent's (not owned; null: none)
+  // Set when a resident checker's server failed mid-state: the state's outcome is unknown.
+  std::string resident_failed_;
+  bool last_command_resident_ = false;      // the last command was a resident checker's child
   std::string mount_dir_ = kMountDir;       // POWERCUT_DIR
   std::vector<std::string> extra_devices_;  // disks 2..N of a set (GuestJob::extra_disks)
   const int port_fd_;                       // the virtio-serial port (-1: none)

@@ -21,13 +21,15 @@
 #include "fmt/format.h"
 #include "harness/vm/guest/agent.h"
 #include "harness/vm/guest/guest_devices.h"
+#include "harness/vm/guest/resident_checker.h"
 
 namespace {
 
 using powercut::vm::GuestResult;
 using powercut::vm::guest::kRunDir;
 
-GuestResult RunJobFile(const std::string& job_path, int port_fd) {
+GuestResult RunJobFile(const std::string& job_path, int port_fd,
+                       powercut::vm::guest::ResidentCheckers* residents = nullptr) {
   std::ifstream in(job_path);
   std::stringstream text;
   text << in.rdbuf();
@@ -38,7 +40,7 @@ GuestResult RunJobFile(const std::string& job_path, int port_fd) {
     result.error = fmt::format("{}: {}", job_path, std::string(job.status().message()));
     return result;
   }
-  return powercut::vm::guest::RunGuestJob(*job, port_fd);
+  return powercut::vm::guest::RunGuestJob(*job, port_fd, residents);
 }
 
 // Written under a temporary name and renamed: the host never reads half a result.
@@ -79,6 +81,8 @@ int Serve(int port_fd) {
     return 1;
   }
   SendLine(port_fd, fmt::format("event agent-start ready={:.2f}", powercut::vm::guest::Uptime()));
+  // Resident checkers live across jobs: a matrix cell's states share one start of the checker.
+  powercut::vm::guest::ResidentCheckers residents;
   std::string pending, line;
   while (ReadLineFrom(port_fd, &pending, &line)) {
     if (line == "quit") return 0;
@@ -89,8 +93,9 @@ int Serve(int port_fd) {
       SendLine(port_fd, fmt::format("event unknown-request {}", line.substr(0, 80)));
       continue;
     }
-    GuestResult result = RunJobFile(
-        fmt::format("{}/{}", kRunDir, powercut::vm::JobFileName("job", id, "json")), port_fd);
+    GuestResult result =
+        RunJobFile(fmt::format("{}/{}", kRunDir, powercut::vm::JobFileName("job", id, "json")),
+                   port_fd, &residents);
     WriteResult(powercut::vm::JobFileName("result", id, "json"), result);
     SendLine(port_fd, fmt::format("job {} event job-done ok={}", id, result.ok ? 1 : 0));
   }

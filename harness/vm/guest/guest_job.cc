@@ -30,11 +30,14 @@ std::string GuestJobToJson(const GuestJob& job) {
             {"checker_timeout_s", job.checker_timeout_s},
             {"fstest_promises", job.fstest_promises},
             {"boot_checks", job.boot_checks},
+            {"resident_checker", job.resident_checker},
             {"sync_acks", job.sync_acks},
             {"checks", json::array()},
             {"extra_disks", json::array()}};
   for (const GuestExtraDisk& d : job.extra_disks) {
-    j["extra_disks"].push_back({{"disk_serial", d.disk_serial}, {"fs", harness::FsName(d.fs)}});
+    j["extra_disks"].push_back({{"disk_serial", d.disk_serial},
+                                {"fs", harness::FsName(d.fs)},
+                                {"state_token", d.state_token}});
   }
   for (const GuestCheck& c : job.checks) {
     j["checks"].push_back({{"disk_serial", c.disk_serial},
@@ -77,12 +80,15 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
     job.checker_timeout_s = j.value("checker_timeout_s", 0.0);
     job.fstest_promises = j.value("fstest_promises", "");
     job.boot_checks = j.value("boot_checks", true);
+    job.resident_checker = j.value("resident_checker", false);
     job.sync_acks = j.value("sync_acks", false);
     for (const json& d : j.value("extra_disks", json::array())) {
       absl::StatusOr<harness::FsKind> disk_fs =
           harness::ParseFsKind(d.at("fs").get<std::string>(), "job.json: extra_disks[].fs");
       if (!disk_fs.ok()) return disk_fs.status();
-      job.extra_disks.push_back({.disk_serial = d.value("disk_serial", ""), .fs = *disk_fs});
+      job.extra_disks.push_back({.disk_serial = d.value("disk_serial", ""),
+                                 .fs = *disk_fs,
+                                 .state_token = d.value("state_token", "")});
     }
     for (const json& c : j.value("checks", json::array())) {
       absl::StatusOr<harness::FsKind> check_fs =
@@ -133,7 +139,8 @@ json ResultToJson(const GuestResult& r) {
             {"checks", json::array()}};
   for (const auto& [name, seconds] : r.phases) j["phases"].push_back({name, seconds});
   for (const GuestResult::FsStep& s : r.fs_steps) {
-    j["fs_steps"].push_back({{"name", s.name},
+    j["fs_steps"].push_back({{"disk", s.disk},
+                             {"name", s.name},
                              {"exit_code", s.exit_code},
                              {"changed", s.changed},
                              {"detail", s.detail}});
@@ -169,7 +176,8 @@ GuestResult ResultFromJson(const json& j) {
   r.checker_signal = j.value("checker_signal", 0);
   r.checker_timed_out = j.value("checker_timed_out", false);
   for (const json& s : j.value("fs_steps", json::array())) {
-    r.fs_steps.push_back({.name = s.value("name", ""),
+    r.fs_steps.push_back({.disk = s.value("disk", ""),
+                          .name = s.value("name", ""),
                           .exit_code = s.value("exit_code", 0),
                           .changed = s.value("changed", false),
                           .detail = s.value("detail", "")});

@@ -28,6 +28,8 @@ struct GuestCheck {
 struct GuestExtraDisk {
   std::string disk_serial;
   harness::FsKind fs = harness::DefaultFs();
+  // kCheck of a set's crash state (GuestJob::state_token): this disk's own state block token.
+  std::string state_token;
 };
 
 // What the guest agent does.
@@ -38,7 +40,7 @@ struct GuestJob {
   std::string disk_serial = "powercut0";
   // dm-log-writes: the log disk's serial; "" = no dm-log-writes.
   std::string log_writes_serial;
-  // kWorkload: disks 2..N of a set, in order (empty: one disk).
+  // Disks 2..N of a set, in order (empty: one disk): a workload's, or a set's crash state.
   std::vector<GuestExtraDisk> extra_disks;
   // dm-flakey (none: no failing disk; in JSON its name or ""); the table switches from
   // pass-through to flakey when `flakey_after_acks` acks were relayed (0 = before the workload
@@ -83,6 +85,10 @@ struct GuestJob {
   // false: the boot path mounts first and runs the file system's recovery tools only where the
   // mount fails, skipping the boot-time check (e2fsck -p): `powercut fstest` (docs/fstest.md).
   bool boot_checks = true;
+  // kCheck of a crash state: the checker is powercut's own workload program, which serves states
+  // resident (base/check_server.h): the agent starts it once and forks it per state instead of
+  // exec'ing it. Only the host sets it, for the commands it built.
+  bool resident_checker = false;
 };
 
 // What the guest agent reports.
@@ -122,6 +128,7 @@ struct GuestResult {
   int checker_signal = 0;
   bool checker_timed_out = false;
   struct FsStep {
+    std::string disk;  // a set's state: "disk K" ("" for one disk)
     std::string name;
     int exit_code = 0;
     bool changed = false;

@@ -20,6 +20,7 @@ class JobCgroup {
   JobCgroup& operator=(const JobCgroup&) = delete;
 
   bool valid() const { return !path_.empty(); }
+  const std::string& path() const { return path_; }
   // In the forked child, before exec: moves the calling process into the cgroup.
   void EnterFromChild() const;
   // The processes still in the cgroup (or in process group `pgid`).

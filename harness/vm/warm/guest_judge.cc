@@ -25,13 +25,25 @@ namespace {
 // unmount; a job past both is a hung guest.
 constexpr std::chrono::seconds kJobMargin{120};
 
+// powercut's own workload programs serve crash states resident (workloads/main.cc starts with
+// base/check_server.h's ServeChecksIfAsked); any other checker is exec'd per state.
+bool ServesResident(const std::string& checker) {
+  std::vector<std::string> words;
+  if (!harness::PlainCommandWords(checker, &words) || words.empty()) return false;
+  const std::string program = words[0].substr(words[0].rfind('/') + 1);
+  return program == "powercut-workload" || program == "powercut-workload-clients";
+}
+
 harness::ImageCheckResult FromGuest(const GuestResult& g) {
   harness::ImageCheckResult out;
   out.method = kGuestCheckMethod;
   out.kernel = g.kernel;
   for (const GuestResult::FsStep& s : g.fs_steps) {
-    out.fs.steps.push_back(
-        {.name = s.name, .exit_code = s.exit_code, .changed = s.changed, .detail = s.detail});
+    out.fs.steps.push_back({.name = s.name,
+                            .exit_code = s.exit_code,
+                            .changed = s.changed,
+                            .detail = s.detail,
+                            .disk = s.disk});
   }
   out.fs.repaired = g.fs_repaired;
   out.fs.unrecoverable = g.fs_unrecoverable;
@@ -61,6 +73,13 @@ harness::ImageCheckResult FromGuest(const GuestResult& g) {
   return out;
 }
 
+// Where a disk's bytes are served from: the worker's image (at the disk's offset in a set's
+// concatenated image), or the copy the host's boot checks ran on.
+struct Served {
+  int fd = -1;
+  uint64_t offset = 0;
+};
+
 class GuestStateJudge : public harness::StateJudge {
  public:
   GuestStateJudge(GuestCheckPool* pool, GuestCheckSpec spec, int worker)
@@ -68,37 +87,61 @@ class GuestStateJudge : public harness::StateJudge {
 
   ~GuestStateJudge() override {
     Release(false);
-    if (checked_fd_ >= 0) ::close(checked_fd_);
+    for (Copy& c : copies_) {
+      if (c.fd >= 0) ::close(c.fd);
+    }
   }
 
   absl::StatusOr<harness::ImageCheckResult> Check(int image_fd, uint64_t image_bytes) override {
-    host_checks_ = {};
+    return Judge(image_fd,
+                 {{.offset = 0, .bytes = image_bytes, .fs = spec_.fs, .sector = spec_.sector}});
+  }
+
+  absl::StatusOr<harness::ImageCheckResult> CheckSet(
+      int image_fd, const std::vector<harness::SetDisk>& disks) override {
+    if (disks.empty()) return absl::InvalidArgumentError("a set of no disks");
+    return Judge(image_fd, disks);
+  }
+
+ private:
+  // The scratch copy a disk's boot checks run on (made at the first state that needs it).
+  struct Copy {
+    std::string path;
+    int fd = -1;
+  };
+
+  absl::StatusOr<harness::ImageCheckResult> Judge(int image_fd,
+                                                  const std::vector<harness::SetDisk>& disks) {
+    host_checks_.assign(disks.size(), {});
     host_checks_seconds_ = -1;
-    int served_fd = image_fd;
+    std::vector<Served> served;
+    for (const harness::SetDisk& d : disks) served.push_back({image_fd, d.offset});
     bool guest_boot_checks = spec_.boot_checks;
-    if (spec_.boot_checks && !harness::FileSystemOf(spec_.fs).boot_steps.empty()) {
+    if (spec_.boot_checks && NeedsBootChecks(disks)) {
       // The boot checks are userspace programs: run here on a copy, they cost the host a few
       // milliseconds instead of a program start inside the emulated CPU, and the guest then
       // starts from the mount (docs/run.md, "Where the time goes").
       const auto start = std::chrono::steady_clock::now();
-      ASSIGN_OR_RETURN(host_checks_, CheckedCopy(image_fd, image_bytes));
+      ASSIGN_OR_RETURN(bool passed, CheckedCopies(image_fd, disks, &served));
       host_checks_seconds_ =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (host_checks_.passed) {
-        served_fd = checked_fd_;
+      if (passed) {
         guest_boot_checks = false;
       } else {
-        host_checks_ = {};  // a check gave up: the guest walks the whole boot path itself
+        // A check gave up: the guest walks every disk's whole boot path itself, on the untouched
+        // state.
+        host_checks_.assign(disks.size(), {});
+        served.clear();
+        for (const harness::SetDisk& d : disks) served.push_back({image_fd, d.offset});
       }
     }
     absl::Status last;
     for (int attempt = 0; attempt < 2; ++attempt) {
-      absl::StatusOr<harness::ImageCheckResult> r =
-          Attempt(served_fd, image_bytes, guest_boot_checks);
+      absl::StatusOr<harness::ImageCheckResult> r = Attempt(disks, served, guest_boot_checks);
       if (r.ok()) {
         pool_->CountState();
         if (spec_.phases != nullptr) spec_.phases->Add(phases_);
-        MergeHostChecks(&*r);
+        MergeHostChecks(disks.size() > 1, &*r);
         return r;
       }
       last = r.status();
@@ -114,103 +157,161 @@ class GuestStateJudge : public harness::StateJudge {
     return out;
   }
 
- private:
-  absl::Status Connect(int image_fd, uint64_t image_bytes) {
+  static bool NeedsBootChecks(const std::vector<harness::SetDisk>& disks) {
+    for (const harness::SetDisk& d : disks) {
+      if (!harness::FileSystemOf(d.fs).boot_steps.empty()) return true;
+    }
+    return false;
+  }
+
+  // The guest already has disks of these sizes and sectors attached (a state of the same cell).
+  bool DisksFit(const std::vector<harness::SetDisk>& disks) const {
+    if (disks_.size() != disks.size()) return false;
+    for (size_t i = 0; i < disks.size(); ++i) {
+      if (disks_[i]->image_bytes != disks[i].bytes || disks_[i]->sector != disks[i].sector) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  absl::Status Connect(const std::vector<harness::SetDisk>& disks,
+                       const std::vector<Served>& served) {
     const GuestConfig need = [&] {
       GuestConfig c;
-      c.Add({.modules = GuestModulesFor(spec_.fs, false, false),
-             .keep_paths = KeepPathsFor(pool_->env().agent, {}, {spec_.checker})});
+      c.Add({.keep_paths = KeepPathsFor(pool_->env().agent, {}, {spec_.checker})});
+      for (const harness::SetDisk& d : disks) {
+        c.Add({.modules = GuestModulesFor(d.fs, false, false)});
+      }
       return c;
     }();
     ASSIGN_OR_RETURN(GuestCheckPool::Leased leased, pool_->Lease(need));
     guest_ = std::move(leased.guest);
-    disk_ = std::move(leased.disk);
-    if (disk_ != nullptr && disk_->image_bytes == image_bytes && disk_->sector == spec_.sector &&
-        disk_->server->UseImage(image_fd, image_bytes).ok()) {
-      return absl::OkStatus();  // the guest's disk, now serving this worker's image
+    disks_ = std::move(leased.disks);
+    if (DisksFit(disks)) return absl::OkStatus();  // the guest's disks, now serving this worker
+    for (std::unique_ptr<StateDisk>& disk : disks_) {
+      RETURN_IF_ERROR(guest_->DetachDisk(disk->serial));  // other sizes: disks of their own
     }
-    if (disk_ != nullptr) {
-      RETURN_IF_ERROR(guest_->DetachDisk(disk_->serial));  // another size: a disk of its own
-      disk_.reset();
+    disks_.clear();
+    for (size_t i = 0; i < disks.size(); ++i) {
+      auto disk = std::make_unique<StateDisk>();
+      ASSIGN_OR_RETURN(disk->dir, ScratchDir::Create("powercut-judge"));
+      ASSIGN_OR_RETURN(disk->server,
+                       StateServer::Start({.socket_path = disk->dir.path() + "/state.sock",
+                                           .image_fd = served[i].fd,
+                                           .image_bytes = disks[i].bytes,
+                                           .image_offset = served[i].offset}));
+      ASSIGN_OR_RETURN(disk->serial,
+                       guest_->AttachDisk({.nbd_socket = disk->server->socket_path(),
+                                           .image_file = "",
+                                           .geometry = harness::GeometryOf(disks[i].sector)}));
+      disk->image_bytes = disks[i].bytes;
+      disk->sector = disks[i].sector;
+      disks_.push_back(std::move(disk));
     }
-    auto disk = std::make_unique<StateDisk>();
-    ASSIGN_OR_RETURN(disk->dir, ScratchDir::Create("powercut-judge"));
-    ASSIGN_OR_RETURN(disk->server,
-                     StateServer::Start({.socket_path = disk->dir.path() + "/state.sock",
-                                         .image_fd = image_fd,
-                                         .image_bytes = image_bytes}));
-    ASSIGN_OR_RETURN(disk->serial,
-                     guest_->AttachDisk({.nbd_socket = disk->server->socket_path(),
-                                         .image_file = "",
-                                         .geometry = harness::GeometryOf(spec_.sector)}));
-    disk->image_bytes = image_bytes;
-    disk->sector = spec_.sector;
-    disk_ = std::move(disk);
     return absl::OkStatus();
   }
 
-  // The state copied onto this judge's scratch image and the boot checks run on it.
-  absl::StatusOr<harness::BootChecks> CheckedCopy(int image_fd, uint64_t image_bytes) {
-    if (checked_fd_ < 0) {
-      ASSIGN_OR_RETURN(scratch_, ScratchDir::Create("powercut-judge-fsck"));
-      checked_path_ = scratch_.path() + "/state.img";
-      checked_fd_ = ::open(checked_path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      if (checked_fd_ < 0) {
+  // Each disk with boot checks copied onto this judge's scratch image of it and checked there;
+  // `served` points at the copies. False: a check gave up.
+  absl::StatusOr<bool> CheckedCopies(int image_fd, const std::vector<harness::SetDisk>& disks,
+                                     std::vector<Served>* served) {
+    if (copies_.size() < disks.size()) {
+      if (scratch_.path().empty()) {
+        ASSIGN_OR_RETURN(scratch_, ScratchDir::Create("powercut-judge-fsck"));
+      }
+      copies_.resize(disks.size());
+    }
+    for (size_t i = 0; i < disks.size(); ++i) {
+      const harness::FileSystem& fs = harness::FileSystemOf(disks[i].fs);
+      if (fs.boot_steps.empty()) continue;
+      Copy& copy = copies_[i];
+      if (copy.fd < 0) {
+        copy.path = fmt::format("{}/disk{}.img", scratch_.path(), i + 1);
+        copy.fd = ::open(copy.path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (copy.fd < 0) {
+          return absl::InternalError(
+              fmt::format("cannot create {}: {}", copy.path, std::strerror(errno)));
+        }
+      }
+      // A judge outlives its cell's image size when the guest is reused: size it for each state.
+      if (::ftruncate(copy.fd, static_cast<off_t>(disks[i].bytes)) != 0) {
         return absl::InternalError(
-            fmt::format("cannot create {}: {}", checked_path_, std::strerror(errno)));
+            fmt::format("cannot size {}: {}", copy.path, std::strerror(errno)));
+      }
+      RETURN_IF_ERROR(CopyRangeOnto(image_fd, disks[i].offset, copy.fd, 0, disks[i].bytes,
+                                    "the crash state", copy.path));
+      ASSIGN_OR_RETURN(host_checks_[i],
+                       harness::RunBootChecks(fs, copy.path, spec_.checker_timeout_s));
+      if (!host_checks_[i].passed) return false;
+      (*served)[i] = {copy.fd, 0};
+    }
+    return true;
+  }
+
+  // The host's boot checks come first in each disk's boot path, as a booting machine runs them.
+  void MergeHostChecks(bool set, harness::ImageCheckResult* r) const {
+    const bool any = std::any_of(host_checks_.begin(), host_checks_.end(),
+                                 [](const harness::BootChecks& c) { return !c.steps.empty(); });
+    if (!any) return;
+    std::vector<harness::FsStepResult> steps;
+    for (size_t i = 0; i < host_checks_.size(); ++i) {
+      const std::string label = set ? fmt::format("disk {}", i + 1) : "";
+      for (harness::FsStepResult step : host_checks_[i].steps) {
+        step.disk = label;
+        steps.push_back(std::move(step));
+      }
+      r->fs.repaired = r->fs.repaired || host_checks_[i].repaired;
+      // Then the guest's steps of this disk.
+      for (const harness::FsStepResult& step : r->fs.steps) {
+        if (step.disk == label) steps.push_back(step);
       }
     }
-    // A judge outlives its cell's image size when the guest is reused: size it for each state.
-    if (::ftruncate(checked_fd_, static_cast<off_t>(image_bytes)) != 0) {
-      return absl::InternalError(
-          fmt::format("cannot size {}: {}", checked_path_, std::strerror(errno)));
-    }
-    RETURN_IF_ERROR(CopyOnto(image_fd, checked_fd_, image_bytes, "the crash state", checked_path_));
-    return harness::RunBootChecks(harness::FileSystemOf(spec_.fs), checked_path_,
-                                  spec_.checker_timeout_s);
-  }
-
-  // The host's boot checks come first in the state's boot path, as a booting machine runs them.
-  void MergeHostChecks(harness::ImageCheckResult* r) const {
-    if (host_checks_.steps.empty()) return;
-    std::vector<harness::FsStepResult> steps = host_checks_.steps;
-    steps.insert(steps.end(), r->fs.steps.begin(), r->fs.steps.end());
     r->fs.steps = std::move(steps);
-    r->fs.repaired = r->fs.repaired || host_checks_.repaired;
   }
 
-  absl::StatusOr<harness::ImageCheckResult> Attempt(int image_fd, uint64_t image_bytes,
+  absl::StatusOr<harness::ImageCheckResult> Attempt(const std::vector<harness::SetDisk>& disks,
+                                                    const std::vector<Served>& served,
                                                     bool boot_checks) {
-    if (guest_ == nullptr || !guest_->usable()) {
-      Release(true);
-      RETURN_IF_ERROR(Connect(image_fd, image_bytes));
+    if (guest_ == nullptr || !guest_->usable() || !DisksFit(disks)) {
+      Release(guest_ != nullptr && !guest_->usable());
+      RETURN_IF_ERROR(Connect(disks, served));
     }
-    StateServer& server = *disk_->server;
-    RETURN_IF_ERROR(server.UseImage(image_fd, image_bytes));
-    if (const uint64_t late = server.refused_writes(); late > 0) {
-      return absl::InternalError(fmt::format(
-          "{} write(s) reached the state disk after the previous state was released: a file "
-          "system outlived its unmount in the guest",
-          late));
-    }
-    server.ServeState(++disk_->generation);
     GuestJob job;
+    for (size_t i = 0; i < disks.size(); ++i) {
+      StateServer& server = *disks_[i]->server;
+      RETURN_IF_ERROR(server.UseImage(served[i].fd, disks[i].bytes, served[i].offset));
+      if (const uint64_t late = server.refused_writes(); late > 0) {
+        return absl::InternalError(fmt::format(
+            "{} write(s) reached state disk {} after the previous state was released: a file "
+            "system outlived its unmount in the guest",
+            late, i + 1));
+      }
+      server.ServeState(++disks_[i]->generation);
+      const std::string token = StateServer::TokenFor(disks_[i]->generation);
+      if (i == 0) {
+        job.disk_serial = disks_[i]->serial;
+        job.state_token = token;
+      } else {
+        job.extra_disks.push_back(
+            {.disk_serial = disks_[i]->serial, .fs = disks[i].fs, .state_token = token});
+      }
+    }
     job.mode = GuestJob::Mode::kCheck;
-    job.fs = spec_.fs;
-    job.disk_serial = disk_->serial;
+    job.fs = disks[0].fs;
     job.command = spec_.checker;
     job.mount_options = spec_.mount_options;
-    job.state_token = StateServer::TokenFor(disk_->generation);
     job.checker_timeout_s = spec_.checker_timeout_s;
     job.fstest_promises = spec_.fstest_promises;
     job.boot_checks = boot_checks;
+    job.resident_checker = ServesResident(spec_.checker);
     const auto timeout =
         std::chrono::seconds(static_cast<int64_t>(spec_.checker_timeout_s)) + kJobMargin;
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<GuestResult> r = guest_->RunAgentJob(job, timeout);
     const double round_trip =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    server.Seal();
+    for (std::unique_ptr<StateDisk>& disk : disks_) disk->server->Seal();
     if (!r.ok()) return r.status();
     // The host's share: the job file and `job <id>` line out, the agent reading the job over
     // 9p, the result file back and its parsing: what the guest's own steps do not cover.
@@ -224,40 +325,40 @@ class GuestStateJudge : public harness::StateJudge {
       return absl::InternalError(
           fmt::format("the agent's step {} failed in the guest: {}", r->failed_step, r->error));
     }
-    if (!disk_->geometry_checked) {
-      RETURN_IF_ERROR(CheckGuestGeometry(*r, harness::GeometryOf(spec_.sector)));
-      disk_->geometry_checked = true;
+    if (!disks_[0]->geometry_checked) {
+      RETURN_IF_ERROR(CheckGuestGeometry(*r, harness::GeometryOf(disks[0].sector)));
+      disks_[0]->geometry_checked = true;
     }
-    RETURN_IF_ERROR(server.status());
+    for (std::unique_ptr<StateDisk>& disk : disks_) RETURN_IF_ERROR(disk->server->status());
     kernel_ = r->kernel;
     return FromGuest(*r);
   }
 
-  // Gives the guest back with its state disk still attached (`discard`: kills it).
+  // Gives the guest back with its state disks still attached (`discard`: kills it).
   void Release(bool discard) {
     if (guest_ != nullptr) {
       if (discard) {
         guest_->Shutdown();
-        disk_.reset();
+        disks_.clear();
       }
-      pool_->Return(std::move(guest_), std::move(disk_));
+      pool_->Return(std::move(guest_), std::move(disks_));
     }
-    disk_.reset();
+    disks_.clear();
   }
 
   GuestCheckPool* const pool_;
   const GuestCheckSpec spec_;
   const int worker_;
   std::unique_ptr<WarmGuest> guest_;
-  std::unique_ptr<StateDisk> disk_;  // attached to guest_
+  std::vector<std::unique_ptr<StateDisk>> disks_;  // attached to guest_, one per disk of the state
   std::string kernel_;
   // The state's steps: the host's boot checks, then the last attempt's (GuestResult::phases).
   std::vector<std::pair<std::string, double>> phases_;
-  // The scratch copy the boot checks ran on (created at the first state) and their outcome.
+  // The scratch copies the boot checks ran on (one per disk, made at the first state that needs
+  // it) and their outcome per disk.
   ScratchDir scratch_;
-  std::string checked_path_;
-  int checked_fd_ = -1;
-  harness::BootChecks host_checks_;
+  std::vector<Copy> copies_;
+  std::vector<harness::BootChecks> host_checks_;
   double host_checks_seconds_ = -1;  // -1: none ran for this state
 };
 
@@ -294,13 +395,14 @@ absl::StatusOr<GuestCheckPool::Leased> GuestCheckPool::Lease(const GuestConfig& 
   WarmGuest::Options o;
   o.config = config;
   ASSIGN_OR_RETURN(std::unique_ptr<WarmGuest> guest, WarmGuest::Boot(env_, o));
-  return Leased{.guest = std::move(guest), .disk = nullptr};
+  return Leased{.guest = std::move(guest), .disks = {}};
 }
 
-void GuestCheckPool::Return(std::unique_ptr<WarmGuest> guest, std::unique_ptr<StateDisk> disk) {
+void GuestCheckPool::Return(std::unique_ptr<WarmGuest> guest,
+                            std::vector<std::unique_ptr<StateDisk>> disks) {
   if (guest == nullptr || !guest->usable()) return;
   powercut::MutexLock lock(&mu_);
-  idle_.push_back({.guest = std::move(guest), .disk = std::move(disk)});
+  idle_.push_back({.guest = std::move(guest), .disks = std::move(disks)});
 }
 
 uint64_t GuestCheckPool::boots() const {

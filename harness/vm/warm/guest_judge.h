@@ -100,14 +100,15 @@ class GuestCheckPool {
 
   struct Leased {
     std::unique_ptr<WarmGuest> guest;
-    std::unique_ptr<StateDisk> disk;  // still attached to it; null for a new guest
+    // Still attached to it, one per disk of the last state it judged; none for a new guest.
+    std::vector<std::unique_ptr<StateDisk>> disks;
   };
   // A warm guest booted with at least `need` (an idle one when it covers it, else a new boot),
-  // with the state disk it kept.
+  // with the state disks it kept.
   absl::StatusOr<Leased> Lease(const GuestConfig& need);
-  // Gives a guest back for the next check, with its state disk still attached (a killed guest is
-  // dropped, and its disk with it).
-  void Return(std::unique_ptr<WarmGuest> guest, std::unique_ptr<StateDisk> disk = nullptr);
+  // Gives a guest back for the next check, with its state disks still attached (a killed guest
+  // is dropped, and its disks with it).
+  void Return(std::unique_ptr<WarmGuest> guest, std::vector<std::unique_ptr<StateDisk>> disks = {});
 
   uint64_t boots() const;
   uint64_t states() const;
@@ -117,7 +118,7 @@ class GuestCheckPool {
  private:
   const VmEnvironment env_;
   mutable absl::Mutex mu_;
-  // Declared disk last in Leased: an idle guest is shut down after its disk's server stopped.
+  // Declared disks last in Leased: an idle guest is shut down after its disks' servers stopped.
   std::vector<Leased> idle_ ABSL_GUARDED_BY(mu_);
   uint64_t boots_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t states_ ABSL_GUARDED_BY(mu_) = 0;
