@@ -16,7 +16,7 @@
 #include "harness/product/fstest/fstest_report.h"
 #include "harness/product/fstest/fstest_repro.h"
 #include "harness/product/fstest/fstest_run.h"
-#include "harness/product/matrix/builtin.h"
+#include "harness/product/run/run.h"
 #include "harness/trace/manifest.h"
 #include "harness/vm/machine/disk_image.h"
 #include "tools/powercut/commands.h"

@@ -12,6 +12,7 @@
 #include "harness/product/html/html_report.h"
 #include "harness/product/matrix/builtin.h"
 #include "harness/product/matrix/matrix.h"
+#include "harness/product/run/run.h"
 #include "tools/powercut/commands.h"
 #include "tools/powercut/fault_options.h"
 #include "tools/powercut/product_commands.h"

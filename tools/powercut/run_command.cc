@@ -12,6 +12,7 @@
 #include "harness/cluster/cluster.h"
 #include "harness/fs/file_system.h"
 #include "harness/product/cell/cell_result.h"
+#include "harness/product/faults/run_with_faults.h"
 #include "harness/product/html/html_report.h"
 #include "harness/product/matrix/builtin.h"
 #include "harness/product/matrix/matrix.h"
@@ -325,7 +326,7 @@ absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, product::Ru
     std::fprintf(stderr, "powercut run: recording the workload in the VM (%s)...\n",
                  vm::AccelName(env->accel));
   }
-  return product::RunWorkload(*env, o);
+  return product::RunWithFaults(*env, o);
 }
 
 // The JSON report: the engine's report (or an empty one) with the run's own section.

@@ -1,6 +1,7 @@
 #include "harness/product/faults/flakey.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/container/flat_hash_set.h"
 #include "base/duration_flag.h"
@@ -22,13 +23,6 @@ absl::Status ValidateFlakey(const RunOptions::Flakey& f) {
     return absl::InvalidArgumentError("--flakey-for: expected a positive duration");
   }
   return absl::OkStatus();
-}
-
-absl::Status ValidateFlakeyDisk(const RunOptions::Flakey& f, uint32_t disks) {
-  if (f.disk >= 1 && f.disk <= disks) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      fmt::format("--flakey-disk {}: the run has {} disk{} (--disks N); name one of 1..{}", f.disk,
-                  disks, disks == 1 ? "" : "s", disks));
 }
 
 absl::StatusOr<std::chrono::milliseconds> ParseFlakeyWindow(const std::string& text) {
@@ -91,9 +85,11 @@ FlakeyResult JudgeFlakeyRun(const RunOptions& o, const vm::RunResult& run, uint6
 
 }  // namespace
 
-RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& o, const std::string& dir,
-                     vm::GuestPool* pool) {
+RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& o, vm::GuestPool* pool) {
   RunOutcome out;
+  const std::optional<RunFolder> folder = StartRun(o, &out);
+  if (!folder) return out;
+  const std::string& dir = folder->dir;
   if (absl::Status s = ValidateFlakey(o.flakey); !s.ok()) {
     out.error_kind = RunError::kUsage;
     out.error = std::string(s.message());

@@ -22,17 +22,13 @@ namespace powercut::product {
 
 // A mode (none is an error); after_acks >= 0; window >= 0 (0: for good).
 absl::Status ValidateFlakey(const RunOptions::Flakey& flakey);
-// `--flakey-disk K`: a disk of the run's `disks` (1..disks); with several disks only disk K
-// fails and the others keep working.
-absl::Status ValidateFlakeyDisk(const RunOptions::Flakey& flakey, uint32_t disks);
 // `--flakey-for`: "2s", "500ms", "1.5s"; positive.
 absl::StatusOr<std::chrono::milliseconds> ParseFlakeyWindow(const std::string& text);
 
-// One flakey run of `options.workload` recorded into `dir`, in `pool`'s warm guest (or a guest of
-// its own when null). Never fails: what went wrong is the outcome's error_kind ("timeout": the
-// guest hung on the failing disk and was killed; "flakey-unsupported": the guest kernel's
-// dm-flakey refused the mode; "vm"; "no-acks").
-RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& options,
-                     const std::string& dir, vm::GuestPool* pool);
+// One flakey run of `options.workload` (checked and given a folder by StartRun, as a replayed
+// run is), in `pool`'s warm guest (or a guest of its own when null). Never fails: what went wrong
+// is the outcome's error_kind ("timeout": the guest hung on the failing disk and was killed;
+// "flakey-unsupported": the guest kernel's dm-flakey refused the mode; "vm"; "no-acks").
+RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& options, vm::GuestPool* pool);
 
 }  // namespace powercut::product

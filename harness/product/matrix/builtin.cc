@@ -232,11 +232,6 @@ absl::StatusOr<std::map<std::string, CellExpect>> LoadBuiltinExpectations(
   return LinkedCatalog()();
 }
 
-std::string AgentHint(const std::string& self) {
-  const std::string agent = InstallLayout::Of(self).Find("powercut-vm-agent");
-  return Executable(agent) ? agent : "";
-}
-
 absl::StatusOr<std::string> FindWorkloadBinary(const std::string& hint, const std::string& self) {
   if (!hint.empty()) {
     if (Executable(hint)) return std::filesystem::absolute(hint).string();

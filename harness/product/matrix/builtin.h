@@ -68,9 +68,4 @@ absl::StatusOr<std::map<std::string, CellExpect>> ParseBuiltinExpectations(
 // point at it.
 absl::StatusOr<std::string> FindWorkloadBinary(const std::string& hint, const std::string& self);
 
-// The guest agent where the layout of `self` puts it (<prefix>/libexec/powercut/ installed,
-// <build>/harness/vm/ in a build tree) when it exists, else "": the hint for vm::PrepareVm, which
-// also looks in $POWERCUT_VM_AGENT and in the running program's own layout.
-std::string AgentHint(const std::string& self);
-
 }  // namespace powercut::product

@@ -11,6 +11,7 @@
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/fs/file_system.h"
+#include "harness/product/faults/run_with_faults.h"
 #include "harness/product/matrix/builtin.h"
 #include "harness/product/run/progress.h"
 
@@ -190,7 +191,7 @@ CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<harness
     }
     RunOptions with_judges = options;
     with_judges.check_pool = shared->check_pool.get();
-    return RunWorkload(*shared->env, with_judges, shared->pool.get());
+    return RunWithFaults(*shared->env, with_judges, shared->pool.get());
   };
 }
 

@@ -1,14 +1,16 @@
 // Where file-system crash states are judged (`--check-in`; docs/run.md, "Where crash states are
-// judged"): the parts of run.h that choose host loop mounts or warm guests and set the guests up.
+// judged"): the parts of run.h that choose host loop mounts or warm guests and set the guests up
+// (the guest agent found beside the running program: AgentHint).
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
+#include "base/install_layout.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/fs/file_system.h"
-#include "harness/product/matrix/builtin.h"
 #include "harness/product/run/run.h"
 #include "harness/trace/manifest.h"
 
@@ -37,6 +39,13 @@ absl::StatusOr<CheckIn> ParseCheckIn(const std::string& text) {
 }
 
 const char* CheckInName(CheckIn where) { return where == CheckIn::kGuest ? "guest" : "host"; }
+
+std::string AgentHint(const std::string& self) {
+  const std::string agent = InstallLayout::Of(self).Find("powercut-vm-agent");
+  std::error_code ec;
+  return std::filesystem::is_regular_file(agent, ec) && ::access(agent.c_str(), X_OK) == 0 ? agent
+                                                                                           : "";
+}
 
 absl::StatusOr<std::unique_ptr<vm::GuestCheckPool>> CheckPoolFor(CheckIn where,
                                                                  const std::string& agent_hint,

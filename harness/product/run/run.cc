@@ -12,9 +12,6 @@
 #include "harness/check/report.h"
 #include "harness/fs/file_system.h"
 #include "harness/fs/fsck.h"
-#include "harness/product/faults/flakey.h"
-#include "harness/product/faults/live_cuts.h"
-#include "harness/product/matrix/builtin.h"
 #include "harness/product/run/recordings.h"
 #include "harness/trace/manifest.h"
 
@@ -169,6 +166,7 @@ void TakeRecording(const vm::RunResult& run, RunOutcome& out) {
         run.guest.leftover_processes));
   }
   out.acks = run.host_acks.size();
+  out.recorded_acks = out.acks;
   out.invalid_ack_lines = run.guest.invalid_ack_lines;
   out.trace_entries = run.trace_entries;
 }
@@ -228,6 +226,7 @@ void AddRecordingTo(const RunOutcome& out, RunOutcome& checked) {
   checked.kernel = out.kernel;
   checked.notes.insert(checked.notes.begin(), out.notes.begin(), out.notes.end());
   checked.recording_dir = out.recording_dir;
+  checked.recorded_acks = out.recorded_acks;
   if (!checked.ran) {
     checked.acks = out.acks;
     checked.trace_entries = out.trace_entries;
@@ -362,31 +361,36 @@ vm::RunSpec RecordingSpec(const RunOptions& o, const std::string& dir) {
   return spec;
 }
 
-RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::GuestPool* pool) {
-  RunOutcome out;
+std::optional<RunFolder> StartRun(const RunOptions& o, RunOutcome* out) {
   absl::Status valid = o.workload.empty() ? absl::InvalidArgumentError("--workload CMD is required")
                                           : ValidateRunOptions(o);
   if (!valid.ok()) {
-    out.error_kind = RunError::kUsage;
-    out.error = std::string(valid.message());
-    return out;
+    out->error_kind = RunError::kUsage;
+    out->error = std::string(valid.message());
+    return std::nullopt;
   }
-  std::string dir = o.keep_dir;
-  bool temporary = dir.empty();
-  ScratchDir scratch;  // the recording's folder unless --keep names one
-  if (temporary) {
+  RunFolder folder{.dir = o.keep_dir, .temporary = o.keep_dir.empty()};
+  if (folder.temporary) {  // the recording's folder unless --keep names one
     auto made = ScratchDir::Create("powercut-run", "/var/tmp");
     if (!made.ok()) {
-      out.error_kind = RunError::kVm;
-      out.error = "cannot create a temporary folder in /var/tmp";
-      return out;
+      out->error_kind = RunError::kVm;
+      out->error = "cannot create a temporary folder in /var/tmp";
+      return std::nullopt;
     }
-    scratch = std::move(*made);
-    dir = scratch.path();
+    folder.scratch = std::move(*made);
+    folder.dir = folder.scratch.path();
   }
+  return folder;
+}
+
+RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::GuestPool* pool) {
+  RunOutcome out;
+  const std::optional<RunFolder> folder = StartRun(o, &out);
+  if (!folder) return out;
+  const std::string& dir = folder->dir;
+  const bool temporary = folder->temporary;
   if (!temporary) out.recording_dir = dir;
 
-  if (o.flakey.mode) return RunFlakey(env, o, dir, pool);
   vm::RunSpec spec = RecordingSpec(o, dir);
   auto start = std::chrono::steady_clock::now();
   out.kernel = vm::KernelName(env.kernel);
@@ -417,9 +421,6 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
     // The temporary folder goes away below: move the recording where the report's rebuild
     // commands can name it.
     KeepRecording(run->trace, o.name.empty() ? "run" : o.name, o.powercut, o.recordings, &checked);
-  }
-  if (checked.ran && o.live_cuts > 0) {
-    checked.live_cuts = RunLiveCuts(env, o, o.live_cuts, out.acks);
   }
   return checked;
 }

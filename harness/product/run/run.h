@@ -1,5 +1,7 @@
 // `powercut run`: records a workload once in the VM (harness/vm/warm/vm_run.h), then replays the
-// trace under each cache model with the crash-state engine (harness/engine.h).
+// trace under each cache model with the crash-state engine (harness/engine.h). The fault modes
+// (RunOptions::live_cuts, ::flakey) are chosen above this room, by RunWithFaults
+// (harness/product/faults/run_with_faults.h).
 //
 // A workload that cannot be tested is an outcome, not an error: RunWorkload() never fails, it
 // returns ran = false with an error_kind naming what went wrong (the VM could not run it, it hung
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/scratch_dir.h"
 #include "harness/check/engine.h"
 #include "harness/cluster/cluster.h"
 #include "harness/product/outcome/fault_results.h"
@@ -60,6 +63,10 @@ absl::StatusOr<std::vector<harness::SectorFormat>> DiskSectors(const std::string
 // room for its journal).
 absl::StatusOr<std::vector<uint64_t>> DiskSizes(const std::string& text, uint32_t disks);
 const char* CheckInName(CheckIn where);
+// The guest agent where the layout of `self` puts it (<prefix>/libexec/powercut/ installed,
+// <build>/harness/vm/ in a build tree) when it exists, else "": the hint for vm::PrepareVm, which
+// also looks in $POWERCUT_VM_AGENT and in the running program's own layout.
+std::string AgentHint(const std::string& self);
 // The guests that judge states for `where`: nullptr for host. `agent_hint` and `kernel` as for
 // vm::PrepareVm.
 absl::StatusOr<std::unique_ptr<vm::GuestCheckPool>> CheckPoolFor(CheckIn where,
@@ -150,9 +157,10 @@ struct RunOptions {
   double budget_seconds = 0;
   // Set: file-system states are judged in its guests (`--check-in guest`), else on the host.
   vm::GuestCheckPool* check_pool = nullptr;
-  // The fault modes (docs/live-cuts.md): N live power cuts on top of the replay
-  // (harness/product/faults/live_cuts.h); or, with flakey.mode set, one run on a disk that fails
-  // after an ack instead of the replay (harness/product/faults/flakey.h).
+  // The fault modes (docs/live-cuts.md), run by RunWithFaults (harness/product/faults/): N live
+  // power cuts on top of the replay (harness/product/faults/live_cuts.h); or, with flakey.mode
+  // set, one run on a disk that fails after an ack instead of the replay
+  // (harness/product/faults/flakey.h).
   uint64_t live_cuts = 0;
   struct Flakey {
     std::optional<vm::FlakeyMode> mode;  // none: no failing disk
@@ -218,6 +226,9 @@ struct RunOutcome {
   std::vector<std::string> notes;
   std::optional<LiveCutsResult> live_cuts;
   std::optional<FlakeyResult> flakey;  // set for a flakey run (then `report` is empty)
+  // The acks the host received while recording (vm::RunResult::host_acks; `acks` is the trace's
+  // once it was checked): they bound the ack each live cut comes after (RunLiveCuts).
+  uint64_t recorded_acks = 0;
 
   // States whose checker output could not be judged (harness::Verdict::could_not_check).
   uint64_t could_not_check() const;
@@ -230,7 +241,22 @@ struct RunOutcome {
 // The recording of `options` into `dir` (no cut, no fault).
 vm::RunSpec RecordingSpec(const RunOptions& options, const std::string& dir);
 
-// Records in `pool`'s warm guest (harness/vm/warm/guest_pool.h); null: in a guest of its own.
+// Where a run records: RunOptions::keep_dir, else a temporary folder under /var/tmp that goes
+// away with `scratch`.
+struct RunFolder {
+  std::string dir;
+  bool temporary = false;
+  ScratchDir scratch;
+};
+// The first steps of every run that records (RunWorkload; the failing disk's run, RunFlakey):
+// the options checked before a guest boots (a workload given, ValidateRunOptions) and the folder
+// made. Nullopt when the run cannot start: `out` then says why (usage, or vm when no temporary
+// folder can be made).
+std::optional<RunFolder> StartRun(const RunOptions& options, RunOutcome* out);
+
+// One recording and its replay, recorded in `pool`'s warm guest (harness/vm/warm/guest_pool.h);
+// null: in a guest of its own. The fault modes of `options` are not its business: RunWithFaults
+// (harness/product/faults/run_with_faults.h) runs them.
 RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& options,
                        vm::GuestPool* pool = nullptr);
 
@@ -242,6 +268,9 @@ RunOutcome CheckRecording(const std::string& trace, const RunOptions& options);
 absl::Status ValidateRunOptions(const RunOptions& options);
 // --atomic: 0 (the trace's sector size), 512 or 4096.
 absl::Status ValidateAtomicUnit(uint32_t unit);
+// `--flakey-disk K`: a disk of the run's `disks` (1..disks); with several disks only disk K
+// fails and the others keep working.
+absl::Status ValidateFlakeyDisk(const RunOptions::Flakey& flakey, uint32_t disks);
 
 absl::StatusOr<vm::Recording> ParseRecorder(const std::string& text);
 

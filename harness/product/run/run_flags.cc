@@ -1,6 +1,7 @@
 // The flag parsers of run.h, one vocabulary per flag: the atomic unit, the per-disk flags
-// (`--fs`, `--sector`, `--disk-size`), the recorder (the replay's flags: replay_choice.h) and a
-// cluster's (`--nodes`, `--node`: a disk a node, the commands wrapped by the launcher).
+// (`--fs`, `--sector`, `--disk-size`, `--flakey-disk`), the recorder (the replay's flags:
+// replay_choice.h) and a cluster's (`--nodes`, `--node`: a disk a node, the commands wrapped by the
+// launcher).
 #include <unistd.h>
 
 #include <algorithm>
@@ -99,6 +100,13 @@ absl::StatusOr<std::vector<uint64_t>> DiskSizes(const std::string& text, uint32_
         }
         return bytes;
       });
+}
+
+absl::Status ValidateFlakeyDisk(const RunOptions::Flakey& f, uint32_t disks) {
+  if (f.disk >= 1 && f.disk <= disks) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      fmt::format("--flakey-disk {}: the run has {} disk{} (--disks N); name one of 1..{}", f.disk,
+                  disks, disks == 1 ? "" : "s", disks));
 }
 
 absl::StatusOr<vm::Recording> ParseRecorder(const std::string& text) {
