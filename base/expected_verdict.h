@@ -1,7 +1,7 @@
 // What a program is expected to do under one crash model (docs/workloads.md, "Expected verdicts"):
 // the one vocabulary of the workload catalog (workloads/catalog.h), the matrix's expectations
-// (harness/product/cell_result.h) and `powercut run --expect`. Both workloads/ and harness/ use
-// it, so it lives at the bottom of the tree.
+// (harness/product/cell/cell_result.h) and `powercut run --expect`. Both workloads/ and harness/
+// use it, so it lives at the bottom of the tree.
 #pragma once
 
 #include <cstdint>

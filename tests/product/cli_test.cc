@@ -10,9 +10,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/fs/file_system.h"
-#include "harness/product/builtin.h"
-#include "harness/product/matrix.h"
-#include "harness/product/model_kind.h"
+#include "harness/product/cell/model_kind.h"
+#include "harness/product/matrix/builtin.h"
+#include "harness/product/matrix/matrix.h"
 #include "nlohmann/json.hpp"
 #include "tests/product/test_util.h"
 

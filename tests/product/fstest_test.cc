@@ -1,8 +1,8 @@
-// `powercut fstest run` without a VM (harness/product/fstest_run.h): the cells the workloads make,
-// what the runner hands each recording (the latest-ack oracle, synchronous acks, a boot path that
-// mounts first, no in-flight tear, the promises hook, the mount and mkfs options), the summary's
-// rows and signatures, and shards merging into the unsharded report. The cell runner is a fake
-// that checks what it was given and returns a made-up result.
+// `powercut fstest run` without a VM (harness/product/fstest/fstest_run.h): the cells the workloads
+// make, what the runner hands each recording (the latest-ack oracle, synchronous acks, a boot path
+// that mounts first, no in-flight tear, the promises hook, the mount and mkfs options), the
+// summary's rows and signatures, and shards merging into the unsharded report. The cell runner is a
+// fake that checks what it was given and returns a made-up result.
 #include <fstream>
 #include <map>
 #include <set>
@@ -15,9 +15,9 @@
 #include "harness/fstest/model_fs.h"
 #include "harness/fstest/tree.h"
 #include "harness/fstest/workload.h"
-#include "harness/product/fstest_report.h"
-#include "harness/product/fstest_run.h"
-#include "harness/product/merge.h"
+#include "harness/product/fstest/fstest_report.h"
+#include "harness/product/fstest/fstest_run.h"
+#include "harness/product/matrix/merge.h"
 #include "harness/trace/trace_format.h"
 #include "tests/product/test_util.h"
 

@@ -7,7 +7,7 @@
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/product/html_report.h"
+#include "harness/product/html/html_report.h"
 #include "tests/product/test_util.h"
 
 namespace powercut::product {

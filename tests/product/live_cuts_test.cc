@@ -1,9 +1,9 @@
-// The reality check of live cuts (harness/product/live_cuts.h) without a guest: qemu-io writes
-// through powercut's NBD server and recorder (the same server a live cut runs on), the server
-// applies a seeded power cut, and MatchCutToModel must find the cut image inside the replay model
-// for every seed, and outside it (naming the block) when the image or the drive's account of the
-// cut is altered. Also: the fault modes' JSON round trip and their rows in a cell.
-#include "harness/product/live_cuts.h"
+// The reality check of live cuts (harness/product/faults/live_cuts.h) without a guest: qemu-io
+// writes through powercut's NBD server and recorder (the same server a live cut runs on), the
+// server applies a seeded power cut, and MatchCutToModel must find the cut image inside the replay
+// model for every seed, and outside it (naming the block) when the image or the drive's account of
+// the cut is altered. Also: the fault modes' JSON round trip and their rows in a cell.
+#include "harness/product/faults/live_cuts.h"
 
 #include <signal.h>
 
@@ -14,7 +14,7 @@
 #include "base/process.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/product/cell_result.h"
+#include "harness/product/cell/cell_result.h"
 #include "harness/trace/recorder.h"
 #include "harness/vm/devices/nbd_server.h"
 #include "harness/vm/machine/disk_image.h"

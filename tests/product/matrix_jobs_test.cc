@@ -1,5 +1,6 @@
-// `powercut matrix --jobs N` runs cells_in_flight = N + 1 cells at once (harness/product/matrix.h):
-// the report keeps the plan's order whatever order the cells finish in, and cells really overlap.
+// `powercut matrix --jobs N` runs cells_in_flight = N + 1 cells at once
+// (harness/product/matrix/matrix.h): the report keeps the plan's order whatever order the cells
+// finish in, and cells really overlap.
 #include <atomic>
 #include <string>
 
@@ -7,7 +8,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "harness/product/matrix.h"
+#include "harness/product/matrix/matrix.h"
 
 namespace powercut::product {
 namespace {

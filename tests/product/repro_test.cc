@@ -1,6 +1,6 @@
 // repro + shrinking, and checking an existing recording, on a synthetic raw-device trace written
 // through the real Recorder and checked by a real checker program (raw_log_checker).
-#include "harness/product/repro.h"
+#include "harness/product/repro/repro.h"
 
 #include <unistd.h>
 
@@ -15,10 +15,10 @@
 #include "harness/check/image_check.h"
 #include "harness/check/report.h"
 #include "harness/fs/fsck.h"
-#include "harness/product/cell_result.h"
-#include "harness/product/html_report.h"
-#include "harness/product/recordings.h"
-#include "harness/product/run.h"
+#include "harness/product/cell/cell_result.h"
+#include "harness/product/html/html_report.h"
+#include "harness/product/run/recordings.h"
+#include "harness/product/run/run.h"
 #include "harness/state/materialize.h"
 #include "harness/trace/manifest.h"
 #include "harness/trace/raw_log.h"

@@ -2,7 +2,7 @@
 
 #include "base/status_macros.h"
 #include "fmt/format.h"
-#include "harness/product/flakey.h"
+#include "harness/product/faults/flakey.h"
 #include "harness/vm/guest/flakey_mode.h"
 
 namespace powercut::cli {

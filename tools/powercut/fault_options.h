@@ -7,7 +7,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
-#include "harness/product/run.h"
+#include "harness/product/run/run.h"
 
 namespace powercut::cli {
 

@@ -13,10 +13,10 @@
 #include "harness/check/report.h"
 #include "harness/fstest/generator.h"
 #include "harness/fstest/workload.h"
-#include "harness/product/builtin.h"
-#include "harness/product/fstest_report.h"
-#include "harness/product/fstest_repro.h"
-#include "harness/product/fstest_run.h"
+#include "harness/product/fstest/fstest_report.h"
+#include "harness/product/fstest/fstest_repro.h"
+#include "harness/product/fstest/fstest_run.h"
+#include "harness/product/run/run.h"
 #include "harness/trace/manifest.h"
 #include "harness/vm/machine/disk_image.h"
 #include "tools/powercut/commands.h"
@@ -366,7 +366,7 @@ void AddRepro(CLI::App* fstest, int* exit_code) {
 }
 
 // `fstest report`: the bundle's minimal workload run on every kernel and file system asked for,
-// then REPORT.md, repro.c and repro.sh (harness/product/fstest_report.h).
+// then REPORT.md, repro.c and repro.sh (harness/product/fstest/fstest_report.h).
 struct ReportArgs {
   std::string bundle, out, fs, cache = "off,on", kernels, mkfs_options, mount_options;
   int timeout_s = 600;

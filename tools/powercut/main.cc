@@ -8,7 +8,7 @@
 #include "base/mount_namespace.h"
 #include "base/process.h"
 #include "base/scratch_sweep.h"
-#include "harness/product/builtin.h"
+#include "harness/product/matrix/builtin.h"
 #include "tools/powercut/commands.h"
 #include "tools/powercut/product_commands.h"
 #include "tools/powercut/workload_catalog.h"

@@ -5,9 +5,9 @@
 
 #include "fmt/format.h"
 #include "harness/check/report.h"
-#include "harness/product/fstest_run.h"
-#include "harness/product/html_report.h"
-#include "harness/product/merge.h"
+#include "harness/product/fstest/fstest_run.h"
+#include "harness/product/html/html_report.h"
+#include "harness/product/matrix/merge.h"
 #include "tools/powercut/product_commands.h"
 
 namespace powercut::cli {

@@ -8,8 +8,8 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
-#include "harness/product/matrix.h"
-#include "harness/product/run.h"
+#include "harness/product/matrix/matrix.h"
+#include "harness/product/run/run.h"
 #include "nlohmann/json.hpp"
 
 namespace powercut::cli {

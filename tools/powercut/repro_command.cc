@@ -4,9 +4,9 @@
 
 #include "base/process.h"
 #include "fmt/format.h"
-#include "harness/product/builtin.h"
-#include "harness/product/repro.h"
-#include "harness/product/run.h"
+#include "harness/product/matrix/builtin.h"
+#include "harness/product/repro/repro.h"
+#include "harness/product/run/run.h"
 #include "harness/trace/manifest.h"
 #include "harness/vm/warm/guest_judge.h"
 #include "tools/powercut/commands.h"

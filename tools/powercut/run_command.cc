@@ -11,13 +11,14 @@
 #include "harness/check/report.h"
 #include "harness/cluster/cluster.h"
 #include "harness/fs/file_system.h"
-#include "harness/product/builtin.h"
-#include "harness/product/cell_result.h"
-#include "harness/product/html_report.h"
-#include "harness/product/matrix.h"
-#include "harness/product/progress.h"
-#include "harness/product/recordings.h"
-#include "harness/product/run.h"
+#include "harness/product/cell/cell_result.h"
+#include "harness/product/faults/run_with_faults.h"
+#include "harness/product/html/html_report.h"
+#include "harness/product/matrix/builtin.h"
+#include "harness/product/matrix/matrix.h"
+#include "harness/product/run/progress.h"
+#include "harness/product/run/recordings.h"
+#include "harness/product/run/run.h"
 #include "harness/vm/warm/vm_run.h"
 #include "tools/powercut/commands.h"
 #include "tools/powercut/fault_options.h"
@@ -325,7 +326,7 @@ absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, product::Ru
     std::fprintf(stderr, "powercut run: recording the workload in the VM (%s)...\n",
                  vm::AccelName(env->accel));
   }
-  return product::RunWorkload(*env, o);
+  return product::RunWithFaults(*env, o);
 }
 
 // The JSON report: the engine's report (or an empty one) with the run's own section.

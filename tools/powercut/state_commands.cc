@@ -8,7 +8,7 @@
 
 #include "base/image_io.h"
 #include "harness/check/engine.h"
-#include "harness/product/run.h"
+#include "harness/product/run/run.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/crash_state.h"
 #include "harness/state/materialize.h"

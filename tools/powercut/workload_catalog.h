@@ -1,12 +1,12 @@
 // The workload catalog (workloads/catalog.h) in the product's terms. tools/ is the one room that
 // may depend on both harness/ and workloads/, so the catalog crosses here: main.cc hands this to
-// product::SetBuiltinCatalog (harness/product/builtin.h).
+// product::SetBuiltinCatalog (harness/product/matrix/builtin.h).
 #pragma once
 
 #include <map>
 #include <string>
 
-#include "harness/product/cell_result.h"
+#include "harness/product/cell/cell_result.h"
 
 namespace powercut::cli {
 

@@ -37,7 +37,7 @@ namespace powercut::vm {
 
 // What a live power cut did to one write whose fate was drawn (PowerCutReport::decisions), so the
 // cut image can be rebuilt from the trace as a crash state of the replay model and compared
-// (harness/product/live_cuts.h).
+// (harness/product/faults/live_cuts.h).
 struct CutDecision {
   enum class Fate { kKept, kDropped, kTorn };
   uint64_t offset = 0;  // bytes

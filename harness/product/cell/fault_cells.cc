@@ -1,0 +1,97 @@
+// The fault modes' verdicts as rows of a cell's models (cell_result.h, AppendFaultModels).
+#include <algorithm>
+
+#include "base/xml_escape.h"
+#include "fmt/format.h"
+#include "harness/product/cell/cell_result.h"
+
+namespace powercut::product {
+
+using powercut::XmlEscape;
+
+void AppendFaultModels(CellResult* cell) {
+  if (cell->live_cuts) {
+    const LiveCutsResult& r = *cell->live_cuts;
+    CellModel m{.cache = std::string(ModelKindName(ModelKind::kLive)),
+                .kind = ModelKind::kLive,
+                .points = r.Counted(),
+                .states = r.Counted(),
+                .checked = r.Counted(),
+                .violations = r.Violations()};
+    m.states_planned = r.Counted();
+    for (const LiveCut& c : r.cuts) {
+      if (!c.error.empty()) continue;
+      m.fs_unrecoverable += c.fs_unrecoverable;
+      m.lost_acks_max = std::max<uint64_t>(m.lost_acks_max, c.lost.size());
+      if (!c.in_model && m.summary.empty()) {
+        m.summary = fmt::format("TESTER BUG: live cut seed {} is outside the replay model: {}",
+                                c.seed, c.evidence);
+      }
+      if (c.violation && m.first_violation.empty()) {
+        m.first_violation = c.state_id;
+        if (m.summary.empty()) m.summary = fmt::format("live cut seed {}: {}", c.seed, c.summary);
+      }
+    }
+    cell->models.push_back(std::move(m));
+    cell->notes.push_back(r.Summary());
+    for (const LiveCut& c : r.cuts) {
+      if (!c.error.empty()) {
+        cell->notes.push_back(fmt::format("live cut seed {}: {}", c.seed, c.error));
+      }
+    }
+  }
+  if (cell->flakey) {
+    const FlakeyResult& f = *cell->flakey;
+    CellModel m{.cache = std::string(vm::FlakeyModeName(f.mode)),
+                .kind = ModelKindOf(f.mode),
+                .points = 1,
+                .states = 1,
+                .checked = 1,
+                .violations = f.violations() > 0 ? 1u : 0u,
+                .lost_acks_max = f.acks_after_failure.size() + f.lost_before_failure.size()};
+    m.states_planned = 1;
+    m.summary = f.Summary();
+    cell->models.push_back(std::move(m));
+    cell->notes.push_back("flakey: " + f.Summary());
+  }
+}
+
+std::string FaultDetailsHtml(const CellResult& c) {
+  if (!c.live_cuts && !c.flakey) return "";
+  std::string h = fmt::format("<section class=\"faults\" id=\"faults-{}\"><h2>{}: faults</h2>\n",
+                              c.index, XmlEscape(c.name));
+  if (c.live_cuts) {
+    h += fmt::format("<p class=\"small live-summary\">{}</p>\n", XmlEscape(c.live_cuts->Summary()));
+    h += "<table class=\"live-cuts\"><thead><tr><th>seed</th><th>cut</th><th>acks before</th>"
+         "<th>volatile writes</th><th>kept/dropped/torn</th><th>in model</th><th>lost</th>"
+         "<th>seconds</th><th>state or evidence</th></tr></thead><tbody>\n";
+    for (const LiveCut& cut : c.live_cuts->cuts) {
+      std::string lost;
+      for (const std::string& id : cut.lost) lost += (lost.empty() ? "" : " ") + id;
+      const std::string what = !cut.error.empty() ? cut.error
+                               : cut.in_model     ? cut.state_id
+                                                  : "TESTER BUG: " + cut.evidence;
+      h += fmt::format(
+          "<tr class=\"{}\"><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
+          "<td class=\"num\">{}</td><td class=\"num\">{}/{}/{}</td><td>{}</td><td>{}</td>"
+          "<td class=\"num\">{:.1f}</td><td class=\"small\"><code>{}</code></td></tr>\n",
+          !cut.error.empty()               ? "error"
+          : cut.violation || !cut.in_model ? "fail"
+                                           : "pass",
+          cut.seed,
+          cut.cut ? fmt::format("after ack {}, write {}", cut.cut_after_ack, cut.cut_after_write)
+                  : std::string("at the end (fewer acks)"),
+          cut.acks_before_cut, cut.volatile_writes, cut.kept, cut.dropped, cut.torn,
+          cut.error.empty() ? (cut.in_model ? "yes" : "NO") : "-", XmlEscape(lost),
+          cut.record_seconds + cut.check_seconds, XmlEscape(what));
+    }
+    h += "</tbody></table>\n";
+  }
+  if (c.flakey) {
+    h += fmt::format("<p class=\"small flakey {}\">failing disk: {}</p>\n",
+                     c.flakey->violations() ? "fail" : "pass", XmlEscape(c.flakey->Summary()));
+  }
+  return h + "</section>\n";
+}
+
+}  // namespace powercut::product

@@ -1,0 +1,286 @@
+#include "harness/product/faults/cut_model_match.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "base/hash.h"
+#include "base/image_io.h"
+#include "base/scratch_dir.h"
+#include "base/status_macros.h"
+#include "fmt/format.h"
+#include "harness/state/cache_model.h"
+#include "harness/state/crash_state.h"
+#include "harness/state/working_image.h"
+#include "harness/trace/manifest.h"
+#include "harness/trace/trace_reader.h"
+
+namespace powercut::product {
+namespace {
+
+constexpr uint64_t kBlock = 4096;
+
+// The 4 KiB blocks where two images of one size differ (at most `max` listed), and how many.
+absl::StatusOr<std::pair<std::vector<uint64_t>, uint64_t>> DifferingBlocks(const std::string& a,
+                                                                           const std::string& b,
+                                                                           size_t max) {
+  ASSIGN_OR_RETURN(uint64_t size_a, FileSize(a));
+  ASSIGN_OR_RETURN(uint64_t size_b, FileSize(b));
+  if (size_a != size_b) {
+    return absl::InternalError(fmt::format("{} has {} bytes, {} has {}", a, size_a, b, size_b));
+  }
+  int fa = open(a.c_str(), O_RDONLY | O_CLOEXEC);
+  int fb = open(b.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fa < 0 || fb < 0) {
+    if (fa >= 0) close(fa);
+    if (fb >= 0) close(fb);
+    return absl::InternalError(fmt::format("cannot open {} or {}", a, b));
+  }
+  std::vector<uint8_t> ba(1 << 20), bb(1 << 20);
+  std::vector<uint64_t> blocks;
+  uint64_t count = 0;
+  absl::Status status;
+  for (uint64_t off = 0; off < size_a && status.ok(); off += ba.size()) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(ba.size(), size_a - off));
+    status = PreadFull(fa, ba.data(), n, off, a);
+    if (status.ok()) status = PreadFull(fb, bb.data(), n, off, b);
+    if (!status.ok() || std::memcmp(ba.data(), bb.data(), n) == 0) continue;
+    for (size_t k = 0; k < n; k += kBlock) {
+      const size_t len = std::min<size_t>(kBlock, n - k);
+      if (std::memcmp(ba.data() + k, bb.data() + k, len) != 0) {
+        ++count;
+        if (blocks.size() < max) blocks.push_back((off + k) / kBlock);
+      }
+    }
+  }
+  close(fa);
+  close(fb);
+  RETURN_IF_ERROR(status);
+  return std::make_pair(blocks, count);
+}
+
+const char* FateName(vm::CutDecision::Fate f) {
+  switch (f) {
+    case vm::CutDecision::Fate::kKept:
+      return "kept";
+    case vm::CutDecision::Fate::kDropped:
+      return "dropped";
+    case vm::CutDecision::Fate::kTorn:
+      return "torn";
+  }
+  return "?";
+}
+
+// The cut's recording: its trace, the base image it starts from and the disks of a set.
+struct CutRecording {
+  std::optional<harness::TraceManifest> manifest;
+  std::string base;
+  harness::DiskLayout layout;
+  std::unique_ptr<harness::TraceFile> file;
+};
+
+absl::StatusOr<CutRecording> OpenCutRecording(const std::string& trace_path) {
+  CutRecording rec;
+  ASSIGN_OR_RETURN(rec.base, harness::ResolveBase(trace_path, "", &rec.manifest));
+  ASSIGN_OR_RETURN(uint64_t base_bytes, FileSize(rec.base));
+  if (rec.manifest) {
+    ASSIGN_OR_RETURN(rec.layout, harness::LayoutOf(*rec.manifest));
+  }
+  ASSIGN_OR_RETURN(rec.file, harness::TraceFile::Open(trace_path, {.device_bytes = base_bytes,
+                                                                   .name = trace_path,
+                                                                   .disks = rec.layout}));
+  return rec;
+}
+
+// Cache model "on" at the unit the drive tore at; each disk's drive tore at its own physical
+// sector (its server's report says which).
+harness::CacheModel CutCacheModel(const CutRecording& rec, const vm::PowerCutReport& report,
+                                  const std::vector<vm::PowerCutReport>& extra) {
+  harness::CacheModel model{.mode = harness::CacheMode::kOn};
+  model.atomic_unit = report.atomic_unit != 0 ? report.atomic_unit
+                      : rec.manifest && rec.manifest->physical_sector != 0
+                          ? rec.manifest->physical_sector
+                          : rec.file->trace().sector_size;
+  if (!extra.empty()) {
+    std::vector<uint32_t> units = {model.atomic_unit};
+    for (const vm::PowerCutReport& r : extra) {
+      units.push_back(r.atomic_unit != 0 ? r.atomic_unit : model.atomic_unit);
+    }
+    if (std::any_of(units.begin(), units.end(), [&](uint32_t u) { return u != units[0]; })) {
+      model.disk_units = units;
+    }
+  }
+  return model;
+}
+
+// The drive's draws, on the writes the model calls volatile: the unflushed non-FUA writes the
+// server held, in completion order, must be exactly those entries.
+// Each disk's draws, in the set's address space; then in the trace's order across the disks
+// (each disk's own draws keep their completion order).
+std::vector<vm::CutDecision> DrawnVolatileWrites(const CutRecording& rec,
+                                                 const harness::PointView& view,
+                                                 const vm::PowerCutReport& report,
+                                                 const std::vector<vm::PowerCutReport>& extra) {
+  const harness::DiskLayout& layout = rec.layout;
+  std::vector<std::vector<vm::CutDecision>> per_disk(layout.count());
+  for (uint32_t d = 0; d < layout.count(); ++d) {
+    const vm::PowerCutReport* r = d == 0 ? &report : d - 1 < extra.size() ? &extra[d - 1] : nullptr;
+    if (r == nullptr) continue;
+    for (vm::CutDecision decision : r->decisions) {
+      if (decision.flushed || decision.fua) continue;
+      decision.offset += layout.OffsetOf(d);
+      per_disk[d].push_back(decision);
+    }
+  }
+  std::vector<vm::CutDecision> drawn;
+  std::vector<size_t> next(layout.count(), 0);
+  for (uint64_t entry : view.volatile_entries) {
+    const uint32_t d = rec.file->trace().entries[entry].disk;
+    if (next[d] < per_disk[d].size()) drawn.push_back(per_disk[d][next[d]++]);
+  }
+  for (uint32_t d = 0; d < layout.count(); ++d) {
+    for (; next[d] < per_disk[d].size(); ++next[d]) drawn.push_back(per_disk[d][next[d]]);
+  }
+  return drawn;
+}
+
+// Why the drive's unflushed writes are not the model's volatile writes, or "" when they are,
+// one for one.
+std::string DrawnWritesMismatch(const harness::Trace& trace, const harness::PointView& view,
+                                const std::vector<vm::CutDecision>& drawn, uint64_t point) {
+  const uint64_t ss = trace.sector_size;
+  auto describe_entries = [&] {
+    std::string s;
+    for (size_t i = 0; i < view.volatile_entries.size() && i < 8; ++i) {
+      const harness::TraceEntry& e = trace.entries[view.volatile_entries[i]];
+      s += fmt::format("{}#{} at byte {} ({} bytes)", i ? ", " : "", view.volatile_entries[i],
+                       e.header.sector * ss, e.header.nr_sectors * ss);
+    }
+    return s;
+  };
+  if (drawn.size() != view.volatile_entries.size()) {
+    return fmt::format(
+        "the drive held {} unflushed writes at the cut, the model has {} volatile writes at point "
+        "{} ({}): the recorder's flushes and the server's do not agree",
+        drawn.size(), view.volatile_entries.size(), point, describe_entries());
+  }
+  for (size_t i = 0; i < drawn.size(); ++i) {
+    const harness::TraceEntry& e = trace.entries[view.volatile_entries[i]];
+    if (e.header.sector * ss != drawn[i].offset || e.header.nr_sectors * ss != drawn[i].bytes) {
+      return fmt::format(
+          "unflushed write {} of the drive is at byte {} ({} bytes), the model's volatile write {} "
+          "is entry #{} at byte {} ({} bytes): the trace is not the order the device completed",
+          i, drawn[i].offset, drawn[i].bytes, i, view.volatile_entries[i], e.header.sector * ss,
+          e.header.nr_sectors * ss);
+    }
+  }
+  return "";
+}
+
+// The crash state that keeps, drops and tears what the drive did (at most 64 volatile writes).
+harness::CrashState StateOfCut(uint64_t point, const harness::CacheModel& model,
+                               const harness::PointView& view,
+                               const std::vector<vm::CutDecision>& drawn) {
+  harness::CrashState state;
+  state.point = point;
+  state.model = model;
+  uint64_t kept_mask = 0;
+  for (size_t i = 0; i < drawn.size(); ++i) {
+    if (drawn[i].fate == vm::CutDecision::Fate::kKept) kept_mask |= uint64_t{1} << i;
+    if (drawn[i].fate == vm::CutDecision::Fate::kTorn) {
+      state.torn_entry = view.volatile_entries[i];
+      state.torn_units = {harness::SubsetSpec::kMask, drawn[i].units_kept};
+    }
+  }
+  state.kept = {harness::SubsetSpec::kMask, kept_mask};
+  return state;
+}
+
+// The differing blocks, each with the volatile writes that wrote it and what the drive did
+// with them.
+std::string DescribeBlocks(const std::vector<uint64_t>& differing, const harness::PointView& view,
+                           const std::vector<vm::CutDecision>& drawn) {
+  std::string blocks;
+  for (uint64_t b : differing) {
+    blocks += fmt::format("{}{}", blocks.empty() ? "" : ", ", b);
+    for (size_t i = 0; i < drawn.size(); ++i) {
+      const uint64_t first = drawn[i].offset / kBlock;
+      const uint64_t last = (drawn[i].offset + drawn[i].bytes - 1) / kBlock;
+      if (b >= first && b <= last) {
+        blocks += fmt::format(" (volatile write #{}, {})", view.volatile_entries[i],
+                              FateName(drawn[i].fate));
+      }
+    }
+  }
+  return blocks;
+}
+
+// Is the cut's state also one of the states the replay draws at this point (its --states
+// sample)? Leaves `working` at the last state tried.
+absl::StatusOr<bool> SampledByReplay(const harness::TraceIndex& index,
+                                     const harness::PointView& view,
+                                     const harness::CacheModel& model,
+                                     const harness::StateOptions& states, uint64_t seed,
+                                     harness::WorkingImage& working, const Hash128& cut_hash) {
+  std::vector<harness::CrashState> drawn_states;
+  harness::StatesAtPoint(index, view, model, states, seed, &drawn_states);
+  for (const harness::CrashState& s : drawn_states) {
+    RETURN_IF_ERROR(working.Materialize(s, view));
+    if (working.content_hash() == cut_hash) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelMatch> MatchCutToModel(const std::string& trace_path, const std::string& image,
+                                           const vm::PowerCutReport& report,
+                                           const harness::StateOptions& states, uint64_t seed,
+                                           const std::vector<vm::PowerCutReport>& extra) {
+  ASSIGN_OR_RETURN(CutRecording rec, OpenCutRecording(trace_path));
+  const harness::Trace& trace = rec.file->trace();
+  harness::TraceIndex index(trace);
+  ModelMatch m;
+  m.point = trace.entries.size();
+  const harness::CacheModel model = CutCacheModel(rec, report, extra);
+  const harness::PointView view = index.View(m.point, model);
+  m.volatile_writes = view.volatile_entries.size();
+
+  const std::vector<vm::CutDecision> drawn = DrawnVolatileWrites(rec, view, report, extra);
+  m.evidence = DrawnWritesMismatch(trace, view, drawn, m.point);
+  if (!m.evidence.empty()) return m;
+  if (drawn.size() > 64) {
+    m.evidence = fmt::format(
+        "{} volatile writes at the cut: a state id names at most 64; not compared", drawn.size());
+    return absl::FailedPreconditionError(m.evidence);
+  }
+  const harness::CrashState state = StateOfCut(m.point, model, view, drawn);
+  ASSIGN_OR_RETURN(ScratchDir work, ScratchDir::Create("powercut-livecut-model", "/var/tmp"));
+  ASSIGN_OR_RETURN(auto working, harness::WorkingImage::Create(
+                                     work.File("model.img"), rec.base, rec.file.get(),
+                                     std::min<uint32_t>(trace.sector_size, model.SmallestUnit())));
+  RETURN_IF_ERROR(working->Materialize(state, view));
+  const Hash128 model_hash = working->content_hash();
+  ASSIGN_OR_RETURN(auto differ, DifferingBlocks(image, working->path(), 8));
+  if (differ.second != 0) {
+    ASSIGN_OR_RETURN(Hash128 cut_hash, HashFile(image));
+    ASSIGN_OR_RETURN(Hash128 state_hash, HashFile(working->path()));
+    m.evidence = fmt::format(
+        "the cut image differs from crash state {} (the state keeping, dropping and tearing what "
+        "the drive did) in {} block(s) of 4 KiB: {}; XXH3 cut {} vs state {}",
+        harness::EncodeStateId(trace.ShortHash(), state), differ.second,
+        DescribeBlocks(differ.first, view, drawn), cut_hash.Hex(), state_hash.Hex());
+    return m;
+  }
+  m.in_model = true;
+  m.state_id = harness::EncodeStateId(trace.ShortHash(), state);
+  ASSIGN_OR_RETURN(m.sampled,
+                   SampledByReplay(index, view, model, states, seed, *working, model_hash));
+  return m;
+}
+
+}  // namespace powercut::product
