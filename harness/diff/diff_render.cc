@@ -43,9 +43,28 @@ std::string MarkdownCell(const std::string& text) {
 }
 
 std::string CellsLine(const ReportDiff& d) {
-  return fmt::format("cells: {} compared, {} added, {} removed", d.cells_compared,
-                     d.cells_added.size(), d.cells_removed.size());
+  return fmt::format("cells: {} compared, {} added, {} removed{}", d.cells_compared,
+                     d.cells_added.size(), d.cells_removed.size(),
+                     d.cells_missing == 0 ? "" : fmt::format(", {} missing", d.cells_missing));
 }
+
+// What the incomparable parameters mean for the rest, after their count.
+std::string IncomparableHead(const ReportDiff& d) {
+  return fmt::format("{} parameter{} differ{} (the verdicts are compared all the same)",
+                     d.incomparable.size(), d.incomparable.size() == 1 ? "" : "s",
+                     d.incomparable.size() == 1 ? "s" : "");
+}
+
+// The most rows of each Markdown table or list that are not regressions.
+constexpr size_t kMarkdownRows = 50;
+
+constexpr std::string_view kElsewhere =
+    "under a file system or cache model the base did not judge: not a regression";
+
+// The section's own styles, inline, so that it reads the same in its own page and in a
+// report's (whose stylesheet knows none of its classes).
+constexpr std::string_view kRegressionStyle = " style=\"background:#fdd\"";
+constexpr std::string_view kSectionMarker = "<section id=\"powercut-diff\">";
 
 }  // namespace
 
@@ -67,8 +86,7 @@ std::string DiffText(const ReportDiff& d) {
   std::string out =
       fmt::format("powercut diff: base {} → new {}\n", SideText(d.base), SideText(d.next));
   if (!d.incomparable.empty()) {
-    out += fmt::format("NOT COMPARABLE: {} parameter{} differ (base → new):\n",
-                       d.incomparable.size(), d.incomparable.size() == 1 ? "" : "s");
+    out += fmt::format("NOT COMPARABLE: {}; base → new:\n", IncomparableHead(d));
     for (const ParameterChange& p : d.incomparable) {
       out += fmt::format("  {}: {} → {}\n", p.name, OrNone(p.base), OrNone(p.next));
     }
@@ -81,10 +99,14 @@ std::string DiffText(const ReportDiff& d) {
     out += fmt::format("  {:<11} {}  {}: {} → {}\n", c.regression ? "REGRESSION" : "", Subject(c),
                        ChangeAspectName(c.aspect), OrNone(c.base), OrNone(c.next));
   }
-  if (!d.signatures_new.empty() || !d.signatures_gone.empty()) {
-    out += fmt::format("violation signatures: {} new, {} gone\n", d.signatures_new.size(),
+  const size_t new_signatures = d.signatures_new.size() + d.signatures_new_elsewhere.size();
+  if (new_signatures > 0 || !d.signatures_gone.empty()) {
+    out += fmt::format("violation signatures: {} new, {} gone\n", new_signatures,
                        d.signatures_gone.size());
     for (const std::string& s : d.signatures_new) out += fmt::format("  REGRESSION  new   {}\n", s);
+    for (const std::string& s : d.signatures_new_elsewhere) {
+      out += fmt::format("              new   {} ({})\n", s, kElsewhere);
+    }
     for (const std::string& s : d.signatures_gone) {
       out += fmt::format("              gone  {}\n", s);
     }
@@ -103,9 +125,8 @@ std::string DiffMarkdown(const ReportDiff& d) {
       d.base.path, d.base.kind, CellCount(d.base.cells), d.next.path, d.next.kind,
       CellCount(d.next.cells));
   if (!d.incomparable.empty()) {
-    out +=
-        "**Not comparable**: these parameters differ.\n\n| parameter | base | new "
-        "|\n|---|---|---|\n";
+    out += fmt::format("**Not comparable**: {}.\n\n| parameter | base | new |\n|---|---|---|\n",
+                       IncomparableHead(d));
     for (const ParameterChange& p : d.incomparable) {
       out += fmt::format("| {} | {} | {} |\n", MarkdownCell(p.name), MarkdownCell(OrNone(p.base)),
                          MarkdownCell(OrNone(p.next)));
@@ -113,9 +134,17 @@ std::string DiffMarkdown(const ReportDiff& d) {
     out += "\n";
   }
   out += CellsLine(d) + ".\n\n";
+  // Every regression; of the rest the first kMarkdownRows of each table and list, so that a
+  // night whose parameters changed for hundreds of cells still fits a pull-request comment.
+  size_t left_out = 0;
   if (!d.changes.empty()) {
     out += "| | cell | model | what | base | new |\n|---|---|---|---|---|---|\n";
+    size_t shown = 0;
     for (const Change& c : d.changes) {
+      if (!c.regression && shown++ >= kMarkdownRows) {
+        ++left_out;
+        continue;
+      }
       out +=
           fmt::format("| {} | `{}` | {} | {} | {} | {} |\n", c.regression ? "**REGRESSION**" : "",
                       MarkdownCell(c.cell), MarkdownCell(c.model), ChangeAspectName(c.aspect),
@@ -123,31 +152,46 @@ std::string DiffMarkdown(const ReportDiff& d) {
     }
     out += "\n";
   }
-  auto list = [&](const std::string& title, const std::vector<std::string>& items) {
+  auto list = [&](const std::string& title, const std::vector<std::string>& items, bool all) {
     if (items.empty()) return;
     out += fmt::format("**{}**:\n", title);
-    for (const std::string& item : items) out += fmt::format("- `{}`\n", item);
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!all && i >= kMarkdownRows) {
+        left_out += items.size() - i;
+        break;
+      }
+      out += fmt::format("- `{}`\n", items[i]);
+    }
     out += "\n";
   };
-  list("Cells added", d.cells_added);
-  list("Cells removed", d.cells_removed);
-  list("New violation signatures (regressions)", d.signatures_new);
-  list("Violation signatures gone", d.signatures_gone);
+  list("Cells added", d.cells_added, false);
+  list("Cells removed", d.cells_removed, false);
+  list("New violation signatures (regressions)", d.signatures_new, true);
+  list(fmt::format("New violation signatures {}", kElsewhere), d.signatures_new_elsewhere, false);
+  list("Violation signatures gone", d.signatures_gone, false);
+  if (left_out > 0) {
+    out += fmt::format(
+        "_{} more line{}, none a regression, left out here: the diff's text, --html and --json "
+        "hold them all._\n\n",
+        left_out, left_out == 1 ? "" : "s");
+  }
   out += fmt::format("_{}_\n\n**{}**\n", TimingLine(d), VerdictLine(d));
   return out;
 }
 
 std::string DiffHtmlSection(const ReportDiff& d) {
   std::string h = fmt::format(
-      "<section id=\"powercut-diff\">\n<h2>What changed since {}: {}</h2>\n<p>base <code>{}</code> "
-      "({}, "
-      "{}) → new <code>{}</code> ({}, {})</p>\n",
-      XmlEscape(d.base.path), XmlEscape(d.Regressions() == 0 ? "no regression" : "REGRESSION"),
-      XmlEscape(d.base.path), XmlEscape(d.base.kind), CellCount(d.base.cells),
-      XmlEscape(d.next.path), XmlEscape(d.next.kind), CellCount(d.next.cells));
+      "{}\n<h2>What changed since {}: {}</h2>\n<p>base <code>{}</code> ({}, {}) → new "
+      "<code>{}</code> ({}, {})</p>\n",
+      kSectionMarker, XmlEscape(d.base.path),
+      XmlEscape(d.Regressions() == 0 ? "no regression" : "REGRESSION"), XmlEscape(d.base.path),
+      XmlEscape(d.base.kind), CellCount(d.base.cells), XmlEscape(d.next.path),
+      XmlEscape(d.next.kind), CellCount(d.next.cells));
   if (!d.incomparable.empty()) {
-    h += "<p class=\"unexpected\"><b>Not comparable</b>: these parameters differ.</p>\n"
-         "<table><tr><th>parameter</th><th>base</th><th>new</th></tr>\n";
+    h += fmt::format(
+        "<p><b>Not comparable</b>: {}.</p>\n"
+        "<table><tr><th>parameter</th><th>base</th><th>new</th></tr>\n",
+        XmlEscape(IncomparableHead(d)));
     for (const ParameterChange& p : d.incomparable) {
       h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", XmlEscape(p.name),
                        XmlEscape(OrNone(p.base)), XmlEscape(OrNone(p.next)));
@@ -161,7 +205,7 @@ std::string DiffHtmlSection(const ReportDiff& d) {
     for (const Change& c : d.changes) {
       h += fmt::format(
           "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-          c.regression ? " class=\"unexpected\"" : "", c.regression ? "<b>REGRESSION</b>" : "",
+          c.regression ? kRegressionStyle : "", c.regression ? "<b>REGRESSION</b>" : "",
           XmlEscape(c.cell), XmlEscape(c.model), XmlEscape(std::string(ChangeAspectName(c.aspect))),
           XmlEscape(OrNone(c.base)), XmlEscape(OrNone(c.next)));
     }
@@ -178,6 +222,7 @@ std::string DiffHtmlSection(const ReportDiff& d) {
   list("Cells added", d.cells_added);
   list("Cells removed", d.cells_removed);
   list("New violation signatures (regressions)", d.signatures_new);
+  list(fmt::format("New violation signatures {}", kElsewhere), d.signatures_new_elsewhere);
   list("Violation signatures gone", d.signatures_gone);
   h += fmt::format("<p><i>{}</i></p>\n<p><b>{}</b></p>\n</section>\n", XmlEscape(TimingLine(d)),
                    XmlEscape(VerdictLine(d)));
@@ -188,18 +233,28 @@ std::string DiffHtmlPage(const ReportDiff& d) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>powercut "
          "diff</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:"
          "collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
-         ".unexpected{background:#fdd}code{font-size:90%}</style></head>\n<body>\n<h1>powercut "
+         "code{font-size:90%}</style></head>\n<body>\n<h1>powercut "
          "diff</h1>\n" +
          DiffHtmlSection(d) + "</body></html>\n";
 }
 
 absl::StatusOr<std::string> WithDiffSection(const std::string& report_html, const ReportDiff& d) {
-  const size_t title = report_html.find("</h1>");
+  std::string html = report_html;
+  // A report that shows a diff already (the job ran twice) shows this one instead.
+  if (const size_t old = html.find(kSectionMarker); old != std::string::npos) {
+    constexpr std::string_view kEnd = "</section>\n";
+    const size_t end = html.find(kEnd, old);
+    if (end == std::string::npos) {
+      return absl::InvalidArgumentError(
+          "its diff section has no end (</section>): not a report powercut diff wrote into");
+    }
+    html.erase(old, end + kEnd.size() - old);
+  }
+  const size_t title = html.find("</h1>");
   if (title == std::string::npos) {
     return absl::InvalidArgumentError(
         "not a powercut HTML report (no <h1> title to put the diff after)");
   }
-  std::string html = report_html;
   const size_t after = html.find('\n', title);
   html.insert(after == std::string::npos ? html.size() : after + 1, DiffHtmlSection(d));
   return html;
@@ -236,8 +291,10 @@ nlohmann::json DiffJson(const ReportDiff& d) {
           {"cells_compared", d.cells_compared},
           {"cells_added", d.cells_added},
           {"cells_removed", d.cells_removed},
+          {"cells_missing", d.cells_missing},
           {"changes", changes},
           {"signatures_new", d.signatures_new},
+          {"signatures_new_elsewhere", d.signatures_new_elsewhere},
           {"signatures_gone", d.signatures_gone},
           {"regressions", d.Regressions()},
           {"regression_names", d.RegressionNames()},

@@ -1,6 +1,7 @@
 // The comparison of two reports (report_diff.h).
 #include "harness/diff/report_diff.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -27,8 +28,24 @@ std::vector<ParameterChange> ParameterChanges(const ComparableReport& base,
   std::set<std::string> names;
   for (const auto& [name, value] : base.parameters) names.insert(name);
   for (const auto& [name, value] : next.parameters) names.insert(name);
+  // A group (a custom cell) only one report has is one line; in both, its fields tell.
+  std::vector<std::string> one_sided_groups;
+  for (const std::string& name : names) {
+    if ((base.parameter_groups.contains(name) || next.parameter_groups.contains(name)) &&
+        base.parameters.contains(name) != next.parameters.contains(name)) {
+      one_sided_groups.push_back(name + ".");
+    }
+  }
   std::vector<ParameterChange> changes;
   for (const std::string& name : names) {
+    const bool group = base.parameter_groups.contains(name) || next.parameter_groups.contains(name);
+    const bool in_one_sided_group =
+        std::any_of(one_sided_groups.begin(), one_sided_groups.end(),
+                    [&](const std::string& prefix) { return name.starts_with(prefix); });
+    if (in_one_sided_group ||
+        (group && base.parameters.contains(name) && next.parameters.contains(name))) {
+      continue;
+    }
     auto b = base.parameters.find(name);
     auto n = next.parameters.find(name);
     const std::string bv = b == base.parameters.end() ? "" : b->second;
@@ -61,22 +78,39 @@ std::string CouldNotRunText(const CellOutcome& c) {
                      c.error.empty() ? "" : ": ", c.error);
 }
 
+// "ran", or "ran: unexpected: ..." when the report says the cell came out unexpected (nothing
+// to compare it with after a night it could not run, but worth reading).
+std::string RanText(const CellOutcome& c) {
+  if (c.verdict != "unexpected") return "ran";
+  return c.unexpected.empty() ? "ran: unexpected"
+                              : fmt::format("ran: unexpected: {}", c.unexpected);
+}
+
 // The changes of one row present in both reports.
 void DiffModel(const std::string& cell, const ModelOutcome& b, const ModelOutcome& n,
                std::vector<Change>& out) {
   auto add = [&](ChangeAspect aspect, std::string base, std::string next, bool regression) {
     out.push_back({cell, b.model, aspect, std::move(base), std::move(next), regression});
   };
-  const bool regression = b.as_expected && !n.as_expected;
   // Without an expectation on either side (the raw rule: any violation fails) the verdict is
-  // the expectation: its change carries the regression, and no expectation is claimed.
+  // the expectation: its change carries the regression, and no expectation is claimed. With one
+  // on one side only (`--no-expect` one night, not the other) the two "as expected" answer
+  // different questions: only a verdict that got worse than pass is a regression, and the
+  // expectation changes only where the answer did.
   const bool raw_rule = b.expect.empty() && n.expect.empty();
-  if (!raw_rule && (b.as_expected != n.as_expected || b.expect != n.expect)) {
-    add(ChangeAspect::kExpectation, ExpectationText(b), ExpectationText(n), regression);
+  const bool one_sided = b.expect.empty() != n.expect.empty();
+  const bool regression =
+      one_sided ? b.Verdict() == "pass" && n.Verdict() != "pass" : b.as_expected && !n.as_expected;
+  const bool expectation_changed = one_sided
+                                       ? b.as_expected != n.as_expected
+                                       : b.as_expected != n.as_expected || b.expect != n.expect;
+  if (!raw_rule && expectation_changed) {
+    add(ChangeAspect::kExpectation, ExpectationText(b), ExpectationText(n),
+        regression && !one_sided);
   }
-  if (b.Verdict() != n.Verdict() || (raw_rule && regression)) {
+  if (b.Verdict() != n.Verdict() || ((raw_rule || one_sided) && regression)) {
     add(ChangeAspect::kVerdict, std::string(b.Verdict()), std::string(n.Verdict()),
-        raw_rule && regression);
+        (raw_rule || one_sided) && regression);
   }
   if (b.lost_acks_max != n.lost_acks_max || b.lost_acks_exact != n.lost_acks_exact) {
     add(ChangeAspect::kLostAcks, b.LostText(), n.LostText(), false);
@@ -116,15 +150,16 @@ void DiffCell(const CellOutcome& b, const CellOutcome& n, std::vector<Change>& o
       }
     }
   } else if (b.ran != n.ran || b.error_kind != n.error_kind) {
-    out.push_back({n.name, "", ChangeAspect::kCouldNotRun, b.ran ? "ran" : CouldNotRunText(b),
-                   n.ran ? "ran" : CouldNotRunText(n),
+    out.push_back({n.name, "", ChangeAspect::kCouldNotRun, b.ran ? RanText(b) : CouldNotRunText(b),
+                   n.ran ? RanText(n) : CouldNotRunText(n),
                    n.CouldNotRunUnexpectedly() && (b.ran || !b.CouldNotRunUnexpectedly())});
   }
   // A cell verdict no row explains (an expected error that did not come, a live cut outside
   // the model): the cell's own change.
   bool explained = false;
   for (size_t i = first; i < out.size(); ++i) {
-    explained = explained || out[i].regression || out[i].aspect == ChangeAspect::kExpectation;
+    explained = explained || out[i].regression || out[i].aspect == ChangeAspect::kExpectation ||
+                out[i].aspect == ChangeAspect::kCouldNotRun;
   }
   if (!explained && !b.verdict.empty() && !n.verdict.empty() && b.verdict != n.verdict) {
     auto text = [](const CellOutcome& c) {
@@ -154,6 +189,8 @@ std::string_view ChangeAspectName(ChangeAspect aspect) {
       return "model added";
     case ChangeAspect::kModelRemoved:
       return "model removed";
+    case ChangeAspect::kMissing:
+      return "missing";
   }
   return "?";
 }
@@ -191,13 +228,36 @@ ReportDiff DiffReports(const ComparableReport& base, const ComparableReport& nex
     ++diff.cells_compared;
     DiffCell(*b->second, n, diff.changes);
   }
+  // The new report holds part of the same plan the base ran (a merge with a shard missing,
+  // `merge --allow-missing`): the cells it lacks were not removed from the plan, they did not
+  // report, and the night checked less than the last.
+  const bool missing_shards = next.Partial() && !next.plan.empty() && next.plan == base.plan &&
+                              next.plan_cells == base.plan_cells;
   for (const CellOutcome& b : base.cells) {
-    if (!next_names.contains(b.name)) diff.cells_removed.push_back(b.name);
+    if (next_names.contains(b.name)) continue;
+    if (!missing_shards) {
+      diff.cells_removed.push_back(b.name);
+      continue;
+    }
+    ++diff.cells_missing;
+    diff.changes.push_back(
+        {b.name, "", ChangeAspect::kMissing, b.ran ? "ran" : CouldNotRunText(b),
+         fmt::format("not in the report ({} of the plan's {} cells: a shard missing?)",
+                     next.cells.size(), next.plan_cells),
+         true});
   }
-  for (const std::string& s : next.signatures) {
-    if (!base.signatures.contains(s)) diff.signatures_new.push_back(s);
+  for (const auto& [s, scope] : next.signatures) {
+    if (base.signatures.contains(s)) continue;
+    // Seen only where the base did not look (a file system or cache model added tonight):
+    // listed, like an added cell, not a regression.
+    const bool judged_in_base =
+        scope.caches.empty() || std::any_of(scope.caches.begin(), scope.caches.end(),
+                                            [&, &scope = scope](const std::string& cache) {
+                                              return base.judged.contains(scope.fs + "|" + cache);
+                                            });
+    (judged_in_base ? diff.signatures_new : diff.signatures_new_elsewhere).push_back(s);
   }
-  for (const std::string& s : base.signatures) {
+  for (const auto& [s, scope] : base.signatures) {
     if (!next.signatures.contains(s)) diff.signatures_gone.push_back(s);
   }
   return diff;

@@ -20,7 +20,46 @@ std::string OneLine(const json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
-std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+// A parameter under its path: objects field by field ("guest.cpus"), arrays of scalars joined
+// ("fs" -> "ext4,xfs"), arrays of objects element by element, by their name where they have one
+// ("custom_cells[mydb].workload", the element itself a group), so that a change names the field
+// that changed.
+void Flatten(const std::string& path, const json& value, ComparableReport& report) {
+  auto structured = [](const json& v) { return v.is_object() || v.is_array(); };
+  if (value.is_object()) {
+    for (const auto& [key, field] : value.items()) {
+      Flatten(path.empty() ? key : path + "." + key, field, report);
+    }
+  } else if (value.is_array() && std::any_of(value.begin(), value.end(), structured)) {
+    for (size_t i = 0; i < value.size(); ++i) {
+      const json& e = value[i];
+      const bool named = e.is_object() && e.contains("name") && e.at("name").is_string();
+      const std::string element =
+          fmt::format("{}[{}]", path, named ? e.at("name").get<std::string>() : std::to_string(i));
+      report.parameters[element] = e.dump();
+      report.parameter_groups.insert(element);
+      Flatten(element, e, report);
+    }
+  } else if (value.is_array()) {
+    std::string joined;
+    for (const json& e : value) joined += (joined.empty() ? "" : ",") + OneLine(e);
+    report.parameters[path] = joined;
+  } else {
+    report.parameters[path] = OneLine(value);
+  }
+}
+
+// The first line of a message; a line that only announces what follows ("...; its last
+// output:") loses that clause, which the report holds.
+std::string FirstLine(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  if (!line.empty() && line.back() == ':') {
+    const size_t clause = line.rfind("; ");
+    line.resize(clause == std::string::npos ? line.size() - 1 : clause);
+  }
+  return line;
+}
 
 // The distinct non-empty values, in first-seen order, comma-separated ("" when there are none).
 class DistinctValues {
@@ -44,17 +83,24 @@ class DistinctValues {
 // Parses the text; a parse error at the end of the input is a truncated file, anywhere else
 // the file is not JSON.
 absl::StatusOr<json> ParseJson(std::string_view text, std::string_view path) {
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) {
     return absl::InvalidArgumentError(fmt::format("{}: empty file, not a powercut report", path));
+  }
+  if (text[first] == '<') {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: XML or HTML, not JSON (the --junit or --html report?): powercut diff reads the "
+        "--json report",
+        path));
   }
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
     if (e.byte >= text.size()) {
       return absl::InvalidArgumentError(fmt::format(
-          "{}: truncated: the JSON ends after {} bytes, before the report does (an interrupted "
+          "{}: truncated: the JSON ends after {} byte{}, before the report does (an interrupted "
           "copy or a full disk?)",
-          path, text.size()));
+          path, text.size(), text.size() == 1 ? "" : "s"));
     }
     return absl::InvalidArgumentError(
         fmt::format("{}: not JSON (parse error at byte {}), not a powercut report", path, e.byte));
@@ -124,13 +170,24 @@ std::string MatrixRowExpect(const json& r) {
                                                             : "";
 }
 
+// Which part of its plan a report holds: "whole plan" for an unsharded run and for a merge of
+// every shard (the same cells: comparable), "merged, 4 of 10 cells" for a merge with shards
+// missing, "2/4" for one shard.
+std::string ShardText(const std::string& shard, size_t cells, size_t plan_cells) {
+  if (shard == "1/1" || (shard == "merged" && cells >= plan_cells)) return "whole plan";
+  if (shard == "merged") return fmt::format("merged, {} of {} cells", cells, plan_cells);
+  return shard;
+}
+
 ComparableReport ReadMatrix(const json& j) {
   ComparableReport report;
   const json& parameters = j.at("parameters");
-  for (const auto& [key, value] : parameters.items()) report.parameters[key] = OneLine(value);
+  Flatten("", parameters, report);
   const std::string shard = j.at("shard").get<std::string>();
-  report.parameters["shard"] = shard;
-  report.parameters["plan cells"] = std::to_string(j.at("plan_cells").get<uint64_t>());
+  report.plan_cells = j.at("plan_cells").get<size_t>();
+  report.plan = parameters.dump();
+  report.merged = shard == "merged";
+  report.parameters["plan cells"] = std::to_string(report.plan_cells);
   report.kind = std::string(shard == "merged" ? "merged " : "") +
                 (parameters.contains("fstest") ? "fstest" : "matrix");
   report.seconds = j.value("seconds", 0.0);
@@ -144,8 +201,10 @@ ComparableReport ReadMatrix(const json& j) {
                      .unexpected = c.value("unexpected", ""),
                      .record_seconds = c.value("record_seconds", 0.0),
                      .check_seconds = c.value("check_seconds", 0.0)};
+    const std::string fs = c.value("fs", "");
     for (const json& r : c.at("results")) {
       cell.models.push_back(ModelFromJson(r, MatrixRowExpect(r)));
+      if (cell.ran) report.judged.insert(fs + "|" + cell.models.back().model);
     }
     check_methods.Add(c.value("check_method", ""));
     check_kernels.Add(c.value("check_kernel", ""));
@@ -157,9 +216,12 @@ ComparableReport ReadMatrix(const json& j) {
   check_methods.SetIn(report.parameters, "check method");
   check_kernels.SetIn(report.parameters, "check kernel");
   recording_kernels.SetIn(report.parameters, "recording kernel");
+  report.parameters["shard"] = ShardText(shard, report.cells.size(), report.plan_cells);
   if (j.contains("fstest_summary")) {
     for (const json& s : j.at("fstest_summary").at("signatures")) {
-      report.signatures.insert(s.at("signature").get<std::string>());
+      SignatureScope& scope = report.signatures[s.at("signature").get<std::string>()];
+      scope.fs = s.value("fs", "");
+      if (s.contains("caches")) scope.caches = s.at("caches").get<std::vector<std::string>>();
     }
   }
   return report;
@@ -173,7 +235,15 @@ bool IsRunLocalParameter(const std::string& key) { return key == "base_image" ||
 ComparableReport ReadCheck(const json& j) {
   ComparableReport report;
   for (const auto& [key, value] : j.at("parameters").items()) {
-    if (!IsRunLocalParameter(key)) report.parameters[key] = OneLine(value);
+    if (!IsRunLocalParameter(key)) Flatten(key, value, report);
+  }
+  // Spelled as a matrix report's are (which take them from its cells).
+  for (const auto& [field, name] :
+       {std::pair{"check_method", "check method"}, std::pair{"check_kernel", "check kernel"}}) {
+    if (auto it = report.parameters.find(field); it != report.parameters.end()) {
+      report.parameters[name] = it->second;
+      report.parameters.erase(it);
+    }
   }
   if (j.contains("trace") && j.at("trace").is_object()) {
     const json& trace = j.at("trace");
@@ -208,7 +278,8 @@ ComparableReport ReadCheck(const json& j) {
     if (run.contains("expect") && run.at("expect").is_object()) {
       expect_models = run.at("expect").value("models", json::object());
     }
-    if (report.seconds == 0) report.seconds = run_cell.record_seconds + run_cell.check_seconds;
+    // The report's own "seconds" is the check's; the run is the recording and the check.
+    report.seconds = run_cell.record_seconds + run_cell.check_seconds;
   }
   // One cell per workload the results name (a run has one; a check names its log).
   for (const json& r : j.at("results")) {

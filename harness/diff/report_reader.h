@@ -59,21 +59,44 @@ struct CellOutcome {
   const ModelOutcome* Model(std::string_view model) const;  // nullptr when it has no such row
 };
 
+// Where a `powercut fstest` violation signature was seen.
+struct SignatureScope {
+  std::string fs;                   // the file system (the signature's last part)
+  std::vector<std::string> caches;  // the cache models it violated under; empty: not said
+};
+
 struct ComparableReport {
   std::string path;    // as given, for messages
   std::string schema;  // "powercut-matrix/1" or "powercut-report/1"
   // "matrix", "merged matrix", "fstest", "merged fstest", "run", "check": what wrote it.
   std::string kind;
-  // What decides which cells exist and how they are judged, flattened to one line each
-  // ("preset" -> "headline", "seed" -> "1", "check method" -> "guest mount"); values that
-  // differ between two reports make them incomparable, and `powercut diff` lists them first.
+  // What decides which cells exist and how they are judged, one line each, nested fields by
+  // their path ("preset" -> "headline", "fs" -> "ext4,xfs", "fstest.seq" -> "1",
+  // "custom_cells[mydb].workload" -> "...", "check method" -> "guest mount"); values that differ
+  // between two reports make them incomparable, and `powercut diff` lists them first. A report
+  // of the whole plan has "shard" "whole plan" whether it ran unsharded or was merged.
   std::map<std::string, std::string> parameters;
+  // The parameters that stand for an element of a list with its fields under them
+  // ("custom_cells[mydb]", its value the element's JSON): a diff lists an element only one
+  // report has as one line, not field by field.
+  std::set<std::string> parameter_groups;
+  // Matrix schema: the plan's cells and the parameters that decide them, as the report wrote
+  // them (two reports of one plan have the same); 0 and "" for the check schema.
+  size_t plan_cells = 0;
+  std::string plan;
+  bool merged = false;             // written by `powercut merge`
   std::vector<CellOutcome> cells;  // in the report's order
   // `powercut fstest` reports: the violation signatures (class | operations | file system).
-  std::set<std::string> signatures;
+  std::map<std::string, SignatureScope> signatures;
+  // "fs|model" of every row judged (a cell that ran, one of its models): what a signature of
+  // the other report could have been seen under here.
+  std::set<std::string> judged;
   double seconds = 0;  // the whole run's wall-clock time
 
   const CellOutcome* Cell(std::string_view name) const;  // nullptr when it has no such cell
+  // A merge of some shards only (`merge --allow-missing`): fewer cells than its plan. (One
+  // shard's report holds part of the plan by design.)
+  bool Partial() const { return merged && plan_cells > cells.size(); }
 };
 
 // The schemas this build reads, each at version 1.

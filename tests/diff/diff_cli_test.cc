@@ -91,6 +91,8 @@ TEST(DiffCommand, BadInputExitsTwoWithAClearMessage) {
   newer["schema"] = "powercut-matrix/2";
   const std::string version = Write(dir, "v2.json", newer.dump());
   const std::string run = Write(dir, "run.json", Fixture("run.json"));
+  const std::string junit =
+      Write(dir, "matrix.xml", "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
   struct Case {
     std::string args, message;
   };
@@ -99,7 +101,10 @@ TEST(DiffCommand, BadInputExitsTwoWithAClearMessage) {
            Case{truncated + " " + good, truncated + ": truncated"},
            Case{good + " " + other, other + ": not a powercut report"},
            Case{good + " " + version, version + ": unknown schema version powercut-matrix/2"},
-           Case{good + " " + dir.File("missing.json"), "missing.json: cannot read the file"},
+           Case{good + " " + dir.File("missing.json"),
+                "missing.json: cannot read the file: No such file or directory"},
+           Case{good + " " + dir.path(), dir.path() + ": a folder, not a report"},
+           Case{good + " " + junit, junit + ": XML or HTML, not JSON (the --junit or --html"},
            Case{good + " " + run, "a diff compares two reports of one kind"},
        }) {
     auto r = Diff(c.args);

@@ -2,7 +2,10 @@
 // docs/nightly.md "What changed since last night"). Exit 0 no regression, 1 a regression, 2 bad
 // input (a file that cannot be read, is not JSON or truncated, is not a powercut report, or has a
 // schema version this build does not read) or an output that cannot be written.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -31,10 +34,20 @@ int BadInput(const std::string& message) {
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: a folder, not a report: give the report's JSON file", path));
+  }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(fmt::format("{}: cannot read the file", path));
+  if (!in) {
+    return absl::NotFoundError(fmt::format("{}: cannot read the file: {}", path,
+                                           errno == 0 ? "unknown error" : std::strerror(errno)));
+  }
   std::ostringstream text;
   text << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(fmt::format("{}: a read error", path));
   return text.str();
 }
 
