@@ -14,6 +14,8 @@
 #include "harness/fs/file_system.h"
 #include "harness/fstest/model_fs.h"
 #include "harness/fstest/tree.h"
+#include "harness/product/fstest_profiles.h"
+#include "harness/product/fstest_run.h"
 #include "harness/state/crash_state.h"
 #include "harness/trace/trace_reader.h"
 #include "nlohmann/json.hpp"
@@ -347,9 +349,9 @@ int PointOfWhy(const std::string& why) { return std::atoi(why.c_str()); }
 
 std::string FlagsText(const harness::TraceEntry& e) {
   std::vector<std::string> flags;
-  if (e.is_flush()) flags.push_back("FLUSH");
-  if (e.is_fua()) flags.push_back("FUA");
-  if (e.is_discard()) flags.push_back("DISCARD");
+  if (e.is_flush()) flags.emplace_back("FLUSH");
+  if (e.is_fua()) flags.emplace_back("FUA");
+  if (e.is_discard()) flags.emplace_back("DISCARD");
   if (e.is_mark()) return fmt::format("MARK  \"{}\"", e.mark);
   if (e.header.nr_sectors > 0 && !e.is_discard()) flags.insert(flags.begin(), "WRITE");
   return fmt::format("{}", fmt::join(flags, "|"));
@@ -475,7 +477,8 @@ std::string RunsTable(const std::vector<FsTestReportRun>& runs) {
     std::string verdict = !r.ran       ? "could not run: " + r.why
                           : r.violates ? "**fails**: `" + r.why + "`"
                                        : "passes";
-    out += fmt::format("| {} | {} | {} | {} | {} |\n", r.kernel.empty() ? "?" : r.kernel, r.fs,
+    const std::string fs = r.profile == "default" ? r.fs : fmt::format("{}:{}", r.fs, r.profile);
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", r.kernel.empty() ? "?" : r.kernel, fs,
                        options, r.cache, verdict);
   }
   return out;
@@ -498,10 +501,12 @@ std::vector<FsTestReportRun> ReportRuns(const MatrixReport& report) {
   const std::string mount = report.parameters.value("mount_options", "");
   for (const CellResult& c : report.cells) {
     for (const CellModel& m : c.models) {
+      const FsTestProfile& profile = CellProfile(c);
       out.push_back({.kernel = c.kernel,
                      .fs = c.fs,
-                     .mkfs_options = mkfs,
-                     .mount_options = mount,
+                     .profile = profile.name,
+                     .mkfs_options = ProfileMkfsOptions(profile, mkfs),
+                     .mount_options = ProfileMountOptions(profile, mount),
                      .cache = m.cache,
                      .ran = c.ran,
                      .violates = m.violations > 0,
