@@ -553,6 +553,17 @@ TEST_F(FsTestReproducer, TheLogReaderNamesTheWritesNotDurableAtEachAck) {
   EXPECT_THAT(r.output, HasSubstr("7 entries; 2 acknowledgement(s) given with writes not durable"));
 }
 
+// A workload that uses few of the program's helpers still compiles with every warning an error.
+TEST(FsTestReport, TheCProgramOfASmallWorkloadCompilesWithoutWarnings) {
+  TempDir dir;
+  auto w = fstest::ParseWorkload("creat foo\nwrite foo 0 100\nfsync foo\n", "t.fst");
+  ASSERT_TRUE(w.ok()) << w.status();
+  std::ofstream(dir.File("repro.c")) << ReproducerC(*w);
+  const auto cc = testing::RunCommand(fmt::format("cc -O2 -Wall -Wextra -Werror -o {} {}",
+                                                  dir.File("repro"), dir.File("repro.c")));
+  EXPECT_EQ(cc.exit_code, 0) << cc.output;
+}
+
 TEST(FsTestReport, TheShellScriptRecordsWithDmLogWritesOnTheFileSystemsOwnMkfs) {
   const std::string sh = ReproducerShell("xfs", "-m crc=1", "noatime");
   EXPECT_THAT(sh, HasSubstr("mkfs.xfs -f -q -s size=4096 -m crc=1 \"$data\""));
