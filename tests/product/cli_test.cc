@@ -326,6 +326,10 @@ TEST(Cli, FsTestRefusesBadInputBeforeAnyGuestBoots) {
       {"--seq 1 --persist fsync,msync",
        "\"msync\" is not fsync, fdatasync, sync, odsync, osync or rwf_dsync"},
       {"--seq 1 --cache bogus", "bogus"},
+      {"--seq 1 --profiles ext4:nope", "ext4 has no profile nope"},
+      {"--seq 1 --fs xfs --profiles ext4:fast_commit", "ext4:fast_commit is not one of --fs xfs"},
+      {"--seq 1 --kernel default,default", "two kernels are labelled 'default'"},
+      {"--seq 1 --kernel default," + dir.File("no-such-kernel.deb"), "no-such-kernel.deb"},
   };
   for (const Case& c : cases) {
     const auto start = std::chrono::steady_clock::now();
@@ -339,6 +343,11 @@ TEST(Cli, FsTestRefusesBadInputBeforeAnyGuestBoots) {
   ASSERT_EQ(list.exit_code, 0) << list.output;
   EXPECT_THAT(list.output, HasSubstr("seq-1: 328 workloads"));
   EXPECT_THAT(list.output, HasSubstr("fst-4ad649c07ae21bd3  creat foo; fsync foo"));
+  // The profiles' table needs no VM either.
+  auto profiles = RunCommand(bin + " fstest profiles");
+  ASSERT_EQ(profiles.exit_code, 0) << profiles.output;
+  EXPECT_THAT(profiles.output, HasSubstr("ext4:fast_commit  (mkfs -O fast_commit)"));
+  EXPECT_THAT(profiles.output, HasSubstr("f2fs:fsync_strict  (mount fsync_mode=strict)"));
   auto repro = RunCommand(bin + " fstest repro fst-0000000000000000 --bundle " + dir.File("b"));
   EXPECT_EQ(repro.exit_code, 2) << repro.output;
   EXPECT_THAT(repro.output, HasSubstr("no workload of the seq-1 space has the id"));

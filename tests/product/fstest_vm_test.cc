@@ -3,7 +3,8 @@
 // program start per state; ext4 with barrier=0 (an fsync that sends no flush) breaks promises under
 // cache on and keeps them under off; `repro` shrinks that violation to fewer operations and its
 // state to fewer dropped writes; a user's workload of synchronous writes is clean on ext4 and xfs
-// and catches f2fs's unflushed O_DIRECT|O_DSYNC overwrite.
+// and catches f2fs's unflushed O_DIRECT|O_DSYNC overwrite on two kernels side by side, and not
+// on f2fs's `lfs` profile.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 
 #include "fmt/format.h"
 #include "gtest/gtest.h"
+#include "harness/vm/machine/kernel.h"
 #include "nlohmann/json.hpp"
 #include "tests/product/test_util.h"
 
@@ -125,41 +127,64 @@ TEST(FsTestVmTest, AnFsyncThatSendsNoFlushBreaksItsPromiseUnderCacheOnOnly) {
   }
 }
 
-// Synchronous writes (docs/fstest.md, "Synchronous writes"), in a workload file written as a user
-// would (tests/product/data/commit_log.fst): a commit log preallocated with real data and fsynced,
-// then 4 KiB records overwritten in place with O_DIRECT|O_DSYNC, a control file written with O_SYNC
-// and RWF_DSYNC. ext4 and xfs keep every promise under cache off and on; f2fs (Debian's 6.1)
-// acknowledges the first O_DIRECT|O_DSYNC overwrite with neither FUA nor a FLUSH after it, so under
-// cache on a crash right after that ack has the old record (docs/results.md, "f2fs").
-TEST(FsTestVmTest, SynchronousWritesKeepTheirPromisesOnExt4AndXfsAndF2fsLosesTheFirstRecord) {
+// Synchronous writes (docs/fstest.md, "Synchronous writes") in a workload file written as a user
+// would (tests/product/data/kv_store.fst: a log appended with O_DSYNC and RWF_DSYNC, a table
+// preallocated, fsynced and updated in place with O_DIRECT and a synchronous flag, a manifest
+// written O_SYNC and renamed into place), on two kernels side by side (Debian's and the same
+// kernel again as a folder: CI downloads no other) and on f2fs's default and `lfs` profiles. ext4
+// and xfs keep every promise under cache off and on; f2fs acknowledges the first O_DIRECT|O_DSYNC
+// overwrite after the fsync with neither FUA nor a FLUSH after it, so under cache on a crash right
+// after that ack has the old page (docs/results.md, "f2fs"), on both kernels; `mode=lfs` writes
+// out of place, and its fsync flushes.
+TEST(FsTestVmTest, SynchronousWritesSideBySideOnTwoKernelsAndF2fsProfiles) {
   TempDir dir;
+  auto kernel = vm::FetchKernel();
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  const std::string tree =
+      std::filesystem::path(kernel->vmlinuz).parent_path().parent_path().string();
   const std::string json = dir.path() + "/sync.json";
-  const auto r = RunCommand(
-      fmt::format("{} fstest run --workloads {} --fs ext4,xfs,f2fs --cache off,on --quiet "
-                  "--json {} --recordings {}/rec",
-                  POWERCUT_BIN, COMMIT_LOG_FST, json, dir.path()));
-  ASSERT_EQ(r.exit_code, 0) << r.output;  // every cell ran; without --expect-clean
+  const auto r = RunCommand(fmt::format(
+      "{} fstest run --workloads {} --profiles ext4,xfs,f2fs,f2fs:lfs --kernel default,again={} "
+      "--cache off,on --expect-clean --quiet --json {} --recordings {}/rec",
+      POWERCUT_BIN, KV_STORE_FST, tree, json, dir.path()));
+  // Every cell as expected: f2fs's loss under on is its profile's known finding.
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   const nlohmann::json report = nlohmann::json::parse(ReadFile(json));
+  ASSERT_EQ(report.at("cells").size(), 8u);
   std::map<std::string, std::pair<uint64_t, uint64_t>> rows;
   for (const auto& row : report.at("fstest_summary").at("by_fs_and_cache")) {
-    rows[row.at("fs").get<std::string>() + "/" + row.at("cache").get<std::string>()] = {
-        row.at("workloads"), row.at("violating_workloads")};
+    const std::string profile = row.at("profile");
+    rows[fmt::format("{}{}@{}/{}", row.at("fs").get<std::string>(),
+                     profile == "default" ? "" : ":" + profile, row.at("kernel").get<std::string>(),
+                     row.at("cache").get<std::string>())] = {row.at("workloads"),
+                                                             row.at("violating_workloads")};
   }
   const std::pair<uint64_t, uint64_t> clean{1, 0}, violating{1, 1};
-  EXPECT_EQ(rows.at("ext4/off"), clean);
-  EXPECT_EQ(rows.at("ext4/on"), clean);
-  EXPECT_EQ(rows.at("xfs/off"), clean);
-  EXPECT_EQ(rows.at("xfs/on"), clean);
-  EXPECT_EQ(rows.at("f2fs/off"), clean);
-  EXPECT_EQ(rows.at("f2fs/on"), violating) << r.output;
+  for (const char* kernel_label : {"default", "again"}) {
+    for (const char* fs : {"ext4", "xfs", "f2fs", "f2fs:lfs"}) {
+      for (const char* cache : {"off", "on"}) {
+        const std::string key = fmt::format("{}@{}/{}", fs, kernel_label, cache);
+        const bool loses = std::string(fs) == "f2fs" && std::string(cache) == "on";
+        EXPECT_EQ(rows.at(key), loses ? violating : clean) << key << "\n" << r.output;
+      }
+    }
+  }
   const nlohmann::json& sigs = report.at("fstest_summary").at("signatures");
   ASSERT_EQ(sigs.size(), 1u) << sigs.dump(2);
   EXPECT_EQ(sigs[0].at("fs"), "f2fs");
   EXPECT_EQ(sigs[0].at("class"), "old-content");
+  EXPECT_EQ(sigs[0].at("kernels"), nlohmann::json({"again", "default"}));
   const nlohmann::json& v = sigs[0].at("violations")[0];
   EXPECT_EQ(v.at("cache"), "on");
-  // Point 3 is the first record's write (points 1 and 2 are the fsyncs of the preallocation).
-  EXPECT_EQ(v.at("why").get<std::string>().rfind("3: old-content wal.log: ", 0), 0u) << v.dump(2);
+  // Point 8 is the first in-place page write (points 1-7: the fsyncs and the log's appends).
+  EXPECT_EQ(v.at("why").get<std::string>().rfind("8: old-content db/table: ", 0), 0u) << v.dump(2);
+  // Side by side: the two kernels agree; the f2fs row fails on both, the others pass.
+  const nlohmann::json& cmp = report.at("fstest_summary").at("by_kernel");
+  EXPECT_EQ(cmp.at("differing"), 0);
+  EXPECT_EQ(cmp.at("failing_everywhere"), 1);
+  EXPECT_EQ(cmp.at("passing_everywhere"), 3);
+  EXPECT_EQ(cmp.at("rows")[0].at("fs"), "f2fs");
+  EXPECT_NE(r.output.find("fails    fst-"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // powercut fstest list | run | repro: testing a file system (docs/fstest.md).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_split.h"
 #include "base/image_io.h"
@@ -19,6 +21,7 @@
 #include "harness/product/run/run.h"
 #include "harness/trace/manifest.h"
 #include "harness/vm/machine/disk_image.h"
+#include "harness/vm/machine/kernel.h"
 #include "tools/powercut/commands.h"
 #include "tools/powercut/product_commands.h"
 
@@ -74,24 +77,42 @@ absl::StatusOr<std::string> FindExec(const std::string& self) {
 }
 
 // An option mkfs refuses is refused here, before any guest boots: mkfs runs once on a scratch
-// image of each file system with the options.
-absl::Status CheckMkfsOptions(const std::vector<harness::FsKind>& fs, const std::string& options,
-                              harness::SectorFormat sector) {
-  if (options.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(ScratchDir dir, ScratchDir::Create("powercut-mkfs-check", "/var/tmp"));
-  for (const harness::FsKind kind : fs) {
-    const std::string name = harness::FsName(kind);
-    const std::string image = dir.File(name + ".img");
-    RETURN_IF_ERROR(vm::CreateSparseImage(image, harness::FileSystemOf(kind).default_image_bytes));
+// image of each file system (profile) with its options, the profile's and then the user's.
+absl::Status CheckMkfsOptions(const std::vector<const product::FsTestProfile*>& profiles,
+                              const std::string& options, harness::SectorFormat sector) {
+  std::optional<ScratchDir> dir;
+  for (const product::FsTestProfile* p : profiles) {
+    const std::string all = product::ProfileMkfsOptions(*p, options);
+    if (all.empty()) continue;
+    if (!dir) {
+      ASSIGN_OR_RETURN(ScratchDir made, ScratchDir::Create("powercut-mkfs-check", "/var/tmp"));
+      dir.emplace(std::move(made));
+    }
+    const std::string name = product::ProfileName(*p);
+    const std::string image = dir->File(std::string(harness::FsName(p->fs)) + ".img");
+    RETURN_IF_ERROR(vm::CreateSparseImage(image, harness::FileSystemOf(p->fs).default_image_bytes));
     absl::StatusOr<std::string> made =
-        vm::MakeFileSystem(kind, harness::GeometryOf(sector), image, options);
+        vm::MakeFileSystem(p->fs, harness::GeometryOf(sector), image, all);
     if (!made.ok()) {
+      const std::string profile_part =
+          all == options ? "" : fmt::format(" (after the profile's {})", p->mkfs_options);
       return absl::InvalidArgumentError(
-          fmt::format("--mkfs-options {}: mkfs of {} refuses them: {}", options, name,
-                      StatusMessage(made.status())));
+          options.empty() ? fmt::format("profile {}: mkfs refuses its options {}: {}", name, all,
+                                        StatusMessage(made.status()))
+                          : fmt::format("--mkfs-options {}: mkfs of {} refuses them{}: {}", options,
+                                        name, profile_part, StatusMessage(made.status())));
     }
   }
   return absl::OkStatus();
+}
+
+// `--kernel LIST`: each path opened (a .deb unpacked into the cache once) for its release, the
+// label of its cells, before any guest boots.
+absl::StatusOr<std::vector<product::FsTestKernel>> ParseKernels(const std::string& text) {
+  return product::ParseKernelList(text, [](const std::string& path) -> absl::StatusOr<std::string> {
+    ASSIGN_OR_RETURN(vm::GuestKernel kernel, vm::OpenUserKernel(path));
+    return kernel.release;
+  });
 }
 
 void AddList(CLI::App* fstest, int* exit_code) {
@@ -164,7 +185,9 @@ void AddList(CLI::App* fstest, int* exit_code) {
 struct RunArgs {
   WorkloadArgs w;
   product::MatrixOptions m;
-  std::string fs = harness::FsName(harness::DefaultFs());
+  std::string fs;        // "": the profiles' file systems, else the default file system
+  std::string profiles;  // "": each file system's default profile
+  std::string kernels;   // "": Debian's
   std::string sector = "512e", shard = "1/1", json, junit, html, recordings,
               recordings_cap = "1GiB", budget, disk_size;
   // The replay's flags (product::ParseReplayChoice); the points are the persistence points.
@@ -175,10 +198,15 @@ struct RunArgs {
 
 void AddRunOptions(CLI::App* c, RunArgs* a) {
   AddWorkloadOptions(c, &a->w);
-  c->add_option("--fs", a->fs,
-                fmt::format("{} (comma-separated: each workload on each)",
-                            harness::FsNames(/*with_raw=*/false)))
-      ->capture_default_str();
+  c->add_option(
+      "--fs", a->fs,
+      fmt::format("{} (comma-separated: each workload on each; default {}, or with "
+                  "--profiles the file systems they name)",
+                  harness::FsNames(/*with_raw=*/false), harness::FsName(harness::DefaultFs())));
+  c->add_option("--profiles", a->profiles,
+                "named mkfs and mount profiles, one more axis (comma-separated FS:NAME, FS, "
+                "FS:all or all; `powercut fstest profiles` lists them; with --fs, only its file "
+                "systems')");
   c->add_option("--cache", a->cache,
                 "the cache models every recording is replayed under: off, on, lying "
                 "(comma-separated) or all")
@@ -204,7 +232,10 @@ void AddRunOptions(CLI::App* c, RunArgs* a) {
   c->add_option("--keep", a->m.keep_dir, "keep each workload's recording under this folder");
   AddRecordingsOptions(c, &a->recordings, &a->recordings_cap);
   AddGuestSizeOptions(c, &a->m.guest, &a->disk_size);
-  AddKernelOption(c, &a->m.kernel);
+  c->add_option("--kernel", a->kernels,
+                "the guest kernels, comma-separated, each workload on each: default (Debian's "
+                "linux-image-amd64), a linux-image .deb or a kernel folder (docs/vm.md), or "
+                "LABEL=PATH; several make one report side by side");
   c->add_option("--json", a->json, "write the JSON report (powercut-matrix/1 + fstest_summary)");
   c->add_option("--junit", a->junit, "write a JUnit XML report here");
   c->add_option("--html", a->html, "write the self-contained HTML report here");
@@ -222,7 +253,19 @@ absl::StatusOr<product::FsTestOptions> ParseRunArgs(const RunArgs& a) {
   o.expect_clean = a.expect_clean;
   o.matrix = a.m;
   product::MatrixOptions& m = o.matrix;
-  ASSIGN_OR_RETURN(m.fs, harness::ParseFsKinds(a.fs));
+  std::vector<harness::FsKind> fs;
+  if (!a.fs.empty()) {
+    ASSIGN_OR_RETURN(fs, harness::ParseFsKinds(a.fs));
+  }
+  if (!a.profiles.empty()) {
+    ASSIGN_OR_RETURN(o.profiles, product::ParseProfiles(a.profiles, fs));
+    m.fs.clear();
+    for (const product::FsTestProfile* p : o.profiles) {
+      if (std::find(m.fs.begin(), m.fs.end(), p->fs) == m.fs.end()) m.fs.push_back(p->fs);
+    }
+  } else {
+    m.fs = fs.empty() ? std::vector<harness::FsKind>{harness::DefaultFs()} : fs;
+  }
   for (const harness::FsKind kind : m.fs) {
     if (harness::FileSystemOf(kind).raw()) {
       return absl::InvalidArgumentError("--fs raw: a file-system test needs a file system");
@@ -241,7 +284,26 @@ absl::StatusOr<product::FsTestOptions> ParseRunArgs(const RunArgs& a) {
                                                             {a.html, a.json, a.junit}));
   ASSIGN_OR_RETURN(m.shard, product::ParseShard(a.shard));
   ASSIGN_OR_RETURN(o.exec_binary, FindExec(m.powercut));
+  ASSIGN_OR_RETURN(o.kernels, ParseKernels(a.kernels));
+  m.kernel = o.kernels.size() == 1 ? o.kernels.front().path : "";
   return o;
+}
+
+// The profiles a run formats: --profiles, else each file system's default.
+std::vector<const product::FsTestProfile*> RunProfiles(const product::FsTestOptions& o) {
+  if (!o.profiles.empty()) return o.profiles;
+  std::vector<const product::FsTestProfile*> out;
+  for (const harness::FsKind fs : o.matrix.fs) out.push_back(&product::DefaultFsTestProfile(fs));
+  return out;
+}
+
+// Each kernel's cell runner: warm guests booted with it, the states judged in guests by it
+// (never a host loop mount: any kernel, no root).
+product::KernelCellRunner GuestRunners(const product::FsTestOptions& o, int jobs) {
+  return [agent = product::AgentHint(o.matrix.powercut), fs = o.matrix.fs,
+          jobs](const product::FsTestKernel& kernel) {
+    return product::VmCellRunner(agent, fs, jobs, kernel.path, product::CheckIn::kGuest);
+  };
 }
 
 int Run(const RunArgs& a) {
@@ -260,14 +322,11 @@ int Run(const RunArgs& a) {
     }
     return 0;
   }
-  if (absl::Status s = CheckMkfsOptions(o.matrix.fs, o.matrix.mkfs_options, o.matrix.sector);
+  if (absl::Status s = CheckMkfsOptions(RunProfiles(o), o.matrix.mkfs_options, o.matrix.sector);
       !s.ok()) {
     return CouldNotRun(std::string(s.message()));
   }
-  // The recording kernel judges, in guests: never a host loop mount (any kernel, no root).
-  auto report = product::RunFsTest(
-      o, product::VmCellRunner(product::AgentHint(o.matrix.powercut), o.matrix.fs, a.jobs,
-                               o.matrix.kernel, product::CheckIn::kGuest));
+  auto report = product::RunFsTest(o, GuestRunners(o, a.jobs));
   if (!report.ok()) return CouldNotRun(std::string(report.status().message()));
   return PrintAndWriteReports(*report, product::FsTestTable(*report), product::ReportJson(*report),
                               {.json = a.json,
@@ -338,7 +397,8 @@ void AddRepro(CLI::App* fstest, int* exit_code) {
       return;
     }
     o.exec_binary = *exec;
-    if (absl::Status s = CheckMkfsOptions({o.fs}, o.mkfs_options, harness::kDefaultSectorFormat);
+    if (absl::Status s = CheckMkfsOptions({&product::DefaultFsTestProfile(o.fs)}, o.mkfs_options,
+                                          harness::kDefaultSectorFormat);
         !s.ok()) {
       *exit_code = CouldNotRun(std::string(s.message()));
       return;
@@ -368,7 +428,7 @@ void AddRepro(CLI::App* fstest, int* exit_code) {
 // `fstest report`: the bundle's minimal workload run on every kernel and file system asked for,
 // then REPORT.md, repro.c and repro.sh (harness/product/fstest/fstest_report.h).
 struct ReportArgs {
-  std::string bundle, out, fs, cache = "off,on", kernels, mkfs_options, mount_options;
+  std::string bundle, out, fs, profiles, cache = "off,on", kernels, mkfs_options, mount_options;
   int timeout_s = 600;
   bool quiet = false;
 };
@@ -381,41 +441,38 @@ int Report(const ReportArgs& a) {
         a.bundle));
   }
   std::string fs = a.fs;
-  if (fs.empty()) {
+  if (fs.empty() && a.profiles.empty()) {
     // The file system the finding was recorded on, from its recording's manifest.
     auto manifest =
         harness::ReadManifest(harness::ManifestPathFor(a.bundle + "/recording/trace.log"));
     if (!manifest.ok()) return CouldNotRun(std::string(manifest.status().message()));
     fs = manifest->fs;
   }
+  // One run of the minimal workload: every kernel, file system and profile asked for.
   RunArgs run;
   run.w.workloads = std::filesystem::absolute(a.bundle + "/workload.fst").string();
   run.fs = fs;
+  run.profiles = a.profiles;
+  run.kernels = a.kernels;
   run.cache = a.cache;
   run.quiet = a.quiet;
   run.m.mkfs_options = a.mkfs_options;
   run.m.mount_options = a.mount_options;
   run.m.timeout_s = a.timeout_s;
-  std::vector<std::string> kernels = absl::StrSplit(a.kernels, ',', absl::SkipEmpty());
-  if (kernels.empty()) kernels.push_back("default");
-  for (std::string& k : kernels) {
-    if (k == "default") k.clear();  // Debian's linux-image-amd64
+  auto parsed = ParseRunArgs(run);
+  if (!parsed.ok()) return CouldNotRun(std::string(parsed.status().message()));
+  if (absl::Status s = CheckMkfsOptions(RunProfiles(*parsed), parsed->matrix.mkfs_options,
+                                        parsed->matrix.sector);
+      !s.ok()) {
+    return CouldNotRun(std::string(s.message()));
   }
-  std::vector<product::FsTestReportRun> runs;
-  for (const std::string& kernel : kernels) {
-    run.m.kernel = kernel;
-    auto parsed = ParseRunArgs(run);
-    if (!parsed.ok()) return CouldNotRun(std::string(parsed.status().message()));
-    if (!a.quiet) {
-      std::fprintf(stderr, "powercut fstest report: %s on %s, kernel %s\n", run.w.workloads.c_str(),
-                   fs.c_str(), kernel.empty() ? "(Debian's)" : kernel.c_str());
-    }
-    auto report = product::RunFsTest(
-        *parsed, product::VmCellRunner(product::AgentHint(parsed->matrix.powercut),
-                                       parsed->matrix.fs, 1, kernel, product::CheckIn::kGuest));
-    if (!report.ok()) return CouldNotRun(std::string(report.status().message()));
-    for (product::FsTestReportRun& r : product::ReportRuns(*report)) runs.push_back(std::move(r));
+  if (!a.quiet) {
+    std::fprintf(stderr, "powercut fstest report: %s on %zu kernel(s) and %zu file system(s)\n",
+                 run.w.workloads.c_str(), parsed->kernels.size(), RunProfiles(*parsed).size());
   }
+  auto report = product::RunFsTest(*parsed, GuestRunners(*parsed, 1));
+  if (!report.ok()) return CouldNotRun(std::string(report.status().message()));
+  const std::vector<product::FsTestReportRun> runs = product::ReportRuns(*report);
   auto made = product::MakeFsTestReport(a.bundle, runs);
   if (!made.ok()) return CouldNotRun(std::string(made.status().message()));
   auto workload = fstest::LoadWorkloads(a.bundle + "/workload.fst");
@@ -443,11 +500,13 @@ void AddReport(CLI::App* fstest, int* exit_code) {
   c->add_option("--fs", a->fs,
                 "the file systems to run the minimal workload on (comma-separated; default the "
                 "one it was found on)");
+  c->add_option("--profiles", a->profiles,
+                "and the profiles, as for fstest run (e.g. f2fs:all: the finding per profile)");
   c->add_option("--cache", a->cache, "the cache models each run is judged under")
       ->capture_default_str();
   c->add_option("--kernel", a->kernels,
-                "the guest kernels, comma-separated: each a linux-image .deb or a folder as "
-                "`fstest run --kernel` takes it, or `default` (Debian's, the default)");
+                "the guest kernels, comma-separated, as `fstest run --kernel` takes them "
+                "(default, a linux-image .deb or folder, LABEL=PATH; default: Debian's)");
   c->add_option("--mkfs-options", a->mkfs_options, "as for fstest run");
   c->add_option("--mount-options", a->mount_options, "as for fstest run");
   c->add_option("--timeout", a->timeout_s, "seconds per recording")->capture_default_str();
@@ -474,6 +533,14 @@ void AddFsTestCommand(CLI::App& app, int* exit_code) {
   run->callback([=] { *exit_code = Run(*a); });
   AddRepro(fstest, exit_code);
   AddReport(fstest, exit_code);
+  fstest
+      ->add_subcommand("profiles",
+                       "print the named mkfs and mount profiles of each file system (`fstest run "
+                       "--profiles`) with their measured verdicts and known findings")
+      ->callback([exit_code] {
+        std::fputs(product::ProfilesTable().c_str(), stdout);
+        *exit_code = 0;
+      });
 }
 
 }  // namespace powercut::cli

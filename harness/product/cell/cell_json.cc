@@ -173,7 +173,9 @@ nlohmann::json CellToJson(const CellResult& c) {
                    {"source", c.fstest->source},
                    {"description", c.fstest->description},
                    {"text", c.fstest->text},
-                   {"shape", c.fstest->shape}};
+                   {"shape", c.fstest->shape},
+                   {"profile", c.fstest->profile},
+                   {"kernel", c.fstest->kernel}};
   }
   return j;
 }
@@ -216,7 +218,9 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
                             .source = f.value("source", ""),
                             .description = f.value("description", ""),
                             .text = f.value("text", ""),
-                            .shape = f.value("shape", "")};
+                            .shape = f.value("shape", ""),
+                            .profile = f.value("profile", "default"),
+                            .kernel = f.value("kernel", "")};
     }
     if (j.contains("expect")) {
       c.judged = !j.at("expect").is_null();

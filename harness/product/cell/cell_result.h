@@ -118,6 +118,11 @@ struct FsTestCell {
   std::string description;
   std::string text;
   std::string shape;
+  // The cell's profile and kernel (harness/product/fstest_profiles.h, fstest_kernels.h): the
+  // profile's name ("default", "fast_commit") and the kernel's label ("default", a release or the
+  // user's label).
+  std::string profile = "default";
+  std::string kernel;
 };
 
 // A cell's verdict against its expectation (CellResult::Verdict).

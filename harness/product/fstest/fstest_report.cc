@@ -14,6 +14,8 @@
 #include "harness/fs/file_system.h"
 #include "harness/fstest/model_fs.h"
 #include "harness/fstest/tree.h"
+#include "harness/product/fstest/fstest_profiles.h"
+#include "harness/product/fstest/fstest_run.h"
 #include "harness/state/crash_state.h"
 #include "harness/trace/trace_reader.h"
 #include "nlohmann/json.hpp"
@@ -115,6 +117,9 @@ constexpr char kCProlog[] = R"c(#define _GNU_SOURCE
 #include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
+/* A workload uses only some of the helpers below. */
+#pragma GCC diagnostic ignored "-Wunused-function"
 
 static const char *root, *mark_command;
 static int points;
@@ -347,9 +352,9 @@ int PointOfWhy(const std::string& why) { return std::atoi(why.c_str()); }
 
 std::string FlagsText(const harness::TraceEntry& e) {
   std::vector<std::string> flags;
-  if (e.is_flush()) flags.push_back("FLUSH");
-  if (e.is_fua()) flags.push_back("FUA");
-  if (e.is_discard()) flags.push_back("DISCARD");
+  if (e.is_flush()) flags.emplace_back("FLUSH");
+  if (e.is_fua()) flags.emplace_back("FUA");
+  if (e.is_discard()) flags.emplace_back("DISCARD");
   if (e.is_mark()) return fmt::format("MARK  \"{}\"", e.mark);
   if (e.header.nr_sectors > 0 && !e.is_discard()) flags.insert(flags.begin(), "WRITE");
   return fmt::format("{}", fmt::join(flags, "|"));
@@ -475,19 +480,61 @@ std::string RunsTable(const std::vector<FsTestReportRun>& runs) {
     std::string verdict = !r.ran       ? "could not run: " + r.why
                           : r.violates ? "**fails**: `" + r.why + "`"
                                        : "passes";
-    out += fmt::format("| {} | {} | {} | {} | {} |\n", r.kernel.empty() ? "?" : r.kernel, r.fs,
+    const std::string fs = r.profile == "default" ? r.fs : fmt::format("{}:{}", r.fs, r.profile);
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", r.kernel.empty() ? "?" : r.kernel, fs,
                        options, r.cache, verdict);
   }
   return out;
 }
 
-std::string Subject(const std::string& fs, const Op& point_op, const std::string& klass) {
+// `off`: the finding holds with the drive's cache off, where every completed write is durable:
+// no FLUSH or FUA is missing, what the file system rebuilt from the disk is wrong.
+std::string Subject(const std::string& fs, const Op& point_op, const std::string& klass, bool off) {
   std::string what = fstest::OpText(point_op);
   if (point_op.kind == OpKind::kDwrite && point_op.sync == SyncWrite::kDsync) {
     what = "an O_DIRECT|O_DSYNC overwrite";
   }
+  if (off) {
+    return fmt::format(
+        "{}: what `{}` promised is not what the mount rebuilds after a power cut ({}, with the "
+        "drive's write cache off)",
+        fs, what, klass);
+  }
   return fmt::format("{}: {} acknowledged before it is durable ({} after a power cut)", fs, what,
                      klass);
+}
+
+// How to reproduce it: the script, a power cut by hand, powercut.
+std::string Reproducing(const std::string& fs, int point, bool off) {
+  std::string out = fmt::format(
+      "- With only the kernel: `sudo sh repro.sh` (this folder) builds `repro.c` (the workload as "
+      "a C\n  program: the same system calls and bytes), makes {0} on a loop device, records the "
+      "workload\n  through dm-log-writes with a mark after each acknowledgement and prints, per "
+      "mark, the writes\n  that were neither FUA nor followed by a FLUSH when it was given. Exit 1 "
+      "means some were.\n",
+      fs);
+  if (off) {
+    out += fmt::format(
+        "  Here none need be: replay the log up to the mark `ack:{0}` onto a fresh device\n"
+        "  (`replay-log --log LOGDEV --replay DEV --end-mark ack:{0}`, xfstests' tool), mount it\n"
+        "  and look at the file.\n"
+        "- As a power cut: run `./repro run MOUNTPOINT` on {1} on any drive and cut the power "
+        "right\n"
+        "  after it prints `ack {0}`; then mount and look at the file (`ls -l`, `hexdump -C`: "
+        "each\n"
+        "  32-byte chunk names the write that left it, `w0002 ...`).\n"
+        "- With powercut: `powercut fstest run --workloads workload.fst --fs {1} --cache off`.",
+        point, fs);
+  } else {
+    out += fmt::format(
+        "- As a power cut: run `./repro run MOUNTPOINT` on {1} on a drive with a volatile write "
+        "cache and\n  cut the power right after it prints `ack {0}`; then mount and look at the "
+        "file's blocks\n  (`hexdump -C`: each 32-byte chunk names the write that left it, `w0002 "
+        "...`).\n"
+        "- With powercut: `powercut fstest run --workloads workload.fst --fs {1} --cache on`.",
+        point, fs);
+  }
+  return out;
 }
 
 }  // namespace
@@ -498,10 +545,12 @@ std::vector<FsTestReportRun> ReportRuns(const MatrixReport& report) {
   const std::string mount = report.parameters.value("mount_options", "");
   for (const CellResult& c : report.cells) {
     for (const CellModel& m : c.models) {
+      const FsTestProfile& profile = CellProfile(c);
       out.push_back({.kernel = c.kernel,
                      .fs = c.fs,
-                     .mkfs_options = mkfs,
-                     .mount_options = mount,
+                     .profile = profile.name,
+                     .mkfs_options = ProfileMkfsOptions(profile, mkfs),
+                     .mount_options = ProfileMountOptions(profile, mount),
                      .cache = m.cache,
                      .ran = c.ran,
                      .violates = m.violations > 0,
@@ -639,14 +688,16 @@ absl::StatusOr<FsTestReport> MakeFsTestReport(const std::string& bundle,
   if (fs.empty() && !runs.empty()) fs = runs.front().fs;
   if (found.empty()) found = why;
   const FsTestReportRun* failing = nullptr;
+  bool off = false;  // it fails with the cache off too
   for (const FsTestReportRun& r : runs) {
     if (r.violates && failing == nullptr) failing = &r;
+    off = off || (r.violates && r.cache == "off");
   }
   FsTestReport report;
   report.c_program = ReproducerC(w);
   report.shell = ReproducerShell(fs, failing ? failing->mkfs_options : "",
                                  failing ? failing->mount_options : "");
-  const std::string subject = Subject(fs, *point_op, klass);
+  const std::string subject = Subject(fs, *point_op, klass, off);
   report.markdown = fmt::format(
       R"md(# {subject}
 
@@ -691,14 +742,7 @@ the writes marked below):
 
 ## Reproducing it
 
-- With only the kernel: `sudo sh repro.sh` (this folder) builds `repro.c` (the workload as a C
-  program: the same system calls and bytes), makes {fs} on a loop device, records the workload
-  through dm-log-writes with a mark after each acknowledgement and prints, per mark, the writes
-  that were neither FUA nor followed by a FLUSH when it was given. Exit 1 means some were.
-- As a power cut: run `./repro run MOUNTPOINT` on {fs} on a drive with a volatile write cache and
-  cut the power right after it prints `ack {point}`; then mount and look at the file's blocks
-  (`hexdump -C`: each 32-byte chunk names the write that left it, `w0002 ...`).
-- With powercut: `powercut fstest run --workloads workload.fst --fs {fs} --cache on`.
+{reproducing}
 )md",
       fmt::arg("subject", subject), fmt::arg("ops", w.ops.size()),
       fmt::arg("id", fstest::WorkloadId(w)), fmt::arg("text", fstest::WorkloadText(w, false)),
@@ -711,9 +755,15 @@ the writes marked below):
       fmt::arg("expected", ExpectedTree(w, point)), fmt::arg("state", state_id),
       fmt::arg("found", found), fmt::arg("table", RunsTable(runs)),
       fmt::arg("trace_note",
-               "The recording (`recording/trace.log`, dm-log-writes v1; `powercut trace show` "
-               "lists it all), from the acknowledgement before to the first FLUSH after:"),
-      fmt::arg("excerpt", excerpt), fmt::arg("fs", fs));
+               std::string(off ? "With the drive's write cache off every completed write is on "
+                                 "the disk: the crash state is the disk exactly as it was when "
+                                 "the point was acknowledged, and no FLUSH or FUA is missing; "
+                                 "the mount (its recovery) rebuilds the wrong file. "
+                               : "") +
+                   "The recording (`recording/trace.log`, dm-log-writes v1; `powercut trace "
+                   "show` lists it all), from the acknowledgement before to the first FLUSH "
+                   "after:"),
+      fmt::arg("excerpt", excerpt), fmt::arg("reproducing", Reproducing(fs, point, off)));
   return report;
 }
 

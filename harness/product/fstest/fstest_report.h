@@ -25,6 +25,8 @@ namespace powercut::product {
 struct FsTestReportRun {
   std::string kernel;  // the guest's `uname -r`
   std::string fs;
+  std::string profile = "default";  // harness/product/fstest_profiles.h
+  // All of them: the profile's and the user's.
   std::string mkfs_options, mount_options;
   std::string cache;
   bool ran = false;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "harness/fstest/generator.h"
 #include "harness/fstest/workload.h"
 #include "harness/product/matrix/matrix.h"
+#include "harness/product/fstest/fstest_kernels.h"
+#include "harness/product/fstest/fstest_profiles.h"
 #include "nlohmann/json.hpp"
 
 namespace powercut::product {
@@ -37,23 +40,37 @@ struct FsTestOptions {
   // fs, cache, window, points, states, shard, kernel, recordings, guest, timeouts, mkfs and mount
   // options, jobs, progress: the matrix's (its preset, workloads and custom cells are set here).
   MatrixOptions matrix;
+  // The profile axis (`--profiles`): every workload on each profile, whose options come before
+  // matrix.mkfs_options and matrix.mount_options; empty: the default profile of each of
+  // matrix.fs (then matrix.fs is set from the profiles).
+  std::vector<const FsTestProfile*> profiles;
+  // The kernel axis (`--kernel LIST`): every workload on each kernel, in order; empty:
+  // matrix.kernel alone. With one kernel the cells are named as without the axis.
+  std::vector<FsTestKernel> kernels;
 };
 
 // The workloads of a run, parsed and validated (every one refused before any guest boots).
 absl::StatusOr<std::vector<fstest::Workload>> PlanFsTest(const FsTestOptions& options);
 
-// The matrix the workloads make: one custom cell per workload and file system, named
-// "<workload id>/fstest/<fs>", each expecting what `expect_clean` says.
+// The matrix the workloads make: one custom cell per kernel, workload and profile, kernel by
+// kernel (so that one kernel's guests are done before the next one's boot), named
+// "<workload id>/fstest/<fs>[:<profile>][@<kernel>]" (ProfileVariant, KernelVariant), each
+// expecting what `expect_clean` and its profile say (ProfileExpect).
 absl::StatusOr<MatrixOptions> FsTestMatrix(const FsTestOptions& options,
                                            const std::vector<fstest::Workload>& workloads);
 
-// Wraps a cell runner (the CLI's VmCellRunner with checks in guests; tests pass their own) so that
-// each cell's expected state becomes the guest judge's promises, with the latest-ack oracle and a
-// boot path that mounts first.
-CellRunner FsTestCellRunner(const std::vector<fstest::Workload>& workloads, CellRunner inner);
+// The cell runner of one kernel: the CLI's VmCellRunner on it, with checks in guests; tests pass
+// a fake. Called when the kernel's first cell of the shard starts; the runner is dropped (its
+// guests shut down) after its last.
+using KernelCellRunner = std::function<CellRunner(const FsTestKernel& kernel)>;
 
-// Plans, runs the shard's cells and fills each cell's `fstest` (id, text, shape, source); writes
-// `workload.fst` into every kept recording, so the folder is a reproducer.
+// Plans, runs the shard's cells (each cell's expected state becomes the guest judge's promises,
+// with the latest-ack oracle and a boot path that mounts first; its profile's options and its
+// kernel's runner) and fills each cell's `fstest` (id, text, shape, source, profile, kernel);
+// writes `workload.fst` into every kept recording, so the folder is a reproducer.
+absl::StatusOr<MatrixReport> RunFsTest(const FsTestOptions& options,
+                                       const KernelCellRunner& runner_for);
+// The same runner for every kernel (tests).
 absl::StatusOr<MatrixReport> RunFsTest(const FsTestOptions& options, const CellRunner& inner);
 
 // The promises (JSON, for vm::GuestJob::fstest_promises) from the expected states
@@ -68,9 +85,14 @@ std::string FailureClassOf(const std::string& why);
 // Whether a matrix report is a file-system test's (its parameters say how it was generated).
 bool IsFsTestReport(const MatrixReport& report);
 
-// Per file system and cache model: workloads, crash states, violating workloads and failure
-// classes; violations grouped by signature (class + operation shape + file system), each with the
-// workload's text, its first violating state, the rebuild command and the repro command.
+// The profile of a report's cell (its file system's default when the report names none).
+const FsTestProfile& CellProfile(const CellResult& cell);
+
+// Per file system (profile), kernel (when several ran) and cache model: workloads, crash states,
+// violating workloads and failure classes; violations grouped by signature (class + operation
+// shape + file system and profile), each with the kernels it was seen on, the workload's text,
+// its first violating state, the rebuild command and the repro command; with several kernels,
+// every workload's verdicts per kernel, those that differ first (fstest_by_kernel.h).
 nlohmann::json FsTestSummary(const MatrixReport& report);
 // The same as text, for stdout.
 std::string FsTestTable(const MatrixReport& report);

@@ -32,6 +32,10 @@ struct CustomCell {
   // The middle of the cell's name ("" = "custom"); `powercut fstest` names its cells
   // "<workload id>/fstest/<fs>". Not read from --cells files.
   std::string setting;
+  // Appended to the cell's name after the file system: `powercut fstest`'s profile and kernel
+  // axes (":fast_commit", "@6.12.118+deb12-amd64"; fstest_profiles.h, fstest_kernels.h). Not
+  // read from --cells files.
+  std::string variant;
 };
 
 // Either {"cells": [...]} or a bare array. `source` names the file in errors.

@@ -124,6 +124,7 @@ struct MatrixCell {
   std::optional<vm::FlakeyMode> fault;  // none: replayed (and live cuts); else a failing disk
   std::string Name() const {
     return workload + "/" + setting + "/" + harness::FsName(fs) +
+           (custom ? custom->variant : std::string()) +
            (fault ? "/" + std::string(vm::FlakeyModeName(*fault)) : "");
   }
 };
