@@ -233,6 +233,22 @@ class RedisWorkload final : public DatabaseWorkload {
             "start redis-server as redis, SET and ack --count keys",
             "start redis-server on the image (loads the AOF), print have per key"};
   }
+  // A process crash too may lose the last acks under everysec: while the previous second's
+  // background fsync still runs, Redis postpones writing the AOF buffer for up to 2 s and replies
+  // all the same (flushAppendOnlyFile, "postponed"), so a SET can be acked from Redis' memory
+  // alone. Seen in a loaded suite (a SIGKILL after 25 acks lost acks 2-25); idle, every ack was
+  // written before its reply.
+  WorkloadConfig EverysecEntry() const {
+    WorkloadConfig c =
+        Entry("redis-everysec", "appendonly yes, appendfsync everysec",
+              {"--appendfsync", "everysec"}, Expectation::kLoses,
+              fmt::format("{}: 'appendfsync everysec: fsync every second ... you may lose 1 second "
+                          "of data if there is a disaster'",
+                          kPersistenceDocs));
+    c.process_crash = Expectation::kMayLose;
+    return c;
+  }
+
   std::vector<WorkloadConfig> CatalogEntries() const override {
     return {
         Entry("redis-always", "appendonly yes, appendfsync always", {"--appendfsync", "always"},
@@ -241,11 +257,7 @@ class RedisWorkload final : public DatabaseWorkload {
                           "the AOF. Very very slow, very safe' (the write and fsync happen before "
                           "the reply is sent)",
                           kPersistenceDocs)),
-        Entry("redis-everysec", "appendonly yes, appendfsync everysec",
-              {"--appendfsync", "everysec"}, Expectation::kLoses,
-              fmt::format("{}: 'appendfsync everysec: fsync every second ... you may lose 1 second "
-                          "of data if there is a disaster'",
-                          kPersistenceDocs)),
+        EverysecEntry(),
         Entry("redis-no", "appendonly yes, appendfsync no", {"--appendfsync", "no"},
               Expectation::kLoses,
               fmt::format("{}: 'appendfsync no: Never fsync, just put your data in the hands of "

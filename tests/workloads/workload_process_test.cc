@@ -223,11 +223,14 @@ TEST_P(WorkloadCaseTest, EveryAckIsHadAfterACleanRun) {
 TEST_P(WorkloadCaseTest, ProcessCrashMatchesTheCatalog) {
   constexpr size_t kKillAfter = 25;
   const bool survives = GetParam().process_crash == Expectation::kSurvives;
+  // May lose (redis everysec): one run, judged for what it can say (the store opens, nothing is
+  // corrupt), not for whether this kill hit the window.
+  const bool may_lose = GetParam().process_crash == Expectation::kMayLose;
   // A losing configuration loses only when the kill lands before the server wrote the acked
   // commits out of its own memory: postgres synchronous_commit=off's WAL writer writes every
   // 200 ms, and a kill right after it wrote loses nothing (seen once in a loaded suite). So up to
   // three fresh runs, and one of them must lose; a surviving one gets one run that must not.
-  const int tries = survives ? 1 : 3;
+  const int tries = survives || may_lose ? 1 : 3;
   size_t lost = 0;
   for (int attempt = 0; attempt < tries && lost == 0; ++attempt) {
     if (attempt > 0) ClearDataFolders();
@@ -248,7 +251,7 @@ TEST_P(WorkloadCaseTest, ProcessCrashMatchesTheCatalog) {
     // The killed workload never ran its destructors: its server's socket folder goes anyway.
     ExpectNothingLeftInTmp();
   }
-  if (!survives) {
+  if (!survives && !may_lose) {
     EXPECT_GT(lost, 0u) << "the catalog says " << GetParam().name << " loses acks (" << tries
                         << " runs)";
   }

@@ -242,7 +242,12 @@ void AckChannel::HandleJobLine(const std::string& line) {
              {"trace_entries", sink_.recorder != nullptr ? sink_.recorder->entries() : 0}};
   } else if (line.rfind("event ", 0) == 0) {
     event = line.substr(6);
-    entry = {{"event", event}, {"t_ms", t_ms}};
+    // A check's whole result (GuestResultToLine) is the caller's; the log keeps its size.
+    if (event.rfind("job-result ", 0) == 0) {
+      entry = {{"event", "job-result"}, {"bytes", event.size()}, {"t_ms", t_ms}};
+    } else {
+      entry = {{"event", event}, {"t_ms", t_ms}};
+    }
   } else {
     powercut::MutexLock lock(&mu_);
     ++invalid_;

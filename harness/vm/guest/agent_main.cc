@@ -3,10 +3,11 @@
 //   powercut-vm-agent [JOB.json]   one job (default /run/powercut/job.json) -> result.json; the
 //                                  init then powers the guest off;
 //   powercut-vm-agent --serve      a warm guest: announces `event agent-start` on the virtio-serial
-//                                  port, then for each line `job <id>` the host writes there runs
-//                                  job-<id>.json, writes result-<id>.json and sends
-//                                  `job <id> event job-done`; `quit` (or the host closing the port)
-//                                  ends it.
+//                                  port, then for each line `job <id> inline <json>` the host
+//                                  writes there runs that job and sends `job <id> event
+//                                  job-result <json>` and `job <id> event job-done`; for `job <id>`
+//                                  it runs job-<id>.json and writes result-<id>.json instead;
+//                                  `quit` (or the host closing the port) ends it.
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -28,19 +29,24 @@ namespace {
 using powercut::vm::GuestResult;
 using powercut::vm::guest::kRunDir;
 
+GuestResult RunJobText(const std::string& text, const std::string& where, int port_fd,
+                       powercut::vm::guest::ResidentCheckers* residents) {
+  GuestResult result;
+  auto job = powercut::vm::GuestJobFromJson(text);
+  if (!job.ok()) {
+    result.failed_step = "job";
+    result.error = fmt::format("{}: {}", where, std::string(job.status().message()));
+    return result;
+  }
+  return powercut::vm::guest::RunGuestJob(*job, port_fd, residents);
+}
+
 GuestResult RunJobFile(const std::string& job_path, int port_fd,
                        powercut::vm::guest::ResidentCheckers* residents = nullptr) {
   std::ifstream in(job_path);
   std::stringstream text;
   text << in.rdbuf();
-  GuestResult result;
-  auto job = powercut::vm::GuestJobFromJson(text.str());
-  if (!job.ok()) {
-    result.failed_step = "job";
-    result.error = fmt::format("{}: {}", job_path, std::string(job.status().message()));
-    return result;
-  }
-  return powercut::vm::guest::RunGuestJob(*job, port_fd, residents);
+  return RunJobText(text.str(), job_path, port_fd, residents);
 }
 
 // Written under a temporary name and renamed: the host never reads half a result.
@@ -66,7 +72,7 @@ bool ReadLineFrom(int fd, std::string* pending, std::string* line) {
       pending->erase(0, nl + 1);
       return true;
     }
-    char buf[256];
+    char buf[4096];
     ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
@@ -91,6 +97,17 @@ int Serve(int port_fd) {
     uint64_t id = 0;
     if (line.rfind("job ", 0) != 0 || (id = std::strtoull(line.c_str() + 4, nullptr, 10)) == 0) {
       SendLine(port_fd, fmt::format("event unknown-request {}", line.substr(0, 80)));
+      continue;
+    }
+    // `job <id> inline <json>`: the job on the line, its result back on the port (a warm
+    // guest's checks); `job <id>`: job-<id>.json in the run folder, result-<id>.json back.
+    const std::string inline_mark = fmt::format("job {} inline ", id);
+    if (line.rfind(inline_mark, 0) == 0) {
+      GuestResult result = RunJobText(line.substr(inline_mark.size()), "the job line", port_fd,
+                                      &residents);
+      SendLine(port_fd, fmt::format("job {} event {}{}", id, powercut::vm::kJobResultEvent,
+                                    powercut::vm::GuestResultToLine(result)));
+      SendLine(port_fd, fmt::format("job {} event job-done ok={}", id, result.ok ? 1 : 0));
       continue;
     }
     GuestResult result =

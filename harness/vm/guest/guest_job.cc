@@ -12,7 +12,8 @@ std::string JobFileName(const char* stem, uint64_t job_id, const char* extension
                      : fmt::format("{}-{}.{}", stem, job_id, extension);
 }
 
-std::string GuestJobToJson(const GuestJob& job) {
+namespace {
+json JobToJson(const GuestJob& job) {
   json j = {{"mode", job.mode == GuestJob::Mode::kCheck ? "check" : "workload"},
             {"fs", harness::FsName(job.fs)},
             {"disk_serial", job.disk_serial},
@@ -45,7 +46,14 @@ std::string GuestJobToJson(const GuestJob& job) {
                            {"command", c.command},
                            {"mount_options", c.mount_options}});
   }
-  return j.dump(2);
+  return j;
+}
+}  // namespace
+
+std::string GuestJobToJson(const GuestJob& job) { return JobToJson(job).dump(2); }
+
+std::string GuestJobToLine(const GuestJob& job) {
+  return JobToJson(job).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
@@ -196,6 +204,10 @@ GuestResult ResultFromJson(const json& j) {
 
 std::string GuestResultToJson(const GuestResult& r) {
   return ResultToJson(r).dump(2, ' ', false, json::error_handler_t::replace);
+}
+
+std::string GuestResultToLine(const GuestResult& r) {
+  return ResultToJson(r).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 absl::StatusOr<GuestResult> GuestResultFromJson(const std::string& text) {

@@ -151,6 +151,13 @@ std::string JobFileName(const char* stem, uint64_t job_id, const char* extension
 std::string GuestJobToJson(const GuestJob& job);
 absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text);
 std::string GuestResultToJson(const GuestResult& result);
+// The same JSON on one line (no newline inside: strings are escaped), for the agent's port: a
+// warm guest's check jobs and their results travel inline there, `job <id> inline <job>` and
+// `job <id> event job-result <result>`, instead of as files in the 9p run folder (two 9p file
+// round trips of a TCG guest per crash state; docs/run.md, "Where the time goes").
+std::string GuestJobToLine(const GuestJob& job);
+inline constexpr char kJobResultEvent[] = "job-result ";
+std::string GuestResultToLine(const GuestResult& result);
 absl::StatusOr<GuestResult> GuestResultFromJson(const std::string& text);
 
 }  // namespace powercut::vm

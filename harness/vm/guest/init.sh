@@ -45,7 +45,11 @@ mount -t proc proc /host/proc || fail "step mount-host-root: /host/proc"
 mount -t sysfs sysfs /host/sys || fail "step mount-host-root: /host/sys"
 mount -t devtmpfs devtmpfs /host/dev || fail "step mount-host-root: /host/dev"
 # cgroup v2: the agent puts each command in a cgroup of its own to kill what it leaves behind.
-mount -t cgroup2 cgroup2 /host/sys/fs/cgroup || echo "powercut-init: note: no cgroup2"
+# favordynmods (Linux 6.0+): moving a process into a cgroup then skips an RCU grace period, about
+# 8 ms of a TCG guest per crash state (docs/run.md, "Where the time goes"); older kernels mount
+# without it.
+mount -t cgroup2 -o favordynmods cgroup2 /host/sys/fs/cgroup 2>/dev/null ||
+  mount -t cgroup2 cgroup2 /host/sys/fs/cgroup || echo "powercut-init: note: no cgroup2"
 # Host folders under the tmpfs mount points below (e.g. a build tree in /tmp) stay visible: they
 # are held aside with a bind mount and bound back at their own path (powercut.keep=a,b).
 keep=$(echo "$keep" | tr ',' ' ')

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <string>
 
 #include "absl/synchronization/notification.h"
 #include "base/status_macros.h"
@@ -211,17 +212,24 @@ absl::StatusOr<GuestResult> WarmGuest::RunAgentJob(GuestJob job, std::chrono::se
   if (!usable_) return absl::FailedPreconditionError("this guest was killed; boot a new one");
   job.job_id = ++jobs_;
   const uint64_t id = job.job_id;
-  const std::string job_file = run_ / JobFileName("job", id, "json");
-  const std::string result_file = JobFileName("result", id, "json");
-  RETURN_IF_ERROR(WriteAll(job_file, GuestJobToJson(job)));
-  // Shared with the channel's callback, which may still hold it until EndJob returned.
+  // The job and its result travel inline on the agent's port (GuestJobToLine): no file in the
+  // run folder, whose 9p round trips cost a TCG guest more than the line does.
+  // Shared with the channel's callback, which may still hold them until EndJob returned. The
+  // result line comes before job-done on the channel's thread, and the notification orders it
+  // before this thread reads it.
   auto done = std::make_shared<absl::Notification>();
+  auto result_line = std::make_shared<std::string>();
   AckChannel::Options sink;
-  sink.on_event = [done](const std::string& event) {
-    if (event.rfind("job-done", 0) == 0 && !done->HasBeenNotified()) done->Notify();
+  sink.on_event = [done, result_line](const std::string& event) {
+    if (done->HasBeenNotified()) return;
+    if (event.rfind(kJobResultEvent, 0) == 0) {
+      *result_line = event.substr(std::char_traits<char>::length(kJobResultEvent));
+    } else if (event.rfind("job-done", 0) == 0) {
+      done->Notify();
+    }
   };
   RETURN_IF_ERROR(channel_->BeginJob(id, sink));
-  absl::Status sent = channel_->Send(fmt::format("job {}", id));
+  absl::Status sent = channel_->Send(fmt::format("job {} inline {}", id, GuestJobToLine(job)));
   const Clock::time_point deadline = Clock::now() + timeout;
   bool exited = !sent.ok();
   while (!exited && !done->HasBeenNotified() && Clock::now() < deadline) {
@@ -233,8 +241,6 @@ absl::StatusOr<GuestResult> WarmGuest::RunAgentJob(GuestJob job, std::chrono::se
         absl::FromChrono(std::min(Until(deadline), std::chrono::milliseconds(100))));
   }
   channel_->EndJob();
-  std::error_code ec;
-  fs::remove(job_file, ec);
   if (!done->HasBeenNotified()) {
     const std::string tail = qemu_->ConsoleTail();
     Discard();
@@ -246,8 +252,13 @@ absl::StatusOr<GuestResult> WarmGuest::RunAgentJob(GuestJob job, std::chrono::se
         "job {} did not finish within {} s; the guest was killed; last console lines:\n{}", id,
         timeout.count(), tail));
   }
-  absl::StatusOr<GuestResult> r = ReadGuestResult(run_, result_file, *qemu_);
-  fs::remove(run_ / result_file, ec);
+  if (result_line->empty()) {
+    Discard();
+    return absl::InternalError(
+        fmt::format("guest: the agent ended job {} without its result; last console lines:\n{}",
+                    id, qemu_->ConsoleTail()));
+  }
+  absl::StatusOr<GuestResult> r = GuestResultFromJson(*result_line);
   if (!r.ok()) Discard();
   return r;
 }
