@@ -57,8 +57,9 @@ absl::StatusOr<uint64_t> ReadNumberAfter(int fd, const char* word, int timeout_m
 
 void WriteLineOrExit(int fd, const std::string& line) {
   const std::string text = line + "\n";
-  if (!SendAll(fd, text.data(), text.size()).ok())
+  if (!SendAll(fd, text.data(), text.size()).ok()) {
     _exit(0);  // the agent went away: nothing to serve
+  }
 }
 
 // The request's descriptors and text; false at end of stream (the agent is done).

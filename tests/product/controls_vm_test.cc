@@ -9,8 +9,9 @@
 // would cost a VM boot per cell). The matrix judges in guests (the default: the recording kernel);
 // the 112 re-checks of seeds 2..5 vary which states are drawn, not who judges them, so as root
 // they are judged on the host (a `run --trace` judged in guests boots its two checking guests:
-// ~6.5 s against ~1 s under TCG, 10 of CI's minutes). Under `--sector 512n` the six black-box programs keep their
-// verdicts and the file-system outcome shows the repairs of ext4's torn superblock.
+// ~6.5 s against ~1 s under TCG, 10 of CI's minutes). Under `--sector 512n` the six black-box
+// programs keep their verdicts and the file-system outcome shows the repairs of ext4's torn
+// superblock.
 //
 // $POWERCUT_CONTROLS_REPORT_DIR, when set, receives a copy of every JSON report (docs/results.md
 // was written from them).

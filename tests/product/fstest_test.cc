@@ -559,8 +559,8 @@ TEST(FsTestReport, TheCProgramOfASmallWorkloadCompilesWithoutWarnings) {
   auto w = fstest::ParseWorkload("creat foo\nwrite foo 0 100\nfsync foo\n", "t.fst");
   ASSERT_TRUE(w.ok()) << w.status();
   std::ofstream(dir.File("repro.c")) << ReproducerC(*w);
-  const auto cc = testing::RunCommand(fmt::format("cc -O2 -Wall -Wextra -Werror -o {} {}",
-                                                  dir.File("repro"), dir.File("repro.c")));
+  const auto cc = testing::RunCommand(
+      fmt::format("cc -O2 -Wall -Wextra -Werror -o {} {}", dir.File("repro"), dir.File("repro.c")));
   EXPECT_EQ(cc.exit_code, 0) << cc.output;
 }
 

@@ -436,6 +436,39 @@ TEST(GuestJobTest, SeveralChecksRoundTripThroughJson) {
   EXPECT_FALSE(GuestResultFromJson("{\"checks\": [1]}").ok());
 }
 
+// A check job and its result cross the agent's port as one line each (`job <id> inline <json>`,
+// `job-result <json>`): whatever their strings hold (a checker's output lines, a command with a
+// newline), the line has none, and it reads back to the same job and result.
+TEST(GuestJobTest, AJobAndItsResultTravelAsOneLineEach) {
+  GuestJob job;
+  job.mode = GuestJob::Mode::kCheck;
+  job.command = "sh -c 'printf \"have 1\\nhave 2\\n\"'\necho two lines";
+  job.fstest_promises = "point 1\npoint 2\n";
+  job.extra_disks.push_back({.disk_serial = "powercut-2", .state_token = "t2"});
+  const std::string job_line = GuestJobToLine(job);
+  EXPECT_EQ(job_line.find('\n'), std::string::npos) << job_line;
+  auto back = GuestJobFromJson(job_line);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->command, job.command);
+  EXPECT_EQ(back->fstest_promises, job.fstest_promises);
+  ASSERT_EQ(back->extra_disks.size(), 1u);
+  EXPECT_EQ(back->extra_disks[0].state_token, "t2");
+
+  GuestResult r;
+  r.ok = true;
+  r.have = {"1", "2"};
+  r.error = "line one\nline two";
+  r.phases = {{"mount", 0.01}, {"checker-fork", 0.05}};
+  const std::string result_line = GuestResultToLine(r);
+  EXPECT_EQ(result_line.find('\n'), std::string::npos) << result_line;
+  auto rb = GuestResultFromJson(result_line);
+  ASSERT_TRUE(rb.ok()) << rb.status();
+  EXPECT_THAT(rb->have, ElementsAre("1", "2"));
+  EXPECT_EQ(rb->error, r.error);
+  ASSERT_EQ(rb->phases.size(), 2u);
+  EXPECT_EQ(rb->phases[1].first, "checker-fork");
+}
+
 // The failing disk's mode crosses to the guest by its dm-flakey name, read back into the type; no
 // mode is an empty name, and an unknown name is an error listing the valid ones.
 TEST(GuestJobTest, TheFailingDisksModeTravelsByName) {

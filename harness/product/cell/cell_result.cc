@@ -165,13 +165,14 @@ std::string CellResult::Unexpected() const {
   std::string why;
   for (const CellModel& m : models) {
     if (AsExpected(m)) continue;
-    const std::string got = m.violations ? fmt::format("{} violating states", m.violations)
-                            : m.complete()
-                                ? std::string("no violation")
-                                : fmt::format(
-                                      "an incomplete check: no violation in {} of {} states before "
-                                      "the budget ran out",
-                                      m.states, m.states_planned);
+    const std::string got =
+        m.violations
+            ? fmt::format("{} violating state{}", m.violations, m.violations == 1 ? "" : "s")
+        : m.complete() ? std::string("no violation")
+                       : fmt::format(
+                             "an incomplete check: no violation in {} of {} states before "
+                             "the budget ran out",
+                             m.states, m.states_planned);
     // The raw rule expects nothing: what failed is the whole reason.
     why += raw_rule ? fmt::format("{}cache {}: {}", why.empty() ? "" : "; ", m.cache, got)
                     : fmt::format("{}cache {}: expected {}, got {}", why.empty() ? "" : "; ",

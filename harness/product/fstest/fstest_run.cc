@@ -17,8 +17,8 @@
 #include "harness/fs/file_system.h"
 #include "harness/fstest/judge.h"
 #include "harness/fstest/promises.h"
-#include "harness/product/html/html_report.h"
 #include "harness/product/fstest/fstest_by_kernel.h"
+#include "harness/product/html/html_report.h"
 #include "harness/state/cache_model.h"
 
 namespace powercut::product {

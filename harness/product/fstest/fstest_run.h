@@ -16,9 +16,9 @@
 #include "absl/status/statusor.h"
 #include "harness/fstest/generator.h"
 #include "harness/fstest/workload.h"
-#include "harness/product/matrix/matrix.h"
 #include "harness/product/fstest/fstest_kernels.h"
 #include "harness/product/fstest/fstest_profiles.h"
+#include "harness/product/matrix/matrix.h"
 #include "nlohmann/json.hpp"
 
 namespace powercut::product {

@@ -103,8 +103,8 @@ int Serve(int port_fd) {
     // guest's checks); `job <id>`: job-<id>.json in the run folder, result-<id>.json back.
     const std::string inline_mark = fmt::format("job {} inline ", id);
     if (line.rfind(inline_mark, 0) == 0) {
-      GuestResult result = RunJobText(line.substr(inline_mark.size()), "the job line", port_fd,
-                                      &residents);
+      GuestResult result =
+          RunJobText(line.substr(inline_mark.size()), "the job line", port_fd, &residents);
       SendLine(port_fd, fmt::format("job {} event {}{}", id, powercut::vm::kJobResultEvent,
                                     powercut::vm::GuestResultToLine(result)));
       SendLine(port_fd, fmt::format("job {} event job-done ok={}", id, result.ok ? 1 : 0));

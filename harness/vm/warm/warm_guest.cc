@@ -255,8 +255,8 @@ absl::StatusOr<GuestResult> WarmGuest::RunAgentJob(GuestJob job, std::chrono::se
   if (result_line->empty()) {
     Discard();
     return absl::InternalError(
-        fmt::format("guest: the agent ended job {} without its result; last console lines:\n{}",
-                    id, qemu_->ConsoleTail()));
+        fmt::format("guest: the agent ended job {} without its result; last console lines:\n{}", id,
+                    qemu_->ConsoleTail()));
   }
   absl::StatusOr<GuestResult> r = GuestResultFromJson(*result_line);
   if (!r.ok()) Discard();
