@@ -8,6 +8,9 @@
 #      lost per cache model, every model with states checked; the state counts themselves differ
 #      between two recordings of a cell), and
 #      the completion log show both array tasks;
+#   1b. the file-system nightly of docs/nightly.md ("The seq-2 sample") at CI's size: fstest run of
+#      a seq-2 sample on ext4 and xfs in 2 shards under a time limit given as
+#      --sbatch-option=--time=20:00, one merged report with every cell once, clean;
 #   2. submits again, SIGKILLs a running task with scancel once its scratch folders exist, and
 #      demands that the next start of powercut removes them (base/scratch_sweep.h).
 # Stops every daemon it started and removes the user.
@@ -132,6 +135,42 @@ grep -E " Name=powercut-shard " "$work/jobcomp.txt" | grep -c "JobState=COMPLETE
   { echo "FAIL: the completion log does not show both array tasks completed"; cat "$work/jobcomp.txt"; exit 1; }
 sacct -c -n -o jobid,jobname,state 2>/dev/null | tee "$work/sacct.txt" || true
 echo "accounting: both array tasks COMPLETED"
+
+echo "== 1b. a file-system nightly: a seq-2 sample in 2 shards (docs/nightly.md, \"The seq-2 sample\")"
+# The nightly's command at CI's size: 3 workloads of the same seeded space on two file systems, 6
+# cells (seed 33 puts 2 in one shard and 4 in the other: both shards run something). Each task
+# has one of the node's 2 CPUs, so one check guest each (--workers 1): the default, one per core,
+# boots 3 guests a task, and on 6 cells their boots are most of the time (one shard measured
+# alone at load 13: 82 s with 2 check guests, 24 s with 1). The time limit as the nightly spells
+# it (--sbatch-option=OPT): sbatch refuses what it does not know.
+start=$(date +%s)
+as_user "$src/tools/nightly/slurm.sh --shards 2 --out $home/fs --sbatch-option=--time=20:00 --wait -- \
+  fstest run --seq 2 --sample 3 --seed 33 --fs ext4,xfs --states 2 --workers 1 --expect-clean"
+echo "fstest sharded on Slurm: $(($(date +%s) - start)) s"
+grep -E " Name=powercut-shard .*TimeLimit=20( |$)" "$work/jobcomp.txt" | grep -c "JobState=COMPLETED" | grep -qx 2 ||
+  { echo "FAIL: the completion log does not show 2 tasks with the 20-minute limit"; cat "$work/jobcomp.txt"; exit 1; }
+python3 - "$home/fs" <<'PY'
+# One report: every cell of the plan once, from both shards, the file-system test's summary over
+# them; the sample is clean on both file systems under off and on (docs/results.md measured 60).
+import json, sys
+out = sys.argv[1]
+shards = [{c["cell"] for c in json.load(open(f"{out}/shard-{k}.json"))["cells"]} for k in (1, 2)]
+assert all(shards) and not shards[0] & shards[1], shards
+r = json.load(open(f"{out}/matrix.json"))
+assert r["shard"] == "merged" and r["plan_cells"] == 6, (r["shard"], r["plan_cells"])
+names = [c["cell"] for c in r["cells"]]
+assert len(names) == 6 and set(names) == shards[0] | shards[1], names
+assert all(n.endswith(("/fstest/ext4", "/fstest/xfs")) for n in names), names
+assert all(m["states"] > 0 and m["could_not_check"] == 0 for c in r["cells"] for m in c["results"]), r["cells"]
+s = r["fstest_summary"]
+assert s["workloads"] == 3 and s["source"] == "seq-2", {k: s[k] for k in ("workloads", "source")}
+rows = {(row["fs"], row["cache"]): row for row in s["by_fs_and_cache"]}
+assert set(rows) == {(f, c) for f in ("ext4", "xfs") for c in ("off", "on")}, rows
+assert all(row["workloads"] == 3 and row["violating_workloads"] == 0 and row["could_not_run"] == 0
+           for row in rows.values()), rows
+print(f"merged fstest report: {len(names)} cells from shards of {len(shards[0])} and "
+      f"{len(shards[1])}, {sum(row['states'] for row in rows.values())} states, clean")
+PY
 
 echo "== 2. scancel -s KILL of a running task leaves scratch folders; the next start removes them"
 leftovers() { find "$home/tmp" /var/tmp -maxdepth 1 -user "$user" -name 'powercut-*' 2>/dev/null; }

@@ -34,6 +34,11 @@ while (($#)); do
     --baseline) baseline=${2:-}; shift 2 || usage ;;
     --wait) wait=1; shift ;;
     --sbatch-option) sbatch_options+=("${2:-}"); shift 2 || usage ;;
+    # The --name=value spelling too (--sbatch-option=--time=1:00:00), as the docs write it.
+    --shards=*) shards=${1#*=}; shift ;;
+    --out=*) out=${1#*=}; shift ;;
+    --baseline=*) baseline=${1#*=}; shift ;;
+    --sbatch-option=*) sbatch_options+=("${1#*=}"); shift ;;
     --) shift; break ;;
     *) echo "slurm.sh: unknown option $1" >&2; usage ;;
   esac
