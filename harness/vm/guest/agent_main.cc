@@ -102,18 +102,17 @@ int Serve(int port_fd) {
     // `job <id> inline <json>`: the job on the line, its result back on the port (a warm
     // guest's checks); `job <id>`: job-<id>.json in the run folder, result-<id>.json back.
     const std::string inline_mark = fmt::format("job {} inline ", id);
+    GuestResult result;
     if (line.rfind(inline_mark, 0) == 0) {
-      GuestResult result =
-          RunJobText(line.substr(inline_mark.size()), "the job line", port_fd, &residents);
+      result = RunJobText(line.substr(inline_mark.size()), "the job line", port_fd, &residents);
       SendLine(port_fd, fmt::format("job {} event {}{}", id, powercut::vm::kJobResultEvent,
                                     powercut::vm::GuestResultToLine(result)));
-      SendLine(port_fd, fmt::format("job {} event job-done ok={}", id, result.ok ? 1 : 0));
-      continue;
+    } else {
+      result =
+          RunJobFile(fmt::format("{}/{}", kRunDir, powercut::vm::JobFileName("job", id, "json")),
+                     port_fd, &residents);
+      WriteResult(powercut::vm::JobFileName("result", id, "json"), result);
     }
-    GuestResult result =
-        RunJobFile(fmt::format("{}/{}", kRunDir, powercut::vm::JobFileName("job", id, "json")),
-                   port_fd, &residents);
-    WriteResult(powercut::vm::JobFileName("result", id, "json"), result);
     SendLine(port_fd, fmt::format("job {} event job-done ok={}", id, result.ok ? 1 : 0));
   }
   return 0;

@@ -3,7 +3,6 @@
 #include "harness/vm/warm/warm_guest.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <string>
 
 #include "absl/synchronization/notification.h"
@@ -14,7 +13,6 @@
 namespace powercut::vm {
 namespace {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
