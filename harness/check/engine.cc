@@ -293,25 +293,29 @@ absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {
   ASSIGN_OR_RETURN(CheckSetup setup, Setup(options));
   const CheckOptions& o = setup.options;
   const Trace& trace = setup.trace_file->trace();
-  ASSIGN_OR_RETURN(
-      auto pool,
-      WorkerPool::Create(o.work_dir, setup.workers, o.fs, setup.base, setup.trace_file.get(),
-                         std::min<uint32_t>(trace.sector_size, setup.unit), o.disks.several()));
-  if (o.judges && (o.disks.several() || !FileSystemOf(o.fs).raw())) {
-    for (size_t i = 0; i < pool->workers().size(); ++i) {
-      ASSIGN_OR_RETURN(pool->workers()[i].judge, o.judges(static_cast<int>(i)));
-    }
-  }
   TraceIndex index(trace);
-  Oracle oracle(index, o.ordered, o.fs_failures_are_violations, o.latest_ack_only);
-  CheckReport report = ReportHeader(setup, index);
-
   std::vector<ModelPlan> plans;
   uint64_t total = 0;
   for (const CacheModel& model : o.models) {
     plans.push_back(PlanModel(setup, index, model));
     total += plans.back().result.states_planned;
   }
+  const bool judged = o.judges && (o.disks.several() || !FileSystemOf(o.fs).raw());
+  if (judged && o.states_per_judge > 0 && o.workers == 0) {
+    setup.workers = static_cast<int>(std::clamp<uint64_t>(
+        (total + o.states_per_judge - 1) / o.states_per_judge, 1, setup.workers));
+  }
+  ASSIGN_OR_RETURN(
+      auto pool,
+      WorkerPool::Create(o.work_dir, setup.workers, o.fs, setup.base, setup.trace_file.get(),
+                         std::min<uint32_t>(trace.sector_size, setup.unit), o.disks.several()));
+  if (judged) {
+    for (size_t i = 0; i < pool->workers().size(); ++i) {
+      ASSIGN_OR_RETURN(pool->workers()[i].judge, o.judges(static_cast<int>(i)));
+    }
+  }
+  Oracle oracle(index, o.ordered, o.fs_failures_are_violations, o.latest_ack_only);
+  CheckReport report = ReportHeader(setup, index);
   CheckShared shared(o, total);
   const auto deadline =
       o.budget_seconds > 0

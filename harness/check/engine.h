@@ -73,6 +73,11 @@ struct CheckOptions {
   // Optional (file systems only, `--check-in guest`): one judge per worker instead of host loop
   // mounts (harness/check/state_judge.h). Unset: loop mounts, or debugfs where `without_mount`.
   StateJudgeFactory judges;
+  // > 0 with `judges` that each boot a guest, and `workers` left at 0: one worker per this many
+  // planned states (all models), at least one and at most one per core. A judge's guest costs
+  // seconds of CPU to boot under TCG, more than a few dozen small states take on a guest already up
+  // (docs/run.md, "Where crash states are judged").
+  uint64_t states_per_judge = 0;
   // Optional progress: called after each crash state is judged, with the states judged so far
   // and the total this check will judge (all cache models). Called from the worker threads, one
   // call at a time (under the engine's lock): keep it short.

@@ -38,6 +38,12 @@ TEST(RunInVm, FdatasyncPassesOffAndOn) {
     EXPECT_TRUE(m["first_violation"].is_null());
   }
   EXPECT_EQ(j["run"]["acks"], 12);
+  // Judged in the guest that recorded (the default): 24 states planned take one worker, and the
+  // recording guest is that worker's guest, so the check boots none.
+  EXPECT_EQ(j["parameters"]["check_method"], "guest mount") << j["parameters"].dump();
+  EXPECT_EQ(j["parameters"]["workers"], 1);
+  EXPECT_EQ(j["run"]["check_guests"]["adopted"], 1) << j["run"].dump();
+  EXPECT_EQ(j["run"]["check_guests"]["booted"], 0) << j["run"].dump();
 }
 
 TEST(RunInVm, NoBarrierLosesAcksUnderOn) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/hash.h"
@@ -12,6 +13,7 @@
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "harness/vm/warm/guest_judge.h"
 #include "harness/vm/warm/guest_pool.h"
 #include "tests/vm/vm_temp_dir.h"
 #include "tests/vm/vm_test_env.h"
@@ -222,6 +224,48 @@ TEST_F(WarmGuestTest, AFailedBootIsTriedOnceMore) {
   EXPECT_THAT(r->boot_failure, HasSubstr("before its agent started"));
   EXPECT_EQ(pool.boots(), 1u);
   EXPECT_EQ(pool.boot_failures(), 1u);
+}
+
+// `powercut run` judging in guests: the guest that recorded is taken over as the first checking
+// guest, so the check boots none.
+TEST_F(WarmGuestTest, TheRecordingGuestIsTakenOverAsTheFirstCheckingGuest) {
+  GuestPool recorders(*env_);
+  auto r = Record(recorders, Spec(harness::FsKind::kExt4, "echo ack 1 >&$POWERCUT_ACK_FD", "rec"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::unique_ptr<WarmGuest> recorder = recorders.TakeIdleGuest();
+  ASSERT_NE(recorder, nullptr);
+  EXPECT_EQ(recorders.TakeIdleGuest(), nullptr);  // taken out of the recording pool
+  const WarmGuest* const taken = recorder.get();
+  GuestCheckPool checks(*env_);
+  checks.Adopt(std::move(recorder));
+  auto leased = checks.Lease({.modules = GuestModulesFor(harness::FsKind::kExt4, false, false)});
+  ASSERT_TRUE(leased.ok()) << leased.status();
+  EXPECT_EQ(leased->guest.get(), taken);
+  EXPECT_EQ(checks.adopted(), 1u);
+  EXPECT_EQ(checks.boots(), 0u);
+  checks.Return(std::move(leased->guest), std::move(leased->disks));
+}
+
+// At the pool's cap a judge that needs a guest waits for one to come back instead of booting
+// another (a guest is one vCPU: more than one per core only share the cores).
+TEST_F(WarmGuestTest, AtTheCapAJudgeWaitsForTheCheckingGuestInsteadOfBootingAnother) {
+  GuestCheckPool checks(*env_, /*max_guests=*/1);
+  auto first = checks.Lease({});
+  ASSERT_TRUE(first.ok()) << first.status();
+  const WarmGuest* const guest = first->guest.get();
+  absl::StatusOr<GuestCheckPool::Leased> second = absl::UnknownError("not leased");
+  std::thread judge([&] { second = checks.Lease({}); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (checks.waiting() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(checks.waiting(), 1u);  // the second judge waits: nothing came back yet
+  checks.Return(std::move(first->guest), std::move(first->disks));
+  judge.join();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->guest.get(), guest);
+  EXPECT_EQ(checks.boots(), 1u);
+  checks.Return(std::move(second->guest), std::move(second->disks));
 }
 
 }  // namespace

@@ -155,6 +155,7 @@ int Check(const CheckArgs& a, bool fs_given) {
       o->without_mount ? "--without-mount reads states with debugfs on the host" : "");
   if (!judging.ok()) return CouldNotRun(std::string(judging.status().message()));
   o->judges = judging->judges;
+  if (o->judges) o->states_per_judge = vm::kStatesPerCheckingGuest;
   auto report = harness::RunCheck(*o);
   // Neither a broken checker (cannot start, output not the protocol) nor an unreadable trace is
   // a finding: exit 2.

@@ -301,32 +301,44 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
 absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, product::RunOptions o) {
   const bool progress = !a.quiet && ::isatty(2);
   ASSIGN_OR_RETURN(product::CheckIn check_in, product::ParseCheckIn(a.check_in));
-  std::unique_ptr<vm::GuestCheckPool> check_pool;
   // A set of several disks is judged on this host (the guest judge takes one disk).
-  if (o.disks == 1 && !harness::FileSystemOf(o.fs.at(0)).raw()) {
-    ASSIGN_OR_RETURN(check_pool,
-                     product::CheckPoolFor(check_in, product::AgentHint(o.powercut), a.kernel));
-  }
-  o.check_pool = check_pool.get();
+  const bool judged_in_guests = o.disks == 1 && !harness::FileSystemOf(o.fs.at(0)).raw();
+  std::unique_ptr<vm::GuestCheckPool> check_pool;
   if (!a.trace.empty()) {
     if (o.live_cuts > 0 || o.flakey.mode) {
       return absl::InvalidArgumentError(
           "--trace checks an existing recording: --live-cuts and --flakey need the VM (drop "
           "--trace)");
     }
+    if (judged_in_guests) {
+      ASSIGN_OR_RETURN(check_pool,
+                       product::CheckPoolFor(check_in, product::AgentHint(o.powercut), a.kernel));
+    }
+    o.check_pool = check_pool.get();
     return product::CheckRecording(a.trace, o);
   }
   if (progress) std::fprintf(stderr, "powercut run: preparing the VM...\n");
+  // One environment for the guest that records and those that judge (a second PrepareVm would
+  // resolve the kernel and build the initramfs again).
   auto env = vm::PrepareVm(product::AgentHint(o.powercut), a.kernel);
   if (!env.ok()) {
     return absl::Status(env.status().code(), fmt::format("cannot prepare the VM: {}",
                                                          std::string(env.status().message())));
   }
+  if (judged_in_guests && check_in == product::CheckIn::kGuest) {
+    check_pool = std::make_unique<vm::GuestCheckPool>(*env);
+  }
+  o.check_pool = check_pool.get();
   if (progress) {
     std::fprintf(stderr, "powercut run: recording the workload in the VM (%s)...\n",
                  vm::AccelName(env->accel));
   }
-  return product::RunWithFaults(*env, o);
+  product::RunOutcome outcome = product::RunWithFaults(*env, o);
+  if (check_pool != nullptr) {
+    outcome.check_guests_booted = check_pool->boots();
+    outcome.check_guests_adopted = check_pool->adopted();
+  }
+  return outcome;
 }
 
 // The JSON report: the engine's report (or an empty one) with the run's own section.
@@ -353,33 +365,36 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
   }
   const std::string verdict(cell.judged && outcome.ran ? product::CellVerdictName(cell.Verdict())
                                                        : "");
-  j["run"] = {{"workload", o.workload},
-              {"checker", o.checker},
-              {"fs", harness::FsListName(o.fs)},
-              {"sector", SectorText(o)},
-              {"guest", product::GuestSizeToJson(o.guest, o.DiskBytesOf(0))},
-              {"status", !outcome.ran                                          ? "error"
-                         : outcome.exit_code() == 1                            ? "fail"
-                         : outcome.could_not_check() > 0                       ? "incomplete"
-                         : outcome.live_cuts && outcome.live_cuts->TesterBug() ? "error"
-                                                                               : "pass"},
-              {"error_kind", product::RunErrorName(outcome.error_kind)},
-              {"error", outcome.error},
-              {"workload_exit", outcome.workload_exit},
-              {"acks", outcome.acks},
-              {"invalid_ack_lines", outcome.invalid_ack_lines},
-              {"record_seconds", outcome.record_seconds},
-              {"kernel", outcome.kernel},
-              {"check_seconds", outcome.check_seconds},
-              {"check_phases", product::PhasesToJson(outcome.check_phases)},
-              {"recording", outcome.recording_dir},
-              {"recording_bytes", outcome.recording_bytes},
-              {"recordings", recordings.ToJson()},
-              {"could_not_check", outcome.could_not_check()},
-              {"expect", cell.judged ? cell.expect.ToJson() : nlohmann::json(nullptr)},
-              {"verdict", verdict},
-              {"unexpected", cell.Unexpected()},
-              {"notes", outcome.notes}};
+  j["run"] = {
+      {"workload", o.workload},
+      {"checker", o.checker},
+      {"fs", harness::FsListName(o.fs)},
+      {"sector", SectorText(o)},
+      {"guest", product::GuestSizeToJson(o.guest, o.DiskBytesOf(0))},
+      {"status", !outcome.ran                                          ? "error"
+                 : outcome.exit_code() == 1                            ? "fail"
+                 : outcome.could_not_check() > 0                       ? "incomplete"
+                 : outcome.live_cuts && outcome.live_cuts->TesterBug() ? "error"
+                                                                       : "pass"},
+      {"error_kind", product::RunErrorName(outcome.error_kind)},
+      {"error", outcome.error},
+      {"workload_exit", outcome.workload_exit},
+      {"acks", outcome.acks},
+      {"invalid_ack_lines", outcome.invalid_ack_lines},
+      {"record_seconds", outcome.record_seconds},
+      {"kernel", outcome.kernel},
+      {"check_seconds", outcome.check_seconds},
+      {"check_phases", product::PhasesToJson(outcome.check_phases)},
+      {"check_guests",
+       {{"booted", outcome.check_guests_booted}, {"adopted", outcome.check_guests_adopted}}},
+      {"recording", outcome.recording_dir},
+      {"recording_bytes", outcome.recording_bytes},
+      {"recordings", recordings.ToJson()},
+      {"could_not_check", outcome.could_not_check()},
+      {"expect", cell.judged ? cell.expect.ToJson() : nlohmann::json(nullptr)},
+      {"verdict", verdict},
+      {"unexpected", cell.Unexpected()},
+      {"notes", outcome.notes}};
   if (o.cluster.nodes > 0) {
     // The user's own commands; `workload` and `checker` above are the launcher's wrapped ones.
     j["run"]["cluster"] = {{"nodes", o.cluster.nodes},

@@ -216,6 +216,10 @@ struct RunOutcome {
   // `--check-in guest`: where a state's check went, each step's mean seconds per state
   // (vm::GuestCheckPool::MeanPhases; empty for host checks).
   std::vector<std::pair<std::string, double>> check_phases;
+  // `--check-in guest`: the checking guests this run booted, and those it took over from the
+  // recording (vm::GuestCheckPool::boots, ::adopted).
+  uint64_t check_guests_booted = 0;
+  uint64_t check_guests_adopted = 0;
   // The guest kernel that recorded it (vm::KernelName: release and where it came from; "" when
   // nothing was recorded).
   std::string kernel;

@@ -128,9 +128,13 @@ absl::StatusOr<std::vector<std::string>> MissingModules(const GuestKernel& kerne
   return missing;
 }
 
-absl::StatusOr<std::vector<std::string>> ResolveModuleLoadOrder(
-    const GuestKernel& kernel, const std::vector<std::string>& modules) {
-  ASSIGN_OR_RETURN(ModuleIndex index, LoadIndex(kernel));
+namespace {
+
+// ResolveModuleLoadOrder on an index already loaded (reading one costs ~50 ms: BuildInitramfs
+// resolves every module on its own).
+absl::StatusOr<std::vector<std::string>> ResolveLoadOrder(ModuleIndex& index,
+                                                          const GuestKernel& kernel,
+                                                          const std::vector<std::string>& modules) {
   std::vector<std::string> order;
   std::set<std::string> visited;
   std::function<void(const std::string&)> visit = [&](const std::string& key) {
@@ -161,9 +165,18 @@ absl::StatusOr<std::vector<std::string>> ResolveModuleLoadOrder(
   return order;
 }
 
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> ResolveModuleLoadOrder(
+    const GuestKernel& kernel, const std::vector<std::string>& modules) {
+  ASSIGN_OR_RETURN(ModuleIndex index, LoadIndex(kernel));
+  return ResolveLoadOrder(index, kernel, modules);
+}
+
 absl::StatusOr<Initramfs> BuildInitramfs(const GuestKernel& kernel,
                                          const std::vector<std::string>& modules) {
-  ASSIGN_OR_RETURN(std::vector<std::string> order, ResolveModuleLoadOrder(kernel, modules));
+  ASSIGN_OR_RETURN(ModuleIndex index, LoadIndex(kernel));
+  ASSIGN_OR_RETURN(std::vector<std::string> order, ResolveLoadOrder(index, kernel, modules));
   auto busybox = ReadWholeFile(kBusybox);
   if (!busybox.ok()) {
     return absl::NotFoundError(fmt::format(
@@ -209,7 +222,7 @@ absl::StatusOr<Initramfs> BuildInitramfs(const GuestKernel& kernel,
   // file systems and dm targets it uses.
   cpio.AddDirectory("modules.d");
   for (const auto& name : modules) {
-    ASSIGN_OR_RETURN(std::vector<std::string> one, ResolveModuleLoadOrder(kernel, {name}));
+    ASSIGN_OR_RETURN(std::vector<std::string> one, ResolveLoadOrder(index, kernel, {name}));
     std::string list;
     for (const auto& rel : one) list += ModuleKey(rel) + "\n";
     cpio.AddFile("modules.d/" + ModuleKey(name), list);

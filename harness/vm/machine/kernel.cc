@@ -1,5 +1,6 @@
 #include "harness/vm/machine/kernel.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "base/hash.h"
+#include "base/image_io.h"
 #include "base/process.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
@@ -44,6 +46,49 @@ absl::StatusOr<std::string> ResolveKernelPackage() {
       "resolving the kernel package: `apt-cache depends {}` names no linux-image-*-amd64 "
       "package; run `apt-get update` and check that the Debian main archive is configured",
       kMetaPackage));
+}
+
+// What `apt-cache depends` answers from: apt's configuration (sources, pins), the package lists
+// and dpkg's status. A stamp of each file's mtime and size; the same stamp, the same answer.
+std::string AptStamp() {
+  std::string stamp;
+  auto add = [&stamp](const fs::path& p) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) != 0) return;
+    stamp +=
+        fmt::format("{}:{}.{}:{};", p.string(), st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size);
+  };
+  std::error_code ec;
+  add("/etc/apt");
+  for (auto it = fs::recursive_directory_iterator("/etc/apt", ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    add(it->path());
+  }
+  add("/var/lib/apt/lists");
+  for (const auto& entry : fs::directory_iterator("/var/lib/apt/lists", ec)) add(entry.path());
+  add("/var/lib/dpkg/status");
+  return powercut::HashBytes(
+             absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(stamp.data()), stamp.size()))
+      .Hex();
+}
+
+// ResolveKernelPackage, remembered in `kernel_root`/resolved against AptStamp(): `apt-cache
+// depends` loads apt's whole cache, ~1.4 s of CPU at every start of a guest-using command.
+absl::StatusOr<std::string> ResolveKernelPackageCached(const fs::path& kernel_root) {
+  if (std::getenv("APT_CONFIG") != nullptr) return ResolveKernelPackage();  // another apt
+  const std::string stamp = AptStamp();
+  const fs::path memo = kernel_root / "resolved";
+  {
+    std::ifstream in(memo);
+    std::string saved_stamp, package;
+    if (std::getline(in, saved_stamp) && std::getline(in, package) && saved_stamp == stamp &&
+        package.rfind(kPackagePrefix, 0) == 0) {
+      return package;
+    }
+  }
+  ASSIGN_OR_RETURN(std::string package, ResolveKernelPackage());
+  (void)PublishFile(memo.string(), stamp + "\n" + package + "\n");  // a cache: best effort
+  return package;
 }
 
 absl::StatusOr<std::string> PackageVersion(const std::string& package) {
@@ -379,7 +424,7 @@ absl::StatusOr<GuestKernel> FetchKernel() {
   std::error_code ec;
   fs::create_directories(kernel_root, ec);
 
-  auto package = ResolveKernelPackage();
+  auto package = ResolveKernelPackageCached(kernel_root);
   if (!package.ok()) {
     // Offline: a kernel fetched earlier is as good as any.
     auto cached = NewestCachedKernel(kernel_root);

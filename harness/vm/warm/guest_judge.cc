@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <string_view>
+#include <thread>
 
 #include "base/image_io.h"
 #include "base/scratch_dir.h"
@@ -142,6 +143,10 @@ class GuestStateJudge : public harness::StateJudge {
         pool_->CountState();
         if (spec_.phases != nullptr) spec_.phases->Add(phases_);
         MergeHostChecks(disks.size() > 1, &*r);
+        // Back to the pool after each state, its disks attached: the next state of this worker
+        // takes it back (or a worker of another cell, whose server is pointed at its own image),
+        // and no worker holds a guest while it materializes or waits.
+        Release(false);
         return r;
       }
       last = r.status();
@@ -377,32 +382,93 @@ harness::StateJudgeFactory GuestCheckPool::Factory(const GuestCheckSpec& spec) {
 
 StateDisk::~StateDisk() = default;
 
+GuestCheckPool::GuestCheckPool(const VmEnvironment& env, int max_guests)
+    : env_(env),
+      max_guests_(max_guests > 0
+                      ? max_guests
+                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {}
+
 absl::StatusOr<GuestCheckPool::Leased> GuestCheckPool::Lease(const GuestConfig& need) {
   GuestConfig config = need;
+  Leased evicted;  // an idle guest that does not cover `need`, dropped to make room (unlocked)
   {
     powercut::MutexLock lock(&mu_);
-    for (auto it = idle_.begin(); it != idle_.end(); ++it) {
-      if (it->guest->usable() && it->guest->config().Covers(need)) {
-        Leased leased = std::move(*it);
-        idle_.erase(it);
-        return leased;
+    for (;;) {
+      for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+        if (it->guest->usable() && it->guest->config().Covers(need)) {
+          Leased leased = std::move(*it);
+          idle_.erase(it);
+          ++leased_;
+          return leased;
+        }
       }
+      if (leased_ + idle_.size() < static_cast<size_t>(max_guests_)) break;
+      if (!idle_.empty()) {
+        evicted = std::move(idle_.front());
+        idle_.erase(idle_.begin());
+        config.Add(evicted.guest->config());
+        break;
+      }
+      // Every guest judges a state: wait for one to come back (a state takes seconds at most,
+      // bounded by the checker's timeout).
+      ++waiting_;
+      powercut::Wait(&returned_, &mu_);
+      --waiting_;
     }
     // None covers it: the new guest also loads what the idle ones had, so it serves them too.
     for (const Leased& l : idle_) config.Add(l.guest->config());
     ++boots_;
+    ++leased_;
   }
+  evicted.disks.clear();  // its disks' servers stop, then it is shut down
+  evicted.guest.reset();
   WarmGuest::Options o;
   o.config = config;
-  ASSIGN_OR_RETURN(std::unique_ptr<WarmGuest> guest, WarmGuest::Boot(env_, o));
-  return Leased{.guest = std::move(guest), .disks = {}};
+  absl::StatusOr<std::unique_ptr<WarmGuest>> guest = WarmGuest::Boot(env_, o);
+  if (!guest.ok()) {
+    powercut::MutexLock lock(&mu_);
+    --leased_;
+    returned_.SignalAll();
+    return guest.status();
+  }
+  return Leased{.guest = *std::move(guest), .disks = {}};
 }
 
 void GuestCheckPool::Return(std::unique_ptr<WarmGuest> guest,
                             std::vector<std::unique_ptr<StateDisk>> disks) {
-  if (guest == nullptr || !guest->usable()) return;
+  if (guest == nullptr) return;
+  const bool usable = guest->usable();
+  if (!usable) {
+    disks.clear();  // killed: its servers stop, then it goes, outside the lock
+    guest.reset();
+  }
   powercut::MutexLock lock(&mu_);
-  idle_.push_back({.guest = std::move(guest), .disks = std::move(disks)});
+  --leased_;
+  returned_.SignalAll();
+  if (usable) idle_.push_back({.guest = std::move(guest), .disks = std::move(disks)});
+}
+
+void GuestCheckPool::Adopt(std::unique_ptr<WarmGuest> guest) {
+  if (guest == nullptr || !guest->usable()) return;
+  const VmEnvironment& e = guest->env();
+  if (e.kernel.vmlinuz != env_.kernel.vmlinuz || e.initramfs.hash != env_.initramfs.hash ||
+      e.boot_image != env_.boot_image || e.agent != env_.agent || e.accel != env_.accel ||
+      guest->config().memory_mib != 0 || guest->config().cpus != 0) {
+    return;  // its destructor shuts it down
+  }
+  powercut::MutexLock lock(&mu_);
+  ++adopted_;
+  idle_.push_back({.guest = std::move(guest), .disks = {}});
+}
+
+uint64_t GuestCheckPool::waiting() const {
+  powercut::MutexLock lock(&mu_);
+  return waiting_;
+}
+
+uint64_t GuestCheckPool::adopted() const {
+  powercut::MutexLock lock(&mu_);
+  return adopted_;
 }
 
 uint64_t GuestCheckPool::boots() const {

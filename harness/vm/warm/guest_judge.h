@@ -1,8 +1,11 @@
 // Crash states judged in warm guests booted with the recording kernel (`--check-in guest`;
 // docs/run.md, "Where crash states are judged"): no host loop device, no host mount, no root.
 //
-// One guest per check worker, kept warm across the checks of one command (every cell of a
-// matrix). A worker's guest gets ONE disk, hot-plugged the first time: a StateServer
+// Guests kept warm across the checks of one command (every cell of a matrix), at most one per
+// core (GuestCheckPool's max_guests): a worker leases one for each state and gives it back after
+// it, so the workers of cells checked at once share the guests instead of booting one each; in
+// `powercut run` the guest that recorded is the first (GuestCheckPool::Adopt). A guest gets ONE
+// disk, hot-plugged the first time: a StateServer
 // (state_server.h) over the worker's materialized crash image. The disk stays attached when the
 // guest goes back to the pool, and the next check of an image of the same size and sectors
 // points its server at its own image (StateServer::UseImage) instead of plugging a new disk: a
@@ -47,6 +50,11 @@ namespace powercut::vm {
 // ImageCheckResult::method of a state judged in a guest.
 inline constexpr char kGuestCheckMethod[] = "guest mount";
 
+// harness::CheckOptions::states_per_judge for guest judges: a checking guest's boot costs 5-7 s
+// of CPU under TCG, in which a guest already up judges about 30 small states (xlog's 0.1-0.2 s
+// each, measured); a second guest is booted only for a check with more states than this.
+inline constexpr uint64_t kStatesPerCheckingGuest = 32;
+
 // Where the time of one check's guest-judged states went (docs/run.md, "Where the time goes"):
 // each step's seconds summed over the states, shared by the check's judges.
 class GuestCheckPhases {
@@ -90,7 +98,10 @@ struct StateDisk {
 
 class GuestCheckPool {
  public:
-  explicit GuestCheckPool(const VmEnvironment& env) : env_(env) {}
+  // At most `max_guests` checking guests at once (0: one per core): a judge that needs one more
+  // waits for a guest to finish its state. Each guest is one vCPU; more guests than cores only
+  // share the cores, and each costs a boot (5-7 s of CPU under TCG).
+  explicit GuestCheckPool(const VmEnvironment& env, int max_guests = 0);
   ~GuestCheckPool();
   GuestCheckPool(const GuestCheckPool&) = delete;
   GuestCheckPool& operator=(const GuestCheckPool&) = delete;
@@ -103,12 +114,19 @@ class GuestCheckPool {
     // Still attached to it, one per disk of the last state it judged; none for a new guest.
     std::vector<std::unique_ptr<StateDisk>> disks;
   };
-  // A warm guest booted with at least `need` (an idle one when it covers it, else a new boot),
-  // with the state disks it kept.
+  // A warm guest booted with at least `need` (an idle one when it covers it, else a new boot;
+  // at max_guests, the wait for one to come back, or an idle one that does not cover `need`
+  // replaced), with the state disks it kept. A judge leases a guest for one state at a time.
   absl::StatusOr<Leased> Lease(const GuestConfig& need);
   // Gives a guest back for the next check, with its state disks still attached (a killed guest
   // is dropped, and its disks with it).
   void Return(std::unique_ptr<WarmGuest> guest, std::vector<std::unique_ptr<StateDisk>> disks = {});
+  // Takes a guest that recorded (GuestPool::TakeIdleGuest) as a checking guest, so that a run's
+  // first check boots nothing: kept when it booted this pool's kernel, initramfs and agent at the
+  // default size (a checking guest's), else shut down. Null: nothing to adopt.
+  void Adopt(std::unique_ptr<WarmGuest> guest);
+  uint64_t adopted() const;
+  uint64_t waiting() const;  // judges in Lease waiting for a guest to come back
 
   uint64_t boots() const;
   uint64_t states() const;
@@ -117,10 +135,15 @@ class GuestCheckPool {
 
  private:
   const VmEnvironment env_;
+  const int max_guests_;
   mutable absl::Mutex mu_;
+  absl::CondVar returned_;  // a leased guest came back (or its boot failed)
   // Declared disks last in Leased: an idle guest is shut down after its disks' servers stopped.
   std::vector<Leased> idle_ ABSL_GUARDED_BY(mu_);
   uint64_t boots_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t adopted_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t leased_ ABSL_GUARDED_BY(mu_) = 0;  // guests out with a judge (booting ones included)
+  uint64_t waiting_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t states_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "harness/vm/warm/guest_pool.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/status_macros.h"
 #include "fmt/format.h"
@@ -34,6 +35,16 @@ GuestPool::~GuestPool() { Shutdown(); }
 void GuestPool::Shutdown() {
   absl::MutexLock lock(&mu_);
   for (auto& slot : slots_) slot->guest.reset();
+}
+
+std::unique_ptr<WarmGuest> GuestPool::TakeIdleGuest() {
+  absl::MutexLock lock(&mu_);
+  for (auto& slot : slots_) {
+    if (!slot->busy && slot->guest != nullptr && slot->guest->usable()) {
+      return std::move(slot->guest);
+    }
+  }
+  return nullptr;
 }
 
 uint64_t GuestPool::boots() const {

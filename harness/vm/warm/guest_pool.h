@@ -41,6 +41,10 @@ class GuestPool {
   uint64_t boot_failures() const ABSL_LOCKS_EXCLUDED(mu_);
   // Kills every guest; no Record may be running.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
+  // A usable guest no recording holds, taken out of the pool (the next Record boots another),
+  // or null. For its next life as a checking guest (GuestCheckPool::Return): it booted the
+  // recording's kernel with its file systems' modules and folders.
+  std::unique_ptr<WarmGuest> TakeIdleGuest() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Slot {

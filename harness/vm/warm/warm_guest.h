@@ -68,6 +68,7 @@ class WarmGuest {
 
   bool usable() const { return usable_; }
   const GuestConfig& config() const { return options_.config; }
+  const VmEnvironment& env() const { return env_; }
   double boot_seconds() const { return boot_seconds_; }
   uint64_t jobs() const { return jobs_; }
   // Asks the agent to stop and the guest to power off (bounded), else kills it. Idempotent.
