@@ -218,27 +218,24 @@ std::string MatrixJunit(const MatrixReport& r) {
                             XmlEscape(m.summary));
       }
       body += "  </testcase>\n";
-      if (m.fs_unrecoverable) {
-        // The file system's outcome, apart from the program's: skipped, not failed.
+      // The file system's and the system's own outcomes, apart from the program's: each its own
+      // case, skipped, not failed.
+      auto skipped_case = [&](std::string_view name, const std::string& message) {
         ++tests;
         ++skipped;
         body += fmt::format(
-            "  <testcase classname=\"powercut.matrix.{}\" name=\"{} cache={} file-system\">\n"
+            "  <testcase classname=\"powercut.matrix.{}\" name=\"{} cache={} {}\">\n"
             "    <skipped message=\"{}\"/>\n  </testcase>\n",
-            XmlEscape(c.workload), XmlEscape(c.name), XmlEscape(m.cache),
-            XmlEscape(fmt::format("file system unrecoverable in {} of {} states: {}",
-                                  m.fs_unrecoverable, m.states, m.fs_summary)));
+            XmlEscape(c.workload), XmlEscape(c.name), XmlEscape(m.cache), name, XmlEscape(message));
+      };
+      if (m.fs_unrecoverable) {
+        skipped_case("file-system", fmt::format("file system unrecoverable in {} of {} states: {}",
+                                                m.fs_unrecoverable, m.states, m.fs_summary));
       }
       if (m.unavailable) {
-        // The system's own outcome, like the file system's: skipped, not failed.
-        ++tests;
-        ++skipped;
-        body += fmt::format(
-            "  <testcase classname=\"powercut.matrix.{}\" name=\"{} cache={} unavailable\">\n"
-            "    <skipped message=\"{}\"/>\n  </testcase>\n",
-            XmlEscape(c.workload), XmlEscape(c.name), XmlEscape(m.cache),
-            XmlEscape(fmt::format("the system did not come back in {} of {} states: {}",
-                                  m.unavailable, m.states, m.unavailable_summary)));
+        skipped_case("unavailable",
+                     fmt::format("the system did not come back in {} of {} states: {}",
+                                 m.unavailable, m.states, m.unavailable_summary));
       }
     }
   }
