@@ -10,6 +10,7 @@ namespace powercut::harness {
 namespace {
 
 constexpr size_t kStderrTail = 2048;
+constexpr std::string_view kUnavailableWord = "unavailable ";
 
 // At most 120 characters of `line`, non-printable bytes as \xNN, in double quotes.
 std::string Quote(std::string_view line) {
@@ -64,6 +65,13 @@ void ParseCheckerLine(std::string_view line, uint64_t line_number, CheckerOutput
       return;
     }
   }
+  if (line.substr(0, kUnavailableWord.size()) == kUnavailableWord &&
+      line.find_first_not_of(' ', kUnavailableWord.size()) != std::string_view::npos) {
+    if (out->unavailable.empty()) {
+      out->unavailable = std::string(line.substr(kUnavailableWord.size()));
+    }
+    return;
+  }
   for (auto [prefix, set] : {std::pair{std::string_view("have "), &out->have},
                              std::pair{std::string_view("corrupt "), &out->corrupt}}) {
     if (line.substr(0, prefix.size()) != prefix) continue;
@@ -75,9 +83,9 @@ void ParseCheckerLine(std::string_view line, uint64_t line_number, CheckerOutput
   }
   if (out->protocol_error_lines++ == 0) {
     out->protocol_error = fmt::format(
-        "checker stdout line {} is not the protocol: {} (expected `have <id>`, `corrupt <id>` or "
-        "`why <id> <text>`, ids of 1-{} characters [A-Za-z0-9_.:-]; diagnostics belong on "
-        "stderr)",
+        "checker stdout line {} is not the protocol: {} (expected `have <id>`, `corrupt <id>`, "
+        "`why <id> <text>` or `unavailable <text>`, ids of 1-{} characters [A-Za-z0-9_.:-]; "
+        "diagnostics belong on stderr)",
         line_number, Quote(line), kMaxAckIdBytes);
   }
 }

@@ -6,9 +6,11 @@
 // `env` sets them), stdin from /dev/null, and a timeout after which the whole
 // group is killed (SIGKILL). After it exits the group is killed too, so that nothing it started
 // outlives the check. stdout is the protocol: `have <id>` and `corrupt <id>` lines are collected,
-// `why <id> <text>` (why the checker does not have <id>, quoted in the verdict) is kept, and blank
-// lines are allowed; any other line (or an id outside the grammar of base/ack_id.h) is a protocol
-// error, quoted in CheckerOutput::protocol_error. stderr is free-form diagnostics and never parsed.
+// `why <id> <text>` (why the checker does not have <id>, quoted in the verdict) is kept,
+// `unavailable <text>` (the system did not come back to answer: docs/protocol.md) is kept, and
+// blank lines are allowed; any other line (or an id outside the grammar of base/ack_id.h) is a
+// protocol error, quoted in CheckerOutput::protocol_error. stderr is free-form diagnostics and
+// never parsed.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,10 @@ struct CheckerOutput {
   absl::flat_hash_set<std::string> corrupt;
   // `why <id> <text>`: the checker's reason for not having <id> (the first line for each id).
   absl::flat_hash_map<std::string, std::string> why;
+  // `unavailable <text>`: the system under test did not come back to answer (a cluster without a
+  // quorum): the text of the first such line, "" when none. The state is then neither judged nor
+  // "could not check" (harness/check/oracle.h).
+  std::string unavailable;
   std::string stderr_tail;  // the last 2 KiB of stderr, for verdicts
   // Non-empty when the checker could not run on the image (e.g. the mount failed): the state is
   // not recoverable.
@@ -46,7 +52,8 @@ struct CheckerOutput {
 };
 
 // Parses one stdout line (without its newline) into `out`: `have <id>` / `corrupt <id>` (one
-// space, trailing blanks and a CR tolerated), `why <id> <text>` (text not empty), or a blank line.
+// space, trailing blanks and a CR tolerated), `why <id> <text>` or `unavailable <text>` (text not
+// empty), or a blank line.
 // Any other line counts as a protocol error; the first one is quoted with `line_number` in
 // out->protocol_error.
 void ParseCheckerLine(std::string_view line, uint64_t line_number, CheckerOutput* out);

@@ -123,6 +123,12 @@ struct ModelResult {
   // nor violating.
   uint64_t could_not_check = 0;
   std::optional<Verdict> first_could_not_check;
+  // States on which the system did not come back to answer (Verdict::unavailable: a cluster
+  // without a quorum): the system's own outcome, neither passed nor violating, and never a reason
+  // to stop the check. The first keeps the checker's reason and its stderr (each node's last log
+  // lines).
+  uint64_t unavailable = 0;
+  std::optional<Verdict> first_unavailable;
   // States whose checker failed (Verdict::checker_failed(), violations all) and the first of
   // them, whose stderr_tail quotes why.
   uint64_t checker_failures = 0;
@@ -186,6 +192,19 @@ struct CheckReport {
       if (r.violations > 0) return false;
     }
     return true;
+  }
+  // The first unavailable state when the system came back on none of the states judged (each was
+  // unavailable or could not be checked), else null: nothing was shown to survive, so the run is
+  // not a pass (`run` and `check` exit 2; docs/cluster.md).
+  const Verdict* NeverCameBack() const {
+    uint64_t judged = 0, not_judged = 0;
+    const Verdict* first = nullptr;
+    for (const auto& r : results) {
+      judged += r.states;
+      not_judged += r.unavailable + r.could_not_check;
+      if (first == nullptr && r.first_unavailable) first = &*r.first_unavailable;
+    }
+    return first != nullptr && not_judged == judged ? first : nullptr;
   }
   // Every model's verdict is decided (see ModelResult::complete()).
   bool complete() const {

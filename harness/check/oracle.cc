@@ -44,7 +44,8 @@ CompactOutput Oracle::Compact(const CheckerOutput& output) const {
   c.signal = output.signal;
   c.timed_out = output.timed_out;
   c.setup_error = output.setup_error;
-  if (!c.recovered()) c.stderr_tail = output.stderr_tail;
+  c.unavailable = output.unavailable;
+  if (!c.recovered() || !c.unavailable.empty()) c.stderr_tail = output.stderr_tail;
   c.protocol_error = output.protocol_error;
   if (output.setup_error.empty() && output.cannot_start()) {
     c.cannot_start = true;
@@ -71,8 +72,24 @@ void Oracle::Judge(uint64_t point, const CompactOutput& output, Verdict* v) cons
   v->acked_before = before;
   v->lost.clear();
   v->gaps.clear();
+  v->unavailable.clear();
   v->could_not_check = output.protocol_error;
   if (!v->could_not_check.empty()) return;  // its `have` lines cannot be trusted
+  v->unavailable = output.unavailable;
+  v->fs_unrecoverable = output.fs_unrecoverable;
+  v->fs_repaired = output.fs_repaired;
+  v->fs_steps = output.fs_steps;
+  v->fs_failure_is_violation = fs_failures_are_violations_;
+  v->exit_code = output.signal != 0 ? -output.signal : output.exit_code;
+  v->timed_out = output.timed_out;
+  v->mount_error = output.setup_error;
+  v->recovered = output.recovered();
+  v->stderr_tail = output.stderr_tail;
+  v->corrupt.clear();
+  v->torn_unacked.clear();
+  v->why.clear();
+  // The system did not answer: whatever `have` lines came before say nothing of what it holds.
+  if (!v->unavailable.empty()) return;
   // Distinct ids are numbered in first-ack order, so those acked before the point are the
   // numbers below `acked`, and the missing ones are the gaps between the present ranges: the
   // work is the ranges plus what is lost, not the acks.
@@ -104,14 +121,11 @@ void Oracle::Judge(uint64_t point, const CompactOutput& output, Verdict* v) cons
     const size_t last = output.present.back().second - 1;
     if (last > acked) each_missing(acked, last, &v->gaps);
   }
-  v->corrupt.clear();
-  v->torn_unacked.clear();
   for (const std::string& id : output.corrupt) {
     auto it = unique_.find(id);
     bool acked_before = it != unique_.end() && first_position_[it->second] < before;
     (acked_before ? v->corrupt : v->torn_unacked).push_back(id);
   }
-  v->why.clear();
   for (const std::vector<std::string>* ids : {&v->lost, &v->corrupt}) {
     for (const std::string& id : *ids) {
       auto it =
@@ -120,26 +134,22 @@ void Oracle::Judge(uint64_t point, const CompactOutput& output, Verdict* v) cons
       if (it != output.why.end() && it->first == id) v->why.push_back(id + ": " + it->second);
     }
   }
-  v->fs_unrecoverable = output.fs_unrecoverable;
-  v->fs_repaired = output.fs_repaired;
-  v->fs_steps = output.fs_steps;
-  v->fs_failure_is_violation = fs_failures_are_violations_;
   if (output.fs_unrecoverable && !fs_failures_are_violations_) {
     // The checker never saw the program's data: what it lost is unknown, not lost.
     v->lost.clear();
     v->gaps.clear();
     v->why.clear();
   }
-  v->exit_code = output.signal != 0 ? -output.signal : output.exit_code;
-  v->timed_out = output.timed_out;
-  v->mount_error = output.setup_error;
-  v->recovered = output.recovered();
-  v->stderr_tail = output.stderr_tail;
 }
 
 std::string Verdict::Describe() const {
   std::vector<std::string> what;
   if (!could_not_check.empty()) what.push_back("could not check: " + could_not_check);
+  if (!unavailable.empty()) {
+    what.push_back(fmt::format(
+        "unavailable: {} (the system's outcome, not a violation: nothing is known of its acks)",
+        unavailable));
+  }
   if (!lost.empty()) {
     what.push_back(fmt::format("lost {} of {} acked commits [{}]", lost.size(), acked_before,
                                fmt::join(lost, " ")));
@@ -147,7 +157,9 @@ std::string Verdict::Describe() const {
   if (!gaps.empty()) what.push_back(fmt::format("gaps in commit order [{}]", fmt::join(gaps, " ")));
   if (!corrupt.empty()) what.push_back(fmt::format("corrupt [{}]", fmt::join(corrupt, " ")));
   if (!why.empty()) what.push_back(fmt::format("the checker says why: {}", fmt::join(why, "; ")));
-  if (fs_unrecoverable) {
+  if (!unavailable.empty()) {
+    // Its exit status and timeout are how it said so, not a recoverability verdict.
+  } else if (fs_unrecoverable) {
     what.push_back(fmt::format("file system unrecoverable ({}): {}",
                                fs_failure_is_violation ? "counted as a violation"
                                                        : "the file system's outcome, not the "

@@ -12,6 +12,9 @@
 //                   (torn_unacked), never a violation
 // A file system that not even its own recovery tools brought back (fs_unrecoverable) is the file
 // system's outcome, not the program's: not a violation unless `fs_failures_are_violations`.
+// A system that did not come back to answer the checker (`unavailable <text>`, a cluster without a
+// quorum: docs/cluster.md) is the system's own outcome: never a violation, since nothing is known
+// about its acks, and not "could not check" either, since the checker did speak the protocol.
 #pragma once
 
 #include <cstdint>
@@ -58,18 +61,23 @@ struct Verdict {
   // Non-empty: the checker's output is not the protocol (the line, quoted) or the checker cannot
   // start; the state could not be checked. Not a violation: nothing is known about the image.
   std::string could_not_check;
+  // Non-empty: the checker said the system did not come back (`unavailable <text>`, the text): the
+  // system's own outcome on this state, neither a violation nor a pass. stderr_tail holds the
+  // checker's diagnostics (a cluster's: each node's last log lines).
+  std::string unavailable;
 
   // The program's violation: the file system came back and an acknowledged commit is missing
   // or corrupt, or the checker failed.
   bool violation() const {
-    if (!could_not_check.empty()) return false;
+    if (!could_not_check.empty() || !unavailable.empty()) return false;
     if (fs_unrecoverable) return fs_failure_is_violation;
     return !lost.empty() || !gaps.empty() || !corrupt.empty() || !recovered;
   }
   // The checker ran on a mounted image and failed (exit != 0 or timed out): for a database,
   // its server could not recover the image. stderr_tail then says why (the server's log).
   bool checker_failed() const {
-    return could_not_check.empty() && !fs_unrecoverable && mount_error.empty() && !recovered;
+    return could_not_check.empty() && unavailable.empty() && !fs_unrecoverable &&
+           mount_error.empty() && !recovered;
   }
   // One paragraph: what was violated, where, and how to rebuild it.
   std::string Describe() const;
@@ -90,6 +98,7 @@ struct CompactOutput {
   std::string setup_error;
   std::string stderr_tail;     // kept only when the checker failed
   std::string protocol_error;  // CheckerOutput::protocol_error, or why the checker cannot start
+  std::string unavailable;     // CheckerOutput::unavailable
   bool cannot_start = false;   // CheckerOutput::cannot_start()
   bool fs_unrecoverable = false;
   bool fs_repaired = false;

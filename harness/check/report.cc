@@ -31,6 +31,7 @@ nlohmann::json VerdictJson(const Verdict& v) {
   if (!v.torn_unacked.empty()) j["torn_unacked"] = v.torn_unacked;
   if (!v.why.empty()) j["why"] = v.why;
   if (!v.could_not_check.empty()) j["could_not_check"] = v.could_not_check;
+  if (!v.unavailable.empty()) j["unavailable"] = v.unavailable;
   if (v.torn_entry) j["torn"] = {{"entry", *v.torn_entry}, {"units", v.torn_units}};
   if (!v.dropped_per_disk.empty()) j["dropped_per_disk"] = v.dropped_per_disk;
   if (v.torn_disk != 0) j["torn"]["disk"] = v.torn_disk;
@@ -93,6 +94,9 @@ nlohmann::json ModelResultJson(const ModelResult& m) {
       {"could_not_check", m.could_not_check},
       {"first_could_not_check",
        m.first_could_not_check ? VerdictJson(*m.first_could_not_check) : nlohmann::json(nullptr)},
+      {"unavailable", m.unavailable},
+      {"first_unavailable",
+       m.first_unavailable ? VerdictJson(*m.first_unavailable) : nlohmann::json(nullptr)},
       {"checker_failures", m.checker_failures},
       {"first_checker_failure",
        m.first_checker_failure ? VerdictJson(*m.first_checker_failure) : nlohmann::json(nullptr)},
@@ -198,7 +202,7 @@ std::string ReportToJunit(const CheckReport& r) {
   for (const auto& m : r.results) failures += m.violations > 0;
   std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   size_t skipped = 0;
-  for (const auto& m : r.results) skipped += m.fs_unrecoverable > 0;
+  for (const auto& m : r.results) skipped += (m.fs_unrecoverable > 0) + (m.unavailable > 0);
   xml += fmt::format("<testsuites tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
                      r.results.size() + skipped, failures, r.seconds);
   xml += fmt::format(
@@ -219,6 +223,16 @@ std::string ReportToJunit(const CheckReport& r) {
               m.states,
               r.fs_failures_are_violations ? "counted as violations" : "not the program's verdict",
               f.Describe())));
+    }
+    if (m.unavailable > 0) {
+      // The system's own outcome, like the file system's: visible, never the program's failure.
+      xml += fmt::format(
+          "    <testcase classname=\"powercut.{}\" name=\"cache={} unavailable\" time=\"0\">\n"
+          "      <skipped message=\"{}\"/>\n    </testcase>\n",
+          XmlEscape(m.workload), XmlEscape(m.model.Code()),
+          XmlEscape(fmt::format("the system did not come back in {} of {} crash states (not the "
+                                "program's verdict): {}",
+                                m.unavailable, m.states, m.first_unavailable->Describe())));
     }
     xml += fmt::format("    <testcase classname=\"powercut.{}\" name=\"cache={}\" time=\"{:.3f}\"",
                        XmlEscape(m.workload), XmlEscape(m.model.Code()), m.seconds);
@@ -276,14 +290,14 @@ std::string ReportSummaryTable(const CheckReport& r) {
   if (!r.check_kernel.empty()) out += " on kernel " + r.check_kernel;
   out += "\n";
   for (const auto& n : r.trace_notes) out += "note: " + n + "\n";
-  out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9} {:>9} {:>9}  {}\n",
+  out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9} {:>9} {:>9} {:>8}  {}\n",
                      "workload", "cache", "points", "states", "checked", "dedup", "violating",
-                     "lost max", "fs unrec", "fs fixed", "first violation");
+                     "lost max", "fs unrec", "fs fixed", "unavail", "first violation");
   for (const ModelResult& m : r.results) {
-    out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9} {:>9} {:>9}  {}\n",
+    out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9} {:>9} {:>9} {:>8}  {}\n",
                        m.workload, m.model.Code(), m.points, StatesText(m), m.checked,
                        m.deduplicated, m.violations, LostText(m.lost_acks_max, m.lost_acks_exact()),
-                       m.fs_unrecoverable, m.fs_repaired,
+                       m.fs_unrecoverable, m.fs_repaired, m.unavailable,
                        m.first_violation ? m.first_violation->state_id : "-");
   }
   if (std::string legend = StatesLegend(r.results); !legend.empty()) out += legend + "\n";
@@ -301,6 +315,25 @@ std::string ReportSummaryTable(const CheckReport& r) {
           "file system ({}): {} of {} states needed repairs by the file system's tools before "
           "the program's data was judged; first: {}\n",
           m.model.Code(), m.fs_repaired, m.states, m.first_fs_repaired->fs_steps);
+    }
+    if (m.first_unavailable) {
+      out += fmt::format(
+          "unavailable ({}): the system did not come back in {} of {} states (its own outcome, "
+          "not a violation: nothing is known of their acks); first: {}\n",
+          m.model.Code(), m.unavailable, m.states, m.first_unavailable->Describe());
+      // Why it did not come back is in the checker's diagnostics (a cluster's: each node's last
+      // log lines), quoted as the report keeps them.
+      std::string tail = m.first_unavailable->stderr_tail;
+      while (!tail.empty() && tail.back() == '\n') tail.pop_back();
+      if (!tail.empty()) {
+        out += "  the checker's stderr, last lines:\n";
+        size_t start = 0;
+        for (size_t nl = tail.find('\n'); start <= tail.size(); nl = tail.find('\n', start)) {
+          if (nl == std::string::npos) nl = tail.size();
+          out += fmt::format("    {}\n", std::string_view(tail).substr(start, nl - start));
+          start = nl + 1;
+        }
+      }
     }
     if (m.could_not_check > 0) {
       out += fmt::format("{} states could not be checked ({}): {}\n", m.could_not_check,

@@ -39,6 +39,10 @@ void StateTally::Fold(const Hash128& image, Verdict& v) {
     ++r.could_not_check;
     if (!r.first_could_not_check) r.first_could_not_check = v;
   }
+  if (!v.unavailable.empty()) {
+    ++r.unavailable;
+    if (!r.first_unavailable) r.first_unavailable = v;
+  }
   if (!v.violation()) return;
   ++r.violations;
   if (v.checker_failed()) {

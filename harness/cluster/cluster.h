@@ -9,6 +9,7 @@
 // what both sides share: the node's environment, its address, and the wrapped commands.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -62,9 +63,13 @@ ClusterCommands WrapForCluster(const ClusterSpec& spec, const std::string& launc
 inline constexpr double kLauncherSlackSeconds = 15;
 
 // The stdout line the launcher prints for a state on which the cluster did not come back (the
-// checker timed out or failed: no quorum answered), followed by the reason. It is not a `have` or
-// `corrupt` line, so the engine reports the state apart from violations, as one that could not
-// be checked, quoting it (docs/cluster.md, "When the cluster does not come back").
-inline constexpr char kUnavailablePrefix[] = "cluster-unavailable:";
+// checker timed out or failed: no quorum answered), followed by the reason: the protocol's
+// `unavailable <text>` line (docs/protocol.md, parsed by harness/check/checker.h's
+// ParseCheckerLine), so the engine counts the state as `unavailable`, the system's own outcome,
+// apart from violations (docs/cluster.md, "When the cluster does not come back").
+inline constexpr char kUnavailablePrefix[] = "unavailable the cluster did not come back:";
+// How much of the nodes' logs the launcher quotes on stderr for such a state, all nodes together:
+// the engine keeps the last 2 KiB of a checker's stderr, and every node's lines must fit in it.
+inline constexpr size_t kNodeLogBytes = 1800;
 
 }  // namespace powercut::cluster

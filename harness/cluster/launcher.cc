@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -140,6 +141,16 @@ std::string EndText(int status) {
 // The shell's exit code for a wait status: the status, or 128 + the signal.
 int ExitCodeOf(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The end of `text` in at most `bytes` bytes, cut at a line's start where one fits ("..." marks
+// the cut): a node's share of the quoted logs.
+std::string TailBytes(const std::string& text, size_t bytes) {
+  if (text.size() <= bytes) return text;
+  const size_t from = text.size() - bytes + 3;
+  const size_t nl = text.find('\n', from);
+  if (nl != std::string::npos && nl + 1 < text.size()) return "..." + text.substr(nl + 1);
+  return "..." + text.substr(from);
 }
 
 std::string ReadFile(const std::string& path) {
@@ -284,14 +295,21 @@ class Cluster {
     }
   }
 
-  // Each node's last log lines, for stderr.
-  std::string NodeLogs() const {
+  // Each node's last log lines, for stderr. `bytes` > 0: each node's share of that many bytes
+  // (kNodeLogBytes: what the engine keeps of a checker's stderr holds every node's lines).
+  std::string NodeLogs(size_t bytes = 0) const {
     std::string text;
     for (const Member& m : members_) {
       if (m.node == 0) continue;
       const std::string ended = m.status ? fmt::format(", exited with {}", EndText(*m.status)) : "";
-      text += fmt::format("--- {}{}: last lines of {}\n{}\n", Name(m), ended, m.log,
-                          LastLines(ReadFile(m.log), kLogLines));
+      const std::string head = fmt::format("--- {}{}: last lines\n", Name(m), ended);
+      std::string lines = LastLines(ReadFile(m.log), kLogLines);
+      if (bytes > 0) {
+        // At least a line's worth for each node, however many nodes share the bytes.
+        const size_t share = std::max<size_t>(bytes / o_.nodes, head.size() + 80);
+        lines = TailBytes(lines, share - head.size());
+      }
+      text += fmt::format("{}{}\n", head, lines);
     }
     return text;
   }
@@ -342,7 +360,7 @@ class Cluster {
     std::printf("%s %s (no quorum answered?)%s%s\n", kUnavailablePrefix, why.c_str(),
                 ended.empty() ? "" : "; ", ended.c_str());
     std::fflush(stdout);
-    std::fprintf(stderr, "%s", NodeLogs().c_str());
+    std::fprintf(stderr, "%s", NodeLogs(kNodeLogBytes).c_str());
     return 1;
   }
 

@@ -20,8 +20,9 @@
 //             keeps it beside the recording).
 //   check     the checker runs at most S seconds. It exits 0: its exit (its `have` lines went
 //             straight to stdout). It exits 1 or is still running at S: the cluster did not come
-//             back on this image; the launcher prints `cluster-unavailable: <why>` on stdout
-//             (cluster.h's kUnavailablePrefix), each node's last log lines on stderr, exits 1.
+//             back on this image; the launcher prints the protocol's `unavailable <why>` line
+//             on stdout (cluster.h's kUnavailablePrefix), each node's last log lines on stderr
+//             (at most kNodeLogBytes, shared by the nodes), exits 1.
 //             Any other exit (2, 126, 127, a signal as 128+N) is passed on as it is.
 //
 // Cleanup: the namespace's first process (pid 1 there) is the launcher's child and dies with it

@@ -121,6 +121,15 @@ void DiffModel(const std::string& cell, const ModelOutcome& b, const ModelOutcom
       (b.fs_repaired > 0) != (n.fs_repaired > 0)) {
     add(ChangeAspect::kFsOutcome, FsText(b), FsText(n), false);
   }
+  // Likewise the system's own outcome: a cluster that stops (or starts) coming back on some
+  // states is worth reading, and, like the file system's, not the program's regression.
+  if ((b.unavailable > 0) != (n.unavailable > 0)) {
+    auto text = [](const ModelOutcome& m) {
+      return m.unavailable == 0 ? std::string("came back on every state")
+                                : fmt::format("did not come back in {} states", m.unavailable);
+    };
+    add(ChangeAspect::kUnavailable, text(b), text(n), false);
+  }
   if ((b.could_not_check > 0) != (n.could_not_check > 0)) {
     auto text = [](const ModelOutcome& m) {
       return m.could_not_check == 0
@@ -185,6 +194,8 @@ std::string_view ChangeAspectName(ChangeAspect aspect) {
       return "acks lost";
     case ChangeAspect::kFsOutcome:
       return "file system";
+    case ChangeAspect::kUnavailable:
+      return "unavailable";
     case ChangeAspect::kModelAdded:
       return "model added";
     case ChangeAspect::kModelRemoved:

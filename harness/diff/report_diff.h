@@ -29,13 +29,14 @@ enum class ChangeAspect {
   kCellVerdict,   // the cell's own verdict, when no row explains it (an expected error)
   kLostAcks,      // the most acknowledged commits lost in one state
   kFsOutcome,     // file system unrecoverable / repaired in some states, or in none
+  kUnavailable,   // the system did not come back (unavailable) in some states, or in none
   kModelAdded,    // a row only the new report has
   kModelRemoved,  // a row only the base report has
   kMissing        // a cell of the same plan the new report does not hold (a shard missing)
 };
 
 // "expectation", "verdict", "could not run", "cell verdict", "acks lost", "file system",
-// "model added", "model removed", "missing": the JSON's and the tables' spelling.
+// "unavailable", "model added", "model removed", "missing": the JSON's and the tables' spelling.
 std::string_view ChangeAspectName(ChangeAspect aspect);
 
 // One change of one cell's row (or of the cell itself: `model` empty).

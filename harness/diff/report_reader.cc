@@ -147,7 +147,8 @@ ModelOutcome ModelFromJson(const json& r, std::string expect) {
                  .lost_acks_max = r.at("lost_acks_max").get<uint64_t>(),
                  .fs_unrecoverable = r.value("fs_unrecoverable", uint64_t{0}),
                  .fs_repaired = r.value("fs_repaired", uint64_t{0}),
-                 .could_not_check = r.value("could_not_check", uint64_t{0})};
+                 .could_not_check = r.value("could_not_check", uint64_t{0}),
+                 .unavailable = r.value("unavailable", uint64_t{0})};
   // Reports from before the early stop judged every state they planned.
   const uint64_t planned = r.value("states_planned", m.states);
   m.complete = r.value("complete", m.violations > 0 || m.states >= planned);

@@ -35,6 +35,7 @@ struct ModelOutcome {
   uint64_t fs_unrecoverable = 0;  // the file system's outcomes (docs/boot-recovery.md)
   uint64_t fs_repaired = 0;
   uint64_t could_not_check = 0;
+  uint64_t unavailable = 0;  // the system did not come back (docs/cluster.md)
 
   // "pass", "FAIL" or "incomplete" (the tables' words).
   std::string_view Verdict() const;

@@ -24,6 +24,7 @@ namespace powercut::harness {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::TempDir;
 
 constexpr char kChecker[] = "test \"$(cat \"$POWERCUT_DIR/commit\")\" = one && echo 'have 1'";
@@ -191,6 +192,29 @@ class OracleOutcomes : public ::testing::Test {
   std::unique_ptr<TraceFile> file_;
   std::unique_ptr<TraceIndex> index_;
 };
+
+// An unavailable state (the system did not come back: `unavailable <text>`) is neither a
+// violation nor a checker failure nor "could not check", whatever `have` lines came before it and
+// however the checker ended; a protocol error still wins (nothing of such output is trusted).
+TEST_F(OracleOutcomes, AnUnavailableStateIsNoViolationAndNoLoss) {
+  CompactOutput out;  // not even "0": were it judged, "lost 1 of 1"
+  out.unavailable = "the cluster did not come back: no quorum answered";
+  out.exit_code = 1;
+  out.stderr_tail = "--- node 2 (127.0.0.12): last lines\nwal: crc mismatch\n";
+  Verdict v = Judge(out, /*fs_failures_are_violations=*/true);
+  EXPECT_EQ(v.unavailable, out.unavailable);
+  EXPECT_TRUE(v.lost.empty());
+  EXPECT_FALSE(v.violation()) << v.Describe();
+  EXPECT_FALSE(v.checker_failed());
+  EXPECT_EQ(v.could_not_check, "");
+  EXPECT_THAT(v.stderr_tail, HasSubstr("wal: crc mismatch"));
+  EXPECT_THAT(v.Describe(), HasSubstr("unavailable: the cluster did not come back"));
+  EXPECT_THAT(v.Describe(), Not(HasSubstr("not recoverable")));
+  out.protocol_error = "checker stdout line 3 is not the protocol: \"hello\"";
+  v = Judge(out);
+  EXPECT_EQ(v.unavailable, "");
+  EXPECT_FALSE(v.could_not_check.empty());
+}
 
 TEST_F(OracleOutcomes, ACorruptRecordThatWasNeverAckedIsATornTailNotAViolation) {
   Verdict v = Judge(Have0({"1"}));

@@ -243,6 +243,89 @@ TEST_F(RawLogEngine, ACheckerThatDoesNotSpeakTheProtocolIsNotDataLoss) {
   }
 }
 
+// A system that does not come back is its own outcome: counted apart (`unavailable`, the first
+// with its state id, rebuild command, reason and stderr), never a violation, never "could not
+// check", and however many states it is, it does not stop the check (--max-unchecked).
+TEST_F(RawLogEngine, AnUnavailableSystemIsCountedApartAndDoesNotStopTheCheck) {
+  std::string log = Record(RawLogBarrier::kFlushBeforeAck, 3);
+  CheckOptions o;
+  o.trace_path = log;
+  o.checker =
+      "echo 'have 1'; echo 'unavailable the cluster did not come back: no quorum answered'; "
+      "echo 'node 2: raft: no leader' >&2; exit 1";
+  o.workers = 2;
+  o.models = {*ParseCacheModel("on")};
+  o.work_dir = dir_.File("work");
+  o.max_could_not_check = 1;  // one could-not-check run would stop it: these are not
+  auto report = RunCheck(o);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const ModelResult& m = report->results[0];
+  EXPECT_GT(m.states, 1u);
+  EXPECT_EQ(m.states, m.states_planned);  // not stopped
+  EXPECT_EQ(m.unavailable, m.states);
+  EXPECT_EQ(m.violations, 0u);
+  EXPECT_EQ(m.checker_failures, 0u);
+  EXPECT_EQ(m.could_not_check, 0u);
+  EXPECT_EQ(m.lost_acks_max, 0u);
+  EXPECT_TRUE(report->passed());
+  // Nothing came back: not a pass for `run` and `check` (exit 2).
+  ASSERT_NE(report->NeverCameBack(), nullptr);
+  ASSERT_TRUE(m.first_unavailable.has_value());
+  const Verdict& first = *m.first_unavailable;
+  EXPECT_EQ(first.unavailable, "the cluster did not come back: no quorum answered");
+  EXPECT_THAT(first.stderr_tail, HasSubstr("raft: no leader"));
+  EXPECT_THAT(first.rebuild, HasSubstr("--state " + first.state_id));
+
+  nlohmann::json j = ReportToJson(*report)["results"][0];
+  EXPECT_EQ(j["unavailable"], m.states);
+  EXPECT_EQ(j["violations"], 0);
+  EXPECT_EQ(j["first_unavailable"]["state"], first.state_id);
+  EXPECT_EQ(j["first_unavailable"]["unavailable"], first.unavailable);
+  EXPECT_THAT(j["first_unavailable"]["checker_stderr_tail"].get<std::string>(),
+              HasSubstr("raft: no leader"));
+  EXPECT_THAT(j["first_unavailable"]["rebuild"].get<std::string>(), HasSubstr(first.state_id));
+  EXPECT_TRUE(j["first_violation"].is_null());
+
+  const std::string table = ReportSummaryTable(*report);
+  EXPECT_THAT(table, HasSubstr("unavail"));
+  EXPECT_THAT(table, HasSubstr(fmt::format("unavailable (on): the system did not come back in {} "
+                                           "of {} states",
+                                           m.states, m.states)));
+  EXPECT_THAT(table, HasSubstr("    node 2: raft: no leader"));
+  const std::string junit = ReportToJunit(*report);
+  EXPECT_THAT(junit, HasSubstr("name=\"cache=on unavailable\""));
+  EXPECT_THAT(junit, HasSubstr("<skipped message=\"the system did not come back in"));
+  EXPECT_THAT(junit, HasSubstr("failures=\"0\""));
+}
+
+// Some states come back and are judged, the others are counted apart: the violations are the
+// judged states' only, and the run is not "never came back".
+TEST_F(RawLogEngine, StatesThatComeBackAreJudgedBesideUnavailableOnes) {
+  std::string log = Record(RawLogBarrier::kNone, 6);
+  CheckOptions o;
+  o.trace_path = log;
+  // Nothing committed on the image: the "system" does not come back.
+  o.checker = fmt::format(
+      "out=$({}); if [ -z \"$out\" ]; then echo 'unavailable nothing answered'; exit 1; fi; "
+      "echo \"$out\"",
+      RAW_LOG_CHECKER);
+  o.workers = 2;
+  o.exhaustive = true;
+  o.models = {*ParseCacheModel("on")};
+  o.points.every_entry = true;
+  o.work_dir = dir_.File("work");
+  auto report = RunCheck(o);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const ModelResult& m = report->results[0];
+  EXPECT_GT(m.unavailable, 0u);
+  EXPECT_LT(m.unavailable, m.states);
+  EXPECT_GT(m.violations, 0u);  // cache on without a barrier loses acked commits
+  EXPECT_LE(m.violations + m.unavailable, m.states);
+  ASSERT_TRUE(m.first_violation.has_value());
+  EXPECT_EQ(m.first_violation->unavailable, "");
+  EXPECT_EQ(report->NeverCameBack(), nullptr);
+}
+
 TEST_F(RawLogEngine, ACheckerThatCannotStartStopsTheCheck) {
   std::string log = Record(RawLogBarrier::kFlushBeforeAck, 3);
   for (const char* checker : {"powercut-no-such-checker --check", "/dev/null"}) {
@@ -490,7 +573,8 @@ TEST(Checker, EveryLineThatIsNotTheProtocolIsAProtocolError) {
   }
   for (const char* bad :
        {"hello world", "have", "have 1 2", "HAVE 2", "have  1", " have 1", "corrupt", "have bad/id",
-        "ack 1", "why", "why 1", "why bad/id because", "WHY 1 x"}) {
+        "ack 1", "why", "why 1", "why bad/id because", "WHY 1 x", "unavailable",
+        "UNAVAILABLE no quorum", "unavailable:no quorum", "cluster-unavailable: no quorum"}) {
     CheckerOutput out;
     ParseCheckerLine("have 1", 1, &out);
     ParseCheckerLine(bad, 2, &out);
@@ -499,7 +583,9 @@ TEST(Checker, EveryLineThatIsNotTheProtocolIsAProtocolError) {
     // The first offending line, quoted, with its number.
     EXPECT_THAT(out.protocol_error,
                 HasSubstr(fmt::format("line 2 is not the protocol: \"{}\"", bad)));
-    EXPECT_THAT(out.protocol_error, HasSubstr("`have <id>`, `corrupt <id>` or `why <id> <text>`"));
+    EXPECT_THAT(
+        out.protocol_error,
+        HasSubstr("`have <id>`, `corrupt <id>`, `why <id> <text>` or `unavailable <text>`"));
     EXPECT_EQ(out.have.size(), 1u) << bad;  // nothing taken from the bad line
   }
   CheckerOutput long_id;
@@ -521,6 +607,21 @@ TEST(Checker, AWhyLineKeepsTheCheckersReasonForAnId) {
   EXPECT_EQ(out.have, (absl::flat_hash_set<std::string>{"1"}));
   ASSERT_EQ(out.why.size(), 1u);
   EXPECT_EQ(out.why.at("2"), "missing A/foo: not there");
+}
+
+// `unavailable <text>`: the system did not come back to answer; the first line's text is kept,
+// and it is the protocol, not an error, whatever came before it.
+TEST(Checker, AnUnavailableLineSaysTheSystemDidNotComeBack) {
+  CheckerOutput out;
+  ParseCheckerLine("have 1", 1, &out);
+  ParseCheckerLine("unavailable the cluster did not come back: no quorum answered\r", 2, &out);
+  ParseCheckerLine("unavailable a second reason", 3, &out);
+  EXPECT_EQ(out.protocol_error, "");
+  EXPECT_EQ(out.unavailable, "the cluster did not come back: no quorum answered");
+  EXPECT_EQ(out.have, (absl::flat_hash_set<std::string>{"1"}));
+  CheckerOutput none;
+  ParseCheckerLine("have 1", 1, &none);
+  EXPECT_EQ(none.unavailable, "");
 }
 
 TEST(Checker, AKilledCheckersCutLastLineIsNotJudged) {

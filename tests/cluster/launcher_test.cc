@@ -21,6 +21,7 @@
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "harness/check/checker.h"
 #include "harness/cluster/cluster.h"
 
 namespace powercut::cluster {
@@ -216,9 +217,41 @@ TEST_F(LauncherTest, ACheckerThatHangsMakesTheStateUnavailableInTime) {
   EXPECT_THAT(
       out, HasSubstr(std::string(kUnavailablePrefix) + " the checker did not finish within 1 s"));
   // Each node's last log lines, for the report's checker stderr.
-  EXPECT_THAT(r.output, HasSubstr("node 3 (127.0.0.13): last lines of"));
+  EXPECT_THAT(r.output, HasSubstr("node 3 (127.0.0.13): last lines"));
   EXPECT_THAT(r.output, HasSubstr("serving"));
   EXPECT_LT(seconds_, 20);
+  ExpectNothingLeft();
+}
+
+// The launcher as the engine runs it on a crash state (harness/check/checker.h's RunChecker, the
+// protocol's parser): a checker that hangs makes the state `unavailable` — not a protocol error,
+// so the engine counts it apart from violations and from states it could not check — and the
+// 2 KiB of stderr the engine keeps hold every node's last log lines, however long its lines.
+TEST_F(LauncherTest, TheEngineReadsAHungCheckerAsUnavailableWithEveryNodesLog) {
+  const std::string node =
+      std::string(kRecordPid) +
+      "for i in $(seq 40); do printf \"node %s line %s %0300d\\n\" $POWERCUT_NODE $i 0; done; "
+      "echo \"node $POWERCUT_NODE last words\"; exec sleep 1000";
+  const std::string launcher =
+      fmt::format("{} --mode check --nodes 3 --node '{}' --timeout 1 -- 'echo have 1; sleep 1000'",
+                  POWERCUT_CLUSTER_BIN, node);
+  auto out = harness::RunChecker(launcher,
+                                 {{"POWERCUT_DIR", dirs_[0]},
+                                  {"POWERCUT_DIR_2", dirs_[1]},
+                                  {"POWERCUT_DIR_3", dirs_[2]},
+                                  {"TMPDIR", tmp()}},
+                                 30);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->exit_code, 1);
+  EXPECT_FALSE(out->timed_out);
+  EXPECT_EQ(out->protocol_error, "");  // not "could not check"
+  EXPECT_THAT(out->unavailable,
+              HasSubstr("the cluster did not come back: the checker did not finish within 1 s"));
+  for (int n = 1; n <= 3; ++n) {
+    EXPECT_THAT(out->stderr_tail,
+                HasSubstr(fmt::format("node {} (127.0.0.1{}): last lines", n, n)));
+    EXPECT_THAT(out->stderr_tail, HasSubstr(fmt::format("node {} last words", n)));
+  }
   ExpectNothingLeft();
 }
 

@@ -326,6 +326,23 @@ TEST(DiffReports, FileSystemOutcomesThatAppearOrGo) {
   EXPECT_EQ(d.ExitCode(), 0);
 }
 
+// The system's own outcome (docs/cluster.md): a change when it appears or goes, never a
+// regression of the program; a report from before it existed reads as none.
+TEST(DiffReports, AnUnavailableSystemThatAppearsOrGoesIsAChangeNotARegression) {
+  nlohmann::json next = Fixture("matrix.json");
+  next["cells"][0]["results"][0]["unavailable"] = 2;
+  const ReportDiff d = Diff(Fixture("matrix.json"), next);
+  EXPECT_THAT(ChangesOf(d, "xlog/fdatasync/ext4", "off"),
+              ElementsAre("unavailable: came back on every state → did not come back in 2 "
+                          "states"));
+  EXPECT_EQ(d.ExitCode(), 0);
+  const ReportDiff back = Diff(next, Fixture("matrix.json"));
+  EXPECT_THAT(ChangesOf(back, "xlog/fdatasync/ext4", "off"),
+              ElementsAre("unavailable: did not come back in 2 states → came back on every "
+                          "state"));
+  EXPECT_EQ(back.ExitCode(), 0);
+}
+
 TEST(DiffReports, NewViolationSignaturesAreRegressions) {
   nlohmann::json base = Fixture("fstest.json");
   nlohmann::json next = base;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/temp_dir.h"
+#include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/check/report.h"
@@ -660,6 +661,103 @@ TEST(Expect, AFailedCheckerKeepsItsStderrInTheCell) {
               log);
 }
 
+// A system that did not come back (docs/cluster.md): the tally counts it apart from violations,
+// the cell keeps the first one's summary and its checker's stderr (each node's last log lines),
+// the JSON round trip `powercut merge` relies on keeps them, a merge of two shards adds nothing
+// and loses nothing, and the table, its legend, JUnit and HTML show them, never as a failure.
+TEST(Expect, AnUnavailableSystemIsKeptApartThroughCellsAndMerge) {
+  RunOutcome out;
+  out.ran = true;
+  out.report = harness::CheckReport{};
+  harness::ModelResult m{.model = *harness::ParseCacheModel("off")};
+  absl::flat_hash_set<Hash128> images;
+  harness::StateTally tally(&m, 4, /*stop_at_violation=*/false, /*min_states=*/0, &images);
+  const std::string logs =
+      "--- node 2 (127.0.0.12), exited with status 2: last lines\npanic: wal <crc>";
+  tally.Add(0, Hash128{1, 0}, harness::Verdict{.state_id = "s0"});
+  tally.Add(1, Hash128{2, 0},
+            harness::Verdict{.state_id = "s1",
+                             .recovered = false,
+                             .exit_code = 1,
+                             .stderr_tail = logs,
+                             .rebuild = "powercut state materialize --state s1",
+                             .unavailable = "the cluster did not come back: no quorum answered"});
+  tally.Add(2, Hash128{3, 0},
+            harness::Verdict{.state_id = "s2",
+                             .recovered = false,
+                             .timed_out = true,
+                             .unavailable = "the cluster did not come back: timed out"});
+  EXPECT_EQ(m.violations, 0u);
+  EXPECT_EQ(m.checker_failures, 0u);
+  EXPECT_EQ(m.unavailable, 2u);
+  ASSERT_TRUE(m.first_unavailable.has_value());
+  EXPECT_EQ(m.first_unavailable->state_id, "s1");
+  out.report->results.push_back(m);
+  EXPECT_EQ(out.exit_code(), 0);  // the system's outcome: not exit 1, and s0 was judged
+  EXPECT_EQ(out.report->NeverCameBack(), nullptr);
+
+  CellResult cell{.name = "etcd/3/ext4", .workload = "etcd", .setting = "3", .fs = "ext4"};
+  FillCell(out, &cell);
+  cell.ran = true;
+  ASSERT_EQ(cell.models.size(), 1u);
+  EXPECT_EQ(cell.models[0].unavailable, 2u);
+  EXPECT_EQ(cell.models[0].first_unavailable, "s1");
+  EXPECT_THAT(cell.models[0].unavailable_summary, HasSubstr("unavailable: the cluster did not"));
+  EXPECT_THAT(cell.models[0].unavailable_summary, HasSubstr("--state s1"));
+  EXPECT_EQ(cell.models[0].unavailable_stderr, logs);
+  EXPECT_FALSE(cell.failed());
+
+  nlohmann::json j = CellToJson(cell);
+  EXPECT_EQ(j["results"][0]["unavailable"], 2);
+  EXPECT_EQ(j["results"][0]["first_unavailable"], "s1");
+  auto back = CellFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->models[0].unavailable, 2u);
+  EXPECT_EQ(back->models[0].first_unavailable, "s1");
+  EXPECT_EQ(back->models[0].unavailable_summary, cell.models[0].unavailable_summary);
+  EXPECT_EQ(back->models[0].unavailable_stderr, logs);
+  // A report from before the outcome existed reads as none.
+  j["results"][0].erase("unavailable");
+  j["results"][0].erase("first_unavailable");
+  auto old = CellFromJson(j);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->models[0].unavailable, 0u);
+
+  // Two shards, each one cell, through JSON as `powercut merge` reads them.
+  CellResult other = *back;
+  other.name = "etcd/3/xfs";
+  other.fs = "xfs";
+  other.index = 1;
+  std::vector<MatrixReport> shards(2);
+  shards[0].cells = {*back};
+  shards[1].cells = {other};
+  for (size_t s = 0; s < shards.size(); ++s) {
+    shards[s].shard = fmt::format("{}/2", s + 1);
+    shards[s].plan_cells = 2;
+    auto read = MatrixFromJson(nlohmann::json::parse(MatrixToJson(shards[s]).dump()));
+    ASSERT_TRUE(read.ok()) << read.status();
+    shards[s] = *read;
+  }
+  auto merged = MergeReports(shards);
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  ASSERT_EQ(merged->cells.size(), 2u);
+  for (const CellResult& c : merged->cells) {
+    EXPECT_EQ(c.models[0].unavailable, 2u) << c.name;
+    EXPECT_EQ(c.models[0].unavailable_stderr, logs) << c.name;
+  }
+  EXPECT_EQ(MatrixExitCode(*merged), 0);
+  const std::string table = HeadlineTable(*merged);
+  EXPECT_THAT(table, HasSubstr("pass 0/3/0 down2"));
+  EXPECT_THAT(table, HasSubstr("downN: N crash states the system did not come back on"));
+  const std::string junit = MatrixJunit(*merged);
+  EXPECT_THAT(junit, HasSubstr("cache=off unavailable"));
+  EXPECT_THAT(junit, HasSubstr("<skipped message=\"the system did not come back in 2 of 3"));
+  EXPECT_THAT(junit, ::testing::Not(HasSubstr("<failure")));
+  const std::string html = HtmlReport(*merged, "m");
+  EXPECT_THAT(html, HasSubstr("unavailable in 2 states"));
+  EXPECT_THAT(html, HasSubstr("panic: wal &lt;crc&gt;"));
+}
+
 // Where stderr is not a terminal (a CI log), whole lines at the interval and never a carriage
 // return: a long check is not a silent wait, and the log stays readable.
 TEST(Progress, WithoutATerminalPrintsWholeLinesAtTheInterval) {
@@ -989,7 +1087,8 @@ TEST(Vocabulary, RunErrorKindsRoundTripThroughTheirNames) {
   for (RunError e : {RunError::kVm, RunError::kTimeout, RunError::kWorkloadExit, RunError::kNoAcks,
                      RunError::kAckFlood, RunError::kMalformedAcks, RunError::kCheckerCrash,
                      RunError::kCheckerCannotStart, RunError::kCheckerProtocol, RunError::kCheck,
-                     RunError::kUsage, RunError::kExpectedState, RunError::kFlakeyUnsupported}) {
+                     RunError::kUsage, RunError::kExpectedState, RunError::kFlakeyUnsupported,
+                     RunError::kUnavailable}) {
     absl::StatusOr<RunError> back = ParseRunError(RunErrorName(e));
     ASSERT_TRUE(back.ok()) << RunErrorName(e);
     EXPECT_EQ(*back, e);

@@ -172,6 +172,11 @@ int Check(const CheckArgs& a, bool fs_given) {
   }
   uint64_t unchecked = 0;
   for (const auto& m : report->results) unchecked += m.could_not_check;
+  if (report->passed() && report->NeverCameBack() != nullptr) {
+    // Not one state came back (unavailable): nothing was shown to survive.
+    std::printf("COULD NOT RUN (unavailable): the system did not come back on any crash state\n");
+    return 2;
+  }
   // An incomplete pass (the budget ran out first) did not show the program survives: exit 2.
   return !report->passed() ? 1 : unchecked > 0 || !report->complete() ? 2 : 0;
 }

@@ -84,6 +84,11 @@ nlohmann::json ModelToJson(const CellResult& c, const CellModel& m) {
                                         ? nlohmann::json(nullptr)
                                         : nlohmann::json(m.first_checker_failure)},
           {"checker_stderr", m.checker_stderr},
+          {"unavailable", m.unavailable},
+          {"first_unavailable", m.first_unavailable.empty() ? nlohmann::json(nullptr)
+                                                            : nlohmann::json(m.first_unavailable)},
+          {"unavailable_summary", m.unavailable_summary},
+          {"unavailable_stderr", m.unavailable_stderr},
           {"summary", m.summary},
           {"why", m.why},
           {"rebuild", m.rebuild}};
@@ -119,6 +124,13 @@ CellModel ModelFromJson(const nlohmann::json& r) {
   }
   m.checker_failures = r.value("checker_failures", uint64_t{0});
   m.checker_stderr = r.value("checker_stderr", "");
+  // Reports from before the outcome existed have none.
+  m.unavailable = r.value("unavailable", uint64_t{0});
+  if (r.contains("first_unavailable") && r.at("first_unavailable").is_string()) {
+    m.first_unavailable = r.at("first_unavailable").get<std::string>();
+  }
+  m.unavailable_summary = r.value("unavailable_summary", "");
+  m.unavailable_stderr = r.value("unavailable_stderr", "");
   if (r.contains("first_checker_failure") && r.at("first_checker_failure").is_string()) {
     m.first_checker_failure = r.at("first_checker_failure").get<std::string>();
   }

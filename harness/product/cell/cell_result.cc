@@ -201,6 +201,15 @@ CellVerdict CellResult::Verdict() const {
   return CellVerdict::kOk;
 }
 
+namespace {
+
+// The last kCheckerStderrBytes of a checker's stderr, as a cell keeps it.
+std::string StderrTail(const std::string& err) {
+  return err.size() > kCheckerStderrBytes ? err.substr(err.size() - kCheckerStderrBytes) : err;
+}
+
+}  // namespace
+
 void FillCell(const RunOutcome& o, CellResult* cell) {
   cell->ran = o.ran;
   cell->error_kind = o.error_kind;
@@ -257,11 +266,15 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
     cm.checker_failures = m.checker_failures;
     if (m.first_checker_failure) {
       cm.first_checker_failure = m.first_checker_failure->state_id;
-      const std::string& err = m.first_checker_failure->stderr_tail;
-      cm.checker_stderr =
-          err.size() > kCheckerStderrBytes ? err.substr(err.size() - kCheckerStderrBytes) : err;
+      cm.checker_stderr = StderrTail(m.first_checker_failure->stderr_tail);
     }
     cm.could_not_check = m.could_not_check;
+    cm.unavailable = m.unavailable;
+    if (m.first_unavailable) {
+      cm.first_unavailable = m.first_unavailable->state_id;
+      cm.unavailable_summary = m.first_unavailable->Describe();
+      cm.unavailable_stderr = StderrTail(m.first_unavailable->stderr_tail);
+    }
     if (m.first_could_not_check) {
       cell->notes.push_back(fmt::format("cache {}: {} states could not be checked: {}", cm.cache,
                                         m.could_not_check,

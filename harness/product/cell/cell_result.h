@@ -55,6 +55,14 @@ struct CellModel {
   uint64_t checker_failures = 0;
   std::string first_checker_failure;  // state id
   std::string checker_stderr;
+  // States on which the system did not come back to answer the checker (a cluster without a
+  // quorum: harness::Verdict::unavailable), the system's own outcome and never a violation; the
+  // first of them, described, and the last kCheckerStderrBytes of its checker's stderr (a
+  // cluster's: each node's last log lines).
+  uint64_t unavailable = 0;
+  std::string first_unavailable;  // state id
+  std::string unavailable_summary;
+  std::string unavailable_stderr;
   // The engine's coverage (docs/report.md): the plan, and why the check ended before it did
   // ("", "first_violation", "budget"). `states` is the states judged.
   uint64_t states_planned = 0;

@@ -47,6 +47,15 @@ std::string ModelNotesHtml(const CellModel* m) {
         "</summary>first: <code>{}</code>, its stderr:<pre>{}</pre></details>",
         m->checker_failures, XmlEscape(m->first_checker_failure), XmlEscape(m->checker_stderr));
   }
+  if (m->unavailable) {
+    // The system's own outcome (a cluster that did not come back), with its checker's stderr:
+    // each node's last log lines.
+    fs_note += fmt::format(
+        "<details class=\"small checker-failed\"><summary>unavailable in {} states (the system "
+        "did not come back)</summary>first: <code>{}</code>: {}<pre>{}</pre></details>",
+        m->unavailable, XmlEscape(m->first_unavailable), XmlEscape(m->unavailable_summary),
+        XmlEscape(m->unavailable_stderr));
+  }
   if (m->could_not_check) {
     fs_note += fmt::format(" <span class=\"unchecked\">({} could not be checked)</span>",
                            m->could_not_check);

@@ -12,12 +12,14 @@ namespace {
 
 using powercut::XmlEscape;
 
-// The file system's outcomes beside a model's verdict in the table: "fs!N" (N states the file
-// system's own tools could not bring back), "fsfixN" (N states it came back from by repairs).
+// The file system's and the system's outcomes beside a model's verdict in the table: "fs!N" (N
+// states the file system's own tools could not bring back), "fsfixN" (N states it came back
+// from by repairs), "downN" (N states the system did not come back on: unavailable).
 std::string FsMarks(const CellModel& m) {
   std::string marks;
   if (m.fs_unrecoverable) marks += fmt::format(" fs!{}", m.fs_unrecoverable);
   if (m.fs_repaired) marks += fmt::format(" fsfix{}", m.fs_repaired);
+  if (m.unavailable) marks += fmt::format(" down{}", m.unavailable);
   return marks;
 }
 
@@ -75,11 +77,12 @@ std::string HeadlineRow(const CellResult& c, const std::vector<std::string>& cac
 // The legend of the marks the table used.
 std::string HeadlineLegend(const MatrixReport& r) {
   std::string s;
-  bool fs_outcomes = false, checker_failures = false;
+  bool fs_outcomes = false, checker_failures = false, unavailable = false;
   for (const CellResult& c : r.cells) {
     for (const CellModel& m : c.models) {
       fs_outcomes = fs_outcomes || m.fs_unrecoverable || m.fs_repaired;
       checker_failures = checker_failures || m.checker_failures > 0;
+      unavailable = unavailable || m.unavailable > 0;
     }
   }
   std::vector<harness::ModelResult> stops;
@@ -96,6 +99,11 @@ std::string HeadlineLegend(const MatrixReport& r) {
     s += "fs!N: N crash states the file system's own tools could not bring back (the file "
          "system's outcome, not the program's); fsfixN: N states it came back from only by "
          "repairs (docs/boot-recovery.md)\n";
+  }
+  if (unavailable) {
+    s += "downN: N crash states the system did not come back on (unavailable: no quorum answered "
+         "the checker; the system's outcome, not a violation); the first one's checker stderr "
+         "(each node's last log lines) is the JSON's unavailable_stderr and in the HTML report\n";
   }
   if (checker_failures) {
     s += "chk!N: N violating states whose checker failed on the mounted image (a server that "
@@ -210,16 +218,24 @@ std::string MatrixJunit(const MatrixReport& r) {
                             XmlEscape(m.summary));
       }
       body += "  </testcase>\n";
-      if (m.fs_unrecoverable) {
-        // The file system's outcome, apart from the program's: skipped, not failed.
+      // The file system's and the system's own outcomes, apart from the program's: each its own
+      // case, skipped, not failed.
+      auto skipped_case = [&](std::string_view name, const std::string& message) {
         ++tests;
         ++skipped;
         body += fmt::format(
-            "  <testcase classname=\"powercut.matrix.{}\" name=\"{} cache={} file-system\">\n"
+            "  <testcase classname=\"powercut.matrix.{}\" name=\"{} cache={} {}\">\n"
             "    <skipped message=\"{}\"/>\n  </testcase>\n",
-            XmlEscape(c.workload), XmlEscape(c.name), XmlEscape(m.cache),
-            XmlEscape(fmt::format("file system unrecoverable in {} of {} states: {}",
-                                  m.fs_unrecoverable, m.states, m.fs_summary)));
+            XmlEscape(c.workload), XmlEscape(c.name), XmlEscape(m.cache), name, XmlEscape(message));
+      };
+      if (m.fs_unrecoverable) {
+        skipped_case("file-system", fmt::format("file system unrecoverable in {} of {} states: {}",
+                                                m.fs_unrecoverable, m.states, m.fs_summary));
+      }
+      if (m.unavailable) {
+        skipped_case("unavailable",
+                     fmt::format("the system did not come back in {} of {} states: {}",
+                                 m.unavailable, m.states, m.unavailable_summary));
       }
     }
   }

@@ -8,7 +8,7 @@
 namespace powercut::product {
 namespace {
 
-constexpr std::array<std::pair<RunError, std::string_view>, 13> kRunErrorNames = {{
+constexpr std::array<std::pair<RunError, std::string_view>, 14> kRunErrorNames = {{
     {RunError::kVm, "vm"},
     {RunError::kTimeout, "timeout"},
     {RunError::kWorkloadExit, "workload-exit"},
@@ -22,6 +22,7 @@ constexpr std::array<std::pair<RunError, std::string_view>, 13> kRunErrorNames =
     {RunError::kUsage, "usage"},
     {RunError::kExpectedState, "expected-state"},
     {RunError::kFlakeyUnsupported, "flakey-unsupported"},
+    {RunError::kUnavailable, "unavailable"},
 }};
 
 }  // namespace

@@ -26,11 +26,12 @@ enum class RunError {
   kUsage,               // the options cannot run (caught before a guest boots)
   kExpectedState,       // fstest: the expected states could not be computed
   kFlakeyUnsupported,   // the guest kernel has no dm-flakey
+  kUnavailable,         // the system did not come back on any crash state (a cluster, no quorum)
 };
 
 // "vm", "timeout", "workload-exit", "no-acks", "ack-flood", "malformed-acks", "checker-crash",
 // "checker-cannot-start", "checker-protocol", "check", "usage", "expected-state",
-// "flakey-unsupported".
+// "flakey-unsupported", "unavailable".
 std::string_view RunErrorName(RunError error);
 // "" for none (a cell that ran).
 inline std::string_view RunErrorName(std::optional<RunError> error) {

@@ -49,7 +49,7 @@ void RewriteRebuild(harness::CheckReport* report, const std::string& powercut,
   };
   for (harness::ModelResult& m : report->results) {
     for (auto* v : {&m.first_violation, &m.worst_violation, &m.first_could_not_check,
-                    &m.first_fs_unrecoverable, &m.first_fs_repaired}) {
+                    &m.first_fs_unrecoverable, &m.first_fs_repaired, &m.first_unavailable}) {
       if (v->has_value()) fix(**v);
     }
     for (harness::Verdict& v : m.examples) fix(v);

@@ -101,6 +101,18 @@ bool CheckerWorked(const harness::CheckReport& report, RunOutcome& out) {
     unjudged += m.could_not_check;
     if (m.first_could_not_check && unchecked == nullptr) unchecked = &m;
   }
+  if (const harness::Verdict* down = report.NeverCameBack()) {
+    // Not one state came back: a setup that cannot restart (a node command that only bootstraps
+    // an empty folder, a --checker-timeout too short for the guest) far more often than a
+    // finding, and in either case nothing was shown to survive: not a pass.
+    out.ran = false;
+    out.error_kind = RunError::kUnavailable;
+    out.error = fmt::format(
+        "the system did not come back on any of the {} crash states judged (unavailable): {}; "
+        "the checker's stderr:\n{}",
+        states, down->unavailable, down->stderr_tail);
+    return false;
+  }
   if (unchecked != nullptr && unjudged == states) {
     // Fewer states than the stop threshold, and not one of them could be judged.
     out.ran = false;
