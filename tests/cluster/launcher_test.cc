@@ -40,9 +40,11 @@ std::string ReadFile(const std::string& path) {
 
 // A node command prefix that records the node shell's pid as this host sees it (its /proc is the
 // host's: the launcher makes a process namespace, not a new /proc), so that the test can prove the
-// process is gone afterwards.
+// process is gone afterwards. Written aside and renamed: a node the launcher kills mid-write (a
+// check that ends at once) leaves no pid file rather than an empty one.
 constexpr char kRecordPid[] =
-    "read -r pid rest < /proc/self/stat; echo $pid > $POWERCUT_NODE_DIR/pid; ";
+    "read -r pid rest < /proc/self/stat; echo $pid > $POWERCUT_NODE_DIR/pid.new; "
+    "mv $POWERCUT_NODE_DIR/pid.new $POWERCUT_NODE_DIR/pid; ";
 
 class LauncherTest : public ::testing::Test {
  protected:
