@@ -325,9 +325,7 @@ absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, product::Ru
     return absl::Status(env.status().code(), fmt::format("cannot prepare the VM: {}",
                                                          std::string(env.status().message())));
   }
-  if (judged_in_guests && check_in == product::CheckIn::kGuest) {
-    check_pool = std::make_unique<vm::GuestCheckPool>(*env);
-  }
+  if (judged_in_guests) check_pool = product::CheckPoolFor(check_in, *env);
   o.check_pool = check_pool.get();
   if (progress) {
     std::fprintf(stderr, "powercut run: recording the workload in the VM (%s)...\n",

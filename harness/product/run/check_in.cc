@@ -66,7 +66,12 @@ absl::StatusOr<std::unique_ptr<vm::GuestCheckPool>> CheckPoolFor(CheckIn where,
                         fmt::format("--check-in guest: cannot prepare the VM: {}",
                                     std::string(env.status().message())));
   }
-  return std::make_unique<vm::GuestCheckPool>(*env);
+  return CheckPoolFor(where, *env);
+}
+
+std::unique_ptr<vm::GuestCheckPool> CheckPoolFor(CheckIn where, const vm::VmEnvironment& env) {
+  if (where == CheckIn::kHost) return nullptr;
+  return std::make_unique<vm::GuestCheckPool>(env);
 }
 
 harness::StateJudgeFactory JudgesForTrace(vm::GuestCheckPool* pool, harness::FsKind fs,

@@ -410,17 +410,14 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
   vm::RunSpec spec = RecordingSpec(o, dir);
   auto start = std::chrono::steady_clock::now();
   out.kernel = vm::KernelName(env.kernel);
-  absl::StatusOr<vm::RunResult> run = absl::UnknownError("not recorded");
-  if (pool != nullptr) {
-    run = pool->Record(spec);
-  } else {
-    // A guest of its own. When guests judge the crash states, the guest that recorded becomes
-    // the first of them (docs/run.md, "Where crash states are judged"): it booted the recording
-    // kernel with the workload's file systems, and a boot costs 5-7 s of CPU under TCG.
-    vm::GuestPool own(env);
-    run = own.Record(spec);
-    if (o.check_pool != nullptr) o.check_pool->Adopt(own.TakeIdleGuest());
-  }
+  // On a guest of its own, when guests judge the crash states, the guest that recorded becomes
+  // the first of them (docs/run.md, "Where crash states are judged"): it booted the recording
+  // kernel with the workload's file systems, and a boot costs 5-7 s of CPU under TCG.
+  std::unique_ptr<vm::WarmGuest> recorder;
+  auto run = pool != nullptr
+                 ? pool->Record(spec)
+                 : vm::RunInVm(env, spec, o.check_pool != nullptr ? &recorder : nullptr);
+  if (o.check_pool != nullptr) o.check_pool->Adopt(std::move(recorder));
   out.record_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!run.ok()) {

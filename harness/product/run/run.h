@@ -72,6 +72,8 @@ std::string AgentHint(const std::string& self);
 absl::StatusOr<std::unique_ptr<vm::GuestCheckPool>> CheckPoolFor(CheckIn where,
                                                                  const std::string& agent_hint,
                                                                  const std::string& kernel = "");
+// The same on an environment already prepared (the recording's: one PrepareVm for both).
+std::unique_ptr<vm::GuestCheckPool> CheckPoolFor(CheckIn where, const vm::VmEnvironment& env);
 // harness::CheckOptions::judges for `trace`'s states in `pool`'s guests, the disk shown with the
 // recording's sectors (its manifest; 512e without one). `phases`, when set, collects each judged
 // state's steps (docs/run.md, "Where the time goes").

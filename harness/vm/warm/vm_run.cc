@@ -12,10 +12,12 @@
 #include "harness/vm/warm/guest_pool.h"
 
 namespace powercut::vm {
-absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec) {
+absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec,
+                                  std::unique_ptr<WarmGuest>* keep_guest) {
   // One recording on a guest of its own: a pool of one, shut down after it.
   GuestPool pool(env);
   absl::StatusOr<RunResult> result = pool.Record(spec);
+  if (keep_guest != nullptr) *keep_guest = pool.TakeIdleGuest();
   pool.Shutdown();
   return result;
 }

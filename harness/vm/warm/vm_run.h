@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@
 #include "harness/vm/machine/vm_environment.h"
 
 namespace powercut::vm {
+
+class WarmGuest;  // warm_guest.h
 
 // How the disk under test is recorded.
 enum class Recording {
@@ -169,8 +172,10 @@ struct RunResult {
 // Fails (naming the step and quoting the last console lines) when a step before the workload
 // fails or the guest hangs (DeadlineExceeded); a workload that exits non-zero is reported in
 // guest.exit_code, processes it left behind (killed before the unmount) in
-// guest.leftover_processes.
-absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec);
+// guest.leftover_processes. `keep_guest` set: the guest that recorded is handed over there instead
+// of shut down, when it is still usable (for GuestCheckPool::Adopt), else left null.
+absl::StatusOr<RunResult> RunInVm(const VmEnvironment& env, const RunSpec& spec,
+                                  std::unique_ptr<WarmGuest>* keep_guest = nullptr);
 
 struct CheckSpec {
   harness::FsKind fs = harness::DefaultFs();
