@@ -36,6 +36,8 @@ if(POWERCUT_TOOLS)
 endif()
 install(FILES README.md CONTRIBUTING.md DESTINATION ${POWERCUT_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${POWERCUT_INSTALL_DOCDIR}/docs)
+# The cluster examples `powercut matrix --preset cluster` runs (FindClusterExamples).
+install(DIRECTORY workloads/cluster/ DESTINATION share/powercut/cluster)
 
 # The Debian package: `tools/run.sh package` (cpack -G DEB) writes powercut_<version>_amd64.deb.
 set(CPACK_GENERATOR DEB)

@@ -11,6 +11,7 @@
 #include "harness/check/report.h"
 #include "harness/product/html/html_report.h"
 #include "harness/product/matrix/builtin.h"
+#include "harness/product/matrix/cluster_cells.h"
 #include "harness/product/matrix/matrix.h"
 #include "harness/product/run/run.h"
 #include "tools/powercut/commands.h"
@@ -61,7 +62,9 @@ void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
                 "sync, SQLite WAL FULL, each with 2 live cuts, on error_writes and on "
                 "drop_writes disks (after 3 acks), on ext4, 8 commits each; multidisk: the "
                 "twodisk controls and RocksDB, PostgreSQL and etcd with their log on a second "
-                "disk, each on two disks");
+                "disk, each on two disks; cluster: 3-node etcd, NATS JetStream and Redis "
+                "(appendfsync always and everysec), coordinated cuts, 10 acks each "
+                "(docs/cluster.md)");
   m->add_option("--workloads", a->workloads,
                 fmt::format("{} (comma-separated)", fmt::join(product::BuiltinWorkloads(), ", ")));
   m->add_option("--barriers", a->barriers,
@@ -86,8 +89,8 @@ void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
   m->add_option("--states", a->states, "per point: exhaustive or about N states")
       ->capture_default_str();
   m->add_option("--count", a->o.count,
-                "commits per workload run (default: --preset controls 8, databases 5; else xlog "
-                "20, others 10)");
+                "commits per workload run (default: --preset controls 8, databases 5, cluster 10; "
+                "else xlog 20, others 10)");
   m->add_option("--seed", a->o.seed, "seed");
   m->add_option("--atomic", a->o.atomic_unit,
                 "atomic unit (512 or 4096; default: the disk's physical sector)");
@@ -159,6 +162,9 @@ absl::StatusOr<product::MatrixOptions> ParseMatrixArgs(const MatrixArgs& a) {
   if (!a.cells.empty()) {
     ASSIGN_OR_RETURN(o.custom_cells, product::LoadCustomCells(a.cells));
   }
+  if (o.preset == product::Preset::kCluster) {
+    ASSIGN_OR_RETURN(o.cluster_examples, product::FindClusterExamples(o.powercut));
+  }
   ASSIGN_OR_RETURN(o.recordings, product::RecordingStoreFor(a.recordings, a.recordings_cap,
                                                             {a.html, a.json, a.junit}));
   ASSIGN_OR_RETURN(o.shard, product::ParseShard(a.shard));
@@ -169,6 +175,9 @@ absl::StatusOr<product::MatrixOptions> ParseMatrixArgs(const MatrixArgs& a) {
 // verdicts unless --no-expect.
 absl::Status ResolveBuiltinCells(const MatrixArgs& a, const std::vector<product::MatrixCell>& plan,
                                  product::MatrixOptions* o) {
+  if (product::PlanHasClusters(plan)) {
+    ASSIGN_OR_RETURN(o->cluster_launcher, product::FindClusterLauncher(o->powercut));
+  }
   bool builtin =
       std::any_of(plan.begin(), plan.end(), [](const product::MatrixCell& c) { return !c.custom; });
   if (!builtin) return absl::OkStatus();

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "fmt/format.h"
+#include "harness/cluster/cluster.h"
 #include "harness/fs/file_system.h"
 
 namespace powercut::product {
@@ -43,6 +44,8 @@ absl::StatusOr<std::vector<CustomCell>> ParseCustomCells(const nlohmann::json& j
       cell.timeout_s = c.value("timeout", 0);
       cell.max_acks = c.value("max_acks", uint64_t{0});
       cell.checker_timeout_s = c.value("checker_timeout", 0.0);
+      cell.nodes = c.value("nodes", 0U);
+      cell.node_command = c.value("node", "");
       if (cell.name.empty() ||
           cell.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                       "0123456789_.-") != std::string::npos) {
@@ -57,6 +60,17 @@ absl::StatusOr<std::vector<CustomCell>> ParseCustomCells(const nlohmann::json& j
                    fmt::format("'{}' needs both \"workload\" and \"checker\" commands", cell.name));
       }
       if (cell.timeout_s < 0) return Bad(source, i, "\"timeout\" must be positive");
+      if (cell.nodes != 0 || !cell.node_command.empty()) {
+        if (absl::Status s = cluster::ValidateNodeCount(cell.nodes); !s.ok()) {
+          return Bad(source, i, fmt::format("\"nodes\": {}", std::string(s.message())));
+        }
+        if (cell.node_command.empty()) {
+          return Bad(source, i,
+                     fmt::format("'{}' has \"nodes\" but no \"node\" command: the server each "
+                                 "node runs in the foreground (docs/cluster.md)",
+                                 cell.name));
+        }
+      }
       if (c.contains("expect")) {
         const nlohmann::json& e = c.at("expect");
         if (!e.is_object()) return Bad(source, i, "\"expect\" must be an object");
@@ -96,14 +110,19 @@ absl::StatusOr<std::vector<CustomCell>> LoadCustomCells(const std::string& path)
 }
 
 nlohmann::json CustomCellToJson(const CustomCell& c) {
-  return {{"name", c.name},
-          {"workload", c.workload},
-          {"checker", c.checker},
-          {"fs", harness::FsName(c.fs)},
-          {"timeout", c.timeout_s},
-          {"max_acks", c.max_acks},
-          {"checker_timeout", c.checker_timeout_s},
-          {"expect", c.expect.ToJson()}};
+  nlohmann::json j = {{"name", c.name},
+                      {"workload", c.workload},
+                      {"checker", c.checker},
+                      {"fs", harness::FsName(c.fs)},
+                      {"timeout", c.timeout_s},
+                      {"max_acks", c.max_acks},
+                      {"checker_timeout", c.checker_timeout_s},
+                      {"expect", c.expect.ToJson()}};
+  if (c.nodes > 0) {  // only then: the reports of other cells stay as they were
+    j["nodes"] = c.nodes;
+    j["node"] = c.node_command;
+  }
+  return j;
 }
 
 }  // namespace powercut::product

@@ -6,7 +6,12 @@
 //   {"cells": [{"name": "hangs", "workload": "sleep 600", "checker": "true",
 //               "timeout": 30, "expect": {"error": "timeout"}},
 //              {"name": "mine", "workload": "...", "checker": "...", "fs": "xfs",
-//               "expect": {"off": "survives", "on": "survives", "lying": "loses"}}]}
+//               "expect": {"off": "survives", "on": "survives", "lying": "loses"}},
+//              {"name": "etcd3", "nodes": 3, "node": "sh etcd/node.sh", "workload": "...",
+//               "checker": "...", "expect": {"off": "survives", "lying": "loses"}}]}
+//
+// A cell with "nodes" is a cluster (docs/cluster.md): "node" is its node command, and the workload
+// and checker are the cluster's clients, run as `powercut run --nodes N --node CMD` runs them.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +29,9 @@ struct CustomCell {
   std::string name;      // [A-Za-z0-9_.-], unique; the cell is "<name>/custom/<fs>"
   std::string workload;  // command, run in the guest
   std::string checker;   // command, run on each crash image
+  // A cluster of `nodes` nodes (2..7) running `node_command` each (docs/cluster.md); 0: none.
+  uint32_t nodes = 0;
+  std::string node_command;
   harness::FsKind fs = harness::DefaultFs();  // "fs" in the file: parsed once, when it is read
   CellExpect expect;                          // empty: every cache model is expected to survive
   int timeout_s = 0;                          // the VM run; 0: the matrix's --timeout

@@ -25,9 +25,11 @@ struct CellPlan {
   std::vector<std::string> notes;
 };
 
-// What the cell runs and what it is expected to do: from the --cells file, or the built-in
-// workload's commands and the workload catalog's verdict.
-void PlanCellWorkload(const MatrixOptions& o, const MatrixCell& c, CellPlan& plan) {
+// What the cell runs and what it is expected to do: from the --cells file (or the cluster
+// preset), or the built-in workload's commands and the workload catalog's verdict. A cluster
+// cell's commands are wrapped by the launcher as `powercut run --nodes` wraps them; that fails
+// only on what PlanMatrix already refused.
+absl::Status PlanCellWorkload(const MatrixOptions& o, const MatrixCell& c, CellPlan& plan) {
   RunOptions& r = plan.options;
   if (c.custom) {
     r.workload = c.custom->workload;
@@ -36,6 +38,13 @@ void PlanCellWorkload(const MatrixOptions& o, const MatrixCell& c, CellPlan& pla
     if (c.custom->checker_timeout_s > 0) r.checker_timeout_s = c.custom->checker_timeout_s;
     if (c.custom->max_acks > 0) r.max_acks = c.custom->max_acks;
     plan.expect = c.custom->expect;
+    if (c.custom->nodes > 0) {
+      r.cluster = {.nodes = c.custom->nodes,
+                   .node_command = c.custom->node_command,
+                   .workload = r.workload,
+                   .checker = r.checker};
+      RETURN_IF_ERROR(MakeClusterRun(o.cluster_launcher, &r));
+    }
   } else {
     BuiltinCell b = *LookupBuiltin(c.workload, c.setting);
     r.disks = b.disks;
@@ -52,6 +61,7 @@ void PlanCellWorkload(const MatrixOptions& o, const MatrixCell& c, CellPlan& pla
     }
   }
   if (!o.expect) plan.expect = CellExpect{};
+  return absl::OkStatus();
 }
 
 // How the cell's recording is checked (the matrix's flags) and which fault mode it runs.
@@ -204,6 +214,9 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
   if (builtin && o.workload_binary.empty()) {
     return absl::InvalidArgumentError("matrix: no powercut-workload binary given");
   }
+  if (PlanHasClusters(*plan) && o.cluster_launcher.empty()) {
+    return absl::InvalidArgumentError("matrix: no cluster launcher (powercut-cluster) given");
+  }
   MatrixReport report;
   report.parameters = MatrixParameters(o);
   report.shard = o.shard.ToString();
@@ -228,7 +241,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     r.checker_timeout_s = o.checker_timeout_s;
     r.max_acks = o.max_acks;
     r.guest = o.guest;
-    PlanCellWorkload(o, c, planned);
+    const absl::Status planned_ok = PlanCellWorkload(o, c, planned);
     PlanCellCheck(o, c, planned);
     // Only when the line is shown: the engine counts the states up front for it (one more
     // state-generation pass).
@@ -251,7 +264,14 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
                     .fs = harness::FsName(c.fs),
                     .workload_command = r.workload,
                     .checker_command = r.checker};
-    FillCell(run_cell(c, r), &cell);
+    if (planned_ok.ok()) {
+      FillCell(run_cell(c, r), &cell);
+    } else {
+      RunOutcome refused;
+      refused.error_kind = RunError::kUsage;
+      refused.error = std::string(planned_ok.message());
+      FillCell(refused, &cell);
+    }
     cell.expect = std::move(planned.expect);
     cell.raw_rule = !o.expect;
     cell.notes.insert(cell.notes.end(), planned.notes.begin(), planned.notes.end());

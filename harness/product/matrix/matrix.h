@@ -31,9 +31,10 @@ namespace powercut::product {
 // known-good and known-bad programs the suite's controls test runs:
 // harness/product/matrix/matrix_plan.cc, docs/results.md), "databases" (PostgreSQL, Redis, LMDB and
 // SQLite WAL, every setting, judged against each database's documentation: docs/your-database.md)
-// and "multidisk" (log and data on two recorded disks: the twodisk controls and RocksDB's wal_dir
-// on disk 2; docs/run.md).
-enum class Preset { kNone, kHeadline, kControls, kDatabases, kFaults, kMultidisk };
+// "multidisk" (log and data on two recorded disks: the twodisk controls and RocksDB's wal_dir
+// on disk 2; docs/run.md) and "cluster" (3-node etcd, NATS JetStream and Redis, coordinated cuts:
+// cluster_cells.h, docs/cluster.md).
+enum class Preset { kNone, kHeadline, kControls, kDatabases, kFaults, kMultidisk, kCluster };
 std::vector<std::string> PresetNames();      // every preset but kNone, in the enum's order
 std::string_view PresetName(Preset preset);  // "" for kNone
 // `--preset NAME` ("" is kNone); an unknown name is an error listing PresetNames.
@@ -90,6 +91,11 @@ struct MatrixOptions {
   // Built-in expectations by catalog name "<workload>-<setting>" (LoadBuiltinExpectations).
   std::map<std::string, CellExpect> expectations;
   std::vector<CustomCell> custom_cells;  // --cells FILE.json
+  // Clusters (custom cells with nodes, the cluster preset): the launcher powercut-cluster
+  // (FindClusterLauncher) and the examples folder the preset's scripts are in
+  // (FindClusterExamples), both absolute; resolved at the edge when the plan has such cells.
+  std::string cluster_launcher;
+  std::string cluster_examples;
   // Cells run at once (each records, then checks); the CLI runs one more than its warm guests
   // (`--jobs`), so that one cell's checks overlap the next one's recording. The runner must be
   // thread-safe when this is above 1 (VmCellRunner is).
@@ -120,7 +126,7 @@ struct MatrixCell {
   std::string workload, setting;
   harness::FsKind fs = harness::DefaultFs();
   uint64_t count = 0;
-  std::optional<CustomCell> custom;     // a --cells cell (setting "custom")
+  std::optional<CustomCell> custom;     // a --cells cell (setting "custom") or a cluster preset's
   std::optional<vm::FlakeyMode> fault;  // none: replayed (and live cuts); else a failing disk
   std::string Name() const {
     return workload + "/" + setting + "/" + harness::FsName(fs) +
@@ -134,7 +140,10 @@ struct MatrixCell {
 // lying.
 std::vector<harness::CacheModel> MatrixModels(const MatrixOptions& options);
 
-// The whole (unsharded) plan; fails on an unknown workload/setting/fs/preset.
+// Whether some cell of the plan is a cluster (it needs MatrixOptions::cluster_launcher).
+bool PlanHasClusters(const std::vector<MatrixCell>& plan);
+// The whole (unsharded) plan; fails on an unknown workload/setting/fs/preset, and on a cluster
+// cell with --live-cuts or --flakey (not built for clusters).
 absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& options);
 
 struct MatrixReport {

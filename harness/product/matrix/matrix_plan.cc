@@ -6,6 +6,7 @@
 #include "fmt/format.h"
 #include "harness/fs/file_system.h"
 #include "harness/product/matrix/builtin.h"
+#include "harness/product/matrix/cluster_cells.h"
 #include "harness/product/matrix/matrix.h"
 
 namespace powercut::product {
@@ -90,6 +91,7 @@ std::vector<std::pair<std::string, std::string>> PresetPairs(Preset preset) {
       return {{"twodisk", "fdatasync"},        {"twodisk", "direct"},
               {"twodisk", "buffered"},         {"rocksdb-waldisk", "sync"},
               {"postgres-waldisk", "sync-on"}, {"etcd-waldisk", "default"}};
+    case Preset::kCluster:  // custom cells with a node command (ClusterPresetCells)
     case Preset::kNone:
       break;
   }
@@ -139,8 +141,44 @@ absl::Status CheckMatrixFs(const MatrixOptions& o) {
   return absl::OkStatus();
 }
 
-constexpr Preset kPresets[] = {Preset::kHeadline, Preset::kControls, Preset::kDatabases,
-                               Preset::kFaults, Preset::kMultidisk};
+constexpr Preset kPresets[] = {Preset::kHeadline, Preset::kControls,  Preset::kDatabases,
+                               Preset::kFaults,   Preset::kMultidisk, Preset::kCluster};
+
+// The cluster cells: the preset's on every --fs, then the --cells file's. Neither live cuts nor a
+// failing disk are built for clusters (docs/cluster.md, "Not built yet").
+absl::StatusOr<std::vector<CustomCell>> ClusterAndCustomCells(const MatrixOptions& o) {
+  std::vector<CustomCell> cells;
+  if (o.preset == Preset::kCluster) {
+    if (o.cluster_examples.empty()) {
+      return absl::FailedPreconditionError(
+          "--preset cluster: the folder of the cluster examples is not known (FindClusterExamples; "
+          "set POWERCUT_CLUSTER_EXAMPLES to a checkout's workloads/cluster)");
+    }
+    for (const harness::FsKind f : o.fs) {
+      for (CustomCell& c :
+           ClusterPresetCells(o.cluster_examples, o.count ? o.count : kClusterPresetCount, f)) {
+        cells.push_back(std::move(c));
+      }
+    }
+  }
+  cells.insert(cells.end(), o.custom_cells.begin(), o.custom_cells.end());
+  for (const CustomCell& c : cells) {
+    if (c.nodes == 0) continue;
+    if (o.live_cuts > 0 || o.flakey.mode) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: a cluster cell: --live-cuts and --flakey are not built for clusters yet "
+                      "(docs/cluster.md, \"Not built yet\"); run it without them",
+                      c.name));
+    }
+    if (harness::FileSystemOf(c.fs).raw()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: a cluster cell keeps each node's data in a file system: \"fs\" raw is not for "
+          "clusters",
+          c.name));
+    }
+  }
+  return cells;
+}
 
 }  // namespace
 
@@ -156,6 +194,8 @@ std::string_view PresetName(Preset preset) {
       return "faults";
     case Preset::kMultidisk:
       return "multidisk";
+    case Preset::kCluster:
+      return "cluster";
     case Preset::kNone:
       break;
   }
@@ -190,7 +230,8 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
   // Every flag is checked here, before --list and before any VM boots.
   RETURN_IF_ERROR(ValidateAtomicUnit(o.atomic_unit));
   std::vector<std::pair<std::string, std::string>> pairs;
-  bool builtin = o.preset != Preset::kNone || !o.workloads.empty() || o.custom_cells.empty();
+  bool builtin = (o.preset != Preset::kNone && o.preset != Preset::kCluster) ||
+                 !o.workloads.empty() || (o.custom_cells.empty() && o.preset == Preset::kNone);
   if (!builtin) {
     // Only the --cells file's cells.
   } else if (o.preset != Preset::kNone) {
@@ -218,7 +259,8 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
       }
     }
   }
-  for (const CustomCell& c : o.custom_cells) {
+  ASSIGN_OR_RETURN(const std::vector<CustomCell> custom, ClusterAndCustomCells(o));
+  for (const CustomCell& c : custom) {
     cells.push_back({.index = cells.size(),
                      .workload = c.name,
                      .setting = c.setting.empty() ? "custom" : c.setting,
@@ -227,6 +269,11 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
                      .fault = o.flakey.mode});
   }
   return cells;
+}
+
+bool PlanHasClusters(const std::vector<MatrixCell>& plan) {
+  return std::any_of(plan.begin(), plan.end(),
+                     [](const MatrixCell& c) { return c.custom && c.custom->nodes > 0; });
 }
 
 }  // namespace powercut::product
