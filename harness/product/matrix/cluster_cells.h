@@ -4,7 +4,7 @@
 // runs here measured (docs/results.md, "Clusters"). The examples are shell scripts run in the
 // guest, found at run time (FindClusterExamples), so the preset's cells are custom cells
 // (custom_cells.h) with a node command; their expected verdicts are compiled in here, the one
-// place the docs' table is checked against (tests/product/cluster_preset_test.cc).
+// place the docs' table is checked against (tests/cluster/preset_test.cc).
 #pragma once
 
 #include <cstdint>
