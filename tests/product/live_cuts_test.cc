@@ -214,7 +214,7 @@ class CutSet {
   }
   // The set's image after the cut: disk 1, then disk 2 (at 1 MiB, the packed layout).
   std::string Concatenated() {
-    const std::string out = dir_ + "/set.img";
+    std::string out = dir_ + "/set.img";
     auto r = powercut::RunCommand(
         {"sh", "-c", "cat '" + disk(0) + "' '" + disk(1) + "' > '" + out + "'"});
     EXPECT_TRUE(r.ok() && r->exit_code == 0);
