@@ -335,6 +335,16 @@ TEST(FaultResultsTest, ClusterCutsNameNodesAndCountUnavailable) {
   EXPECT_EQ(cell.models[0].first_unavailable, "pc1_b");
   EXPECT_THAT(cell.models[0].unavailable_stderr, ::testing::HasSubstr("node 3: panic"));
   EXPECT_EQ(cell.Verdict(), CellVerdict::kOk) << "unavailable is not a loss";
+  EXPECT_THAT(cell.notes,
+              ::testing::Not(::testing::Contains(::testing::HasSubstr("came back on none"))));
+  LiveCutsResult down = *o.live_cuts;
+  down.cuts.erase(down.cuts.begin());  // only the cut the cluster did not come back on
+  RunOutcome all_down = o;
+  all_down.live_cuts = down;
+  CellResult none{.name = "etcd/-/ext4"};
+  FillCell(all_down, &none);
+  EXPECT_THAT(none.notes, ::testing::Contains(::testing::HasSubstr(
+                              "came back on none of the 1 cut(s): nothing was shown to survive")));
   // A node outside the model: the tester's error, named.
   o.live_cuts->cuts[0].in_model = false;
   o.live_cuts->cuts[0].disks[1].in_model = false;

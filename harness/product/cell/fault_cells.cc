@@ -37,8 +37,16 @@ void AppendFaultModels(CellResult* cell) {
         if (m.summary.empty()) m.summary = fmt::format("live cut seed {}: {}", c.seed, c.summary);
       }
     }
+    const uint64_t unavailable = m.unavailable;
     cell->models.push_back(std::move(m));
     cell->notes.push_back(r.Summary());
+    if (unavailable > 0 && unavailable == r.Counted()) {
+      // Not a loss, and not a survival either: the replay's rule for states (docs/cluster.md).
+      cell->notes.push_back(fmt::format(
+          "live cuts: the system came back on none of the {} cut(s): nothing was shown to survive "
+          "a live cut (the replay's states say more)",
+          unavailable));
+    }
     for (const LiveCut& c : r.cuts) {
       if (!c.error.empty()) {
         cell->notes.push_back(fmt::format("live cut seed {}: {}", c.seed, c.error));
