@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
@@ -102,15 +104,12 @@ std::string LiveCutsText(const LiveCutsResult& r) {
                          : fmt::format(" by {} on kernel {}", c.check_method, c.check_kernel));
     if (!c.in_model) s += "  evidence: " + c.evidence + "\n  recording: " + c.kept_trace + "\n";
     if (c.violation) s += "  " + c.summary + "\n";
-    if (!c.unavailable.empty() && !c.unavailable_stderr.empty()) {
-      s += "  the checker's stderr:\n";
-      size_t start = 0;
-      while (start < c.unavailable_stderr.size()) {
-        size_t end = c.unavailable_stderr.find('\n', start);
-        if (end == std::string::npos) end = c.unavailable_stderr.size();
-        s += "    " + c.unavailable_stderr.substr(start, end - start) + "\n";
-        start = end + 1;
-      }
+    // Why it did not come back (a cluster's: each node's last log lines), indented.
+    const absl::string_view tail = absl::StripTrailingAsciiWhitespace(
+        c.unavailable.empty() ? absl::string_view() : absl::string_view(c.unavailable_stderr));
+    if (!tail.empty()) {
+      s += "  the checker's stderr, last lines:\n    " +
+           absl::StrReplaceAll(tail, {{"\n", "\n    "}}) + "\n";
     }
   }
   return s + r.Summary() + "\n";
