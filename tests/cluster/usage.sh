@@ -33,5 +33,18 @@ expect_usage "--cache-per-node naming node 4 of 3" "names node 4, but there are 
   --cache-per-node 4=lying
 expect_usage "--fs values for 2 of 3 nodes" "--fs ext4,xfs" --nodes 3 --node true --fs ext4,xfs
 expect_usage "--fs raw" "--fs raw is not for clusters" --nodes 3 --node true --fs raw
-expect_usage "--live-cuts" "not built for clusters yet" --nodes 3 --node true --live-cuts 2
+expect_usage "--flakey" "--flakey is not built for clusters yet" --nodes 3 --node true \
+  --flakey error_writes --flakey-after-acks 2
+# --live-cuts is built for clusters: the flags pass the cluster's rules and stop only at --trace
+# (live cuts need the VM), not at "not built".
+msg=$("$powercut" run --workload true --checker true --nodes 3 --node true --live-cuts 2 \
+  --trace /nonexistent/trace.log 2>&1)
+rc=$?
+if [ $rc -ne 2 ] || ! printf '%s' "$msg" | grep -qF -- "--live-cuts and --flakey need the VM" ||
+  printf '%s' "$msg" | grep -qF "not built"; then
+  echo "FAIL --live-cuts with --nodes: exit $rc: $msg"
+  failed=1
+else
+  echo "ok   --live-cuts with --nodes passes the cluster's rules: $msg"
+fi
 exit $failed

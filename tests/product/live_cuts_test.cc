@@ -12,9 +12,11 @@
 
 #include "base/image_io.h"
 #include "base/process.h"
+#include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/product/cell/cell_result.h"
+#include "harness/trace/disk_layout.h"
 #include "harness/trace/recorder.h"
 #include "harness/vm/devices/nbd_server.h"
 #include "harness/vm/machine/disk_image.h"
@@ -161,6 +163,192 @@ TEST(LiveCutModelTest, ADrawTheRecorderDoesNotKnowIsOutside) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_FALSE(m->in_model);
   EXPECT_THAT(m->evidence, ::testing::HasSubstr("differs from crash state"));
+}
+
+// Two 1 MiB disks of a set (a cluster's two nodes) behind one recorder, each behind its own NBD
+// server, as a live cut of `--disks 2` / `--nodes 2` records them.
+class CutSet {
+ public:
+  explicit CutSet(const TempDir& dir) : dir_(dir.path()) {
+    for (int d = 0; d < 2; ++d) EXPECT_TRUE(vm::CreateSparseImage(disk(d), 1 << 20).ok());
+    EXPECT_TRUE(vm::CreateSparseImage(dir_ + "/base.img", 2 << 20).ok());  // both disks, zeros
+    auto rec =
+        harness::Recorder::Create({.log_path = trace(),
+                                   .sector_size = 512,
+                                   .device_bytes = 2 << 20,
+                                   .base_image = dir_ + "/base.img",
+                                   .disks = harness::DiskLayout::Packed({1 << 20, 1 << 20})});
+    EXPECT_TRUE(rec.ok()) << rec.status();
+    recorder_ = std::move(*rec);
+    for (uint32_t d = 0; d < 2; ++d) {
+      auto srv = vm::NbdServer::Start({.socket_path = socket(d),
+                                       .image_path = disk(d),
+                                       .recorder = recorder_.get(),
+                                       .disk = d,
+                                       .atomic_unit = 4096});
+      EXPECT_TRUE(srv.ok()) << srv.status();
+      servers_.push_back(std::move(*srv));
+    }
+  }
+  // qemu-io on disk `d` with a write-back cache, ended with abort: its writes stay unflushed.
+  void Io(int d, const std::vector<std::string>& commands) {
+    std::string line = "ulimit -c 0; exec qemu-io -f raw -t writeback";
+    for (const auto& c : commands) line += " -c '" + c + "'";
+    line += " -c abort 'nbd+unix:///?socket=" + socket(d) + "'";
+    auto r = powercut::RunCommand({"sh", "-c", line});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->exit_code, 128 + SIGABRT) << r->output;
+  }
+  // Both drives lose power (each its own seed; only disk 1's write may tear, as in a live cut of
+  // a set: the replay model tears one write per state); returns their reports.
+  absl::StatusOr<std::vector<vm::PowerCutReport>> Cut(uint64_t seed) {
+    std::vector<vm::PowerCutReport> reports;
+    for (uint64_t d = 0; d < 2; ++d) {
+      auto r = servers_[d]->ApplyPowerCut({.mode = harness::CacheMode::kOn}, seed + 100 * d,
+                                          /*may_tear=*/d == 0);
+      if (!r.ok()) return r.status();
+      reports.push_back(*std::move(r));
+    }
+    if (auto s = recorder_->Finish(); !s.ok()) return s;
+    return reports;
+  }
+  // The set's image after the cut: disk 1, then disk 2 (at 1 MiB, the packed layout).
+  std::string Concatenated() {
+    std::string out = dir_ + "/set.img";
+    auto r = powercut::RunCommand(
+        {"sh", "-c", "cat '" + disk(0) + "' '" + disk(1) + "' > '" + out + "'"});
+    EXPECT_TRUE(r.ok() && r->exit_code == 0);
+    return out;
+  }
+  std::string trace() const { return dir_ + "/trace.log"; }
+
+ private:
+  std::string disk(int d) const { return fmt::format("{}/disk-{}.img", dir_, d + 1); }
+  std::string socket(int d) const { return fmt::format("{}/nbd{}.sock", dir_, d + 1); }
+  std::string dir_;
+  std::unique_ptr<harness::Recorder> recorder_;
+  std::vector<std::unique_ptr<vm::NbdServer>> servers_;
+};
+
+// The reality check of a cut of several disks holds per disk: every disk inside for real cuts,
+// and a disk whose image or drive is wrong is named ("node 2") while the other is still compared.
+TEST(LiveCutModelTest, EachDiskOfASetIsCheckedOnItsOwn) {
+  if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    TempDir dir;
+    CutSet set(dir);
+    set.Io(0, {"write -P 0x31 0 4096", "write -P 0x32 65536 8192", "write -P 0x33 131072 4096"});
+    set.Io(1, {"write -P 0x41 0 4096", "write -P 0x42 262144 4096"});
+    auto reports = set.Cut(seed);
+    ASSERT_TRUE(reports.ok()) << reports.status();
+    const std::string image = set.Concatenated();
+    auto m = MatchCutToModel(set.trace(), image, (*reports)[0], ReplayStates(), 1, {(*reports)[1]},
+                             "node");
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_TRUE(m->in_model) << "seed " << seed << ": " << m->evidence;
+    ASSERT_EQ(m->disks.size(), 2u);
+    EXPECT_TRUE(m->disks[0].in_model && m->disks[1].in_model) << seed;
+    EXPECT_EQ(m->disks[0].volatile_writes, 3u);
+    EXPECT_EQ(m->disks[1].volatile_writes, 2u);
+    EXPECT_EQ(m->volatile_writes, 5u);
+    if (seed != 1) continue;
+
+    {  // a byte no write put on node 2's disk (block 100 of that disk)
+      std::fstream f(image, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp((1 << 20) + 100 * 4096 + 7);
+      f.put('\x7f');
+    }
+    m = MatchCutToModel(set.trace(), image, (*reports)[0], ReplayStates(), 1, {(*reports)[1]},
+                        "node");
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_FALSE(m->in_model);
+    EXPECT_TRUE(m->disks[0].in_model) << m->disks[0].evidence;
+    EXPECT_FALSE(m->disks[1].in_model);
+    EXPECT_THAT(m->evidence, ::testing::StartsWith("node 2: the cut image differs"));
+    EXPECT_THAT(m->disks[1].evidence, ::testing::HasSubstr("1 block(s) of 4 KiB: 356"));
+
+    // Node 2's drive claims a write the trace does not have: node 2 is outside, node 1 is still
+    // compared (and inside).
+    vm::PowerCutReport wrong = (*reports)[1];
+    wrong.decisions.push_back({.offset = 500 * 4096, .bytes = 4096});
+    m = MatchCutToModel(set.trace(), image, (*reports)[0], ReplayStates(), 1, {wrong}, "node");
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_FALSE(m->in_model);
+    EXPECT_TRUE(m->disks[0].in_model) << m->disks[0].evidence;
+    EXPECT_THAT(m->disks[1].evidence, ::testing::HasSubstr("held 3 unflushed writes"));
+    EXPECT_THAT(m->evidence, ::testing::StartsWith("node 2: the drive held 3"));
+  }
+}
+
+// A cluster's live cuts: each node's reality check by name, a cut on which the cluster did not
+// come back counted apart (unavailable, not a violation), and both kept by the JSON.
+TEST(FaultResultsTest, ClusterCutsNameNodesAndCountUnavailable) {
+  RunOutcome o;
+  o.ran = true;
+  LiveCutsResult live;
+  live.requested = 2;
+  live.nodes = true;
+  const std::vector<LiveCutDisk> nodes = {
+      {.disk = 1, .in_model = true, .volatile_writes = 2, .kept = 1, .dropped = 1},
+      {.disk = 2, .in_model = true},
+      {.disk = 3, .in_model = true, .volatile_writes = 1, .kept = 1}};
+  live.cuts.push_back(
+      {.seed = 2, .acks_before_cut = 3, .in_model = true, .state_id = "pc1_a", .disks = nodes});
+  live.cuts.push_back({.seed = 3,
+                       .acks_before_cut = 4,
+                       .in_model = true,
+                       .state_id = "pc1_b",
+                       .disks = nodes,
+                       .summary = "unavailable: no quorum",
+                       .unavailable = "the cluster did not come back",
+                       .unavailable_stderr = "node 2: panic\nnode 3: panic"});
+  o.live_cuts = live;
+  EXPECT_EQ(o.live_cuts->Unavailable(), 1u);
+  EXPECT_EQ(o.live_cuts->Violations(), 0u);
+  const std::string text = LiveCutsText(*o.live_cuts);
+  EXPECT_THAT(text, ::testing::HasSubstr("[node 1: 2 (1 kept, 1 dropped, 0 torn), node 2: 0, "
+                                         "node 3: 1 (1 kept, 0 dropped, 0 torn)]"));
+  EXPECT_THAT(text, ::testing::HasSubstr("inside the model on every node"));
+  EXPECT_THAT(text, ::testing::HasSubstr("UNAVAILABLE (did not come back: the cluster did not"));
+  EXPECT_THAT(text, ::testing::HasSubstr("    node 3: panic\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("2 of 2 live cuts inside the model on every node "
+                                         "(cache on), 0 violating, 1 unavailable"));
+
+  const nlohmann::json j = LiveCutsToJson(*o.live_cuts);
+  EXPECT_EQ(j["unavailable"], 1);
+  ASSERT_TRUE(j["cuts"][0].contains("nodes"));
+  EXPECT_FALSE(j["cuts"][0].contains("disks"));
+  EXPECT_EQ(j["cuts"][0]["nodes"][2]["node"], 3);
+  const LiveCutsResult back = LiveCutsFromJson(j);
+  EXPECT_TRUE(back.nodes);
+  ASSERT_EQ(back.cuts.size(), 2u);
+  ASSERT_EQ(back.cuts[1].disks.size(), 3u);
+  EXPECT_EQ(back.cuts[1].disks[0].dropped, 1u);
+  EXPECT_EQ(back.cuts[1].unavailable, "the cluster did not come back");
+  EXPECT_EQ(back.cuts[1].unavailable_stderr, "node 2: panic\nnode 3: panic");
+
+  CellResult cell{.name = "etcd/-/ext4"};
+  FillCell(o, &cell);
+  ASSERT_EQ(cell.models.size(), 1u);
+  EXPECT_EQ(cell.models[0].violations, 0u);
+  EXPECT_EQ(cell.models[0].unavailable, 1u);
+  EXPECT_EQ(cell.models[0].first_unavailable, "pc1_b");
+  EXPECT_THAT(cell.models[0].unavailable_stderr, ::testing::HasSubstr("node 3: panic"));
+  EXPECT_EQ(cell.Verdict(), CellVerdict::kOk) << "unavailable is not a loss";
+  EXPECT_THAT(cell.notes,
+              ::testing::Not(::testing::Contains(::testing::HasSubstr("came back on none"))));
+  LiveCutsResult down = *o.live_cuts;
+  down.cuts.erase(down.cuts.begin());  // only the cut the cluster did not come back on
+  RunOutcome all_down = o;
+  all_down.live_cuts = down;
+  CellResult none{.name = "etcd/-/ext4"};
+  FillCell(all_down, &none);
+  EXPECT_THAT(none.notes, ::testing::Contains(::testing::HasSubstr(
+                              "came back on none of the 1 cut(s): nothing was shown to survive")));
+  // A node outside the model: the tester's error, named.
+  o.live_cuts->cuts[0].in_model = false;
+  o.live_cuts->cuts[0].disks[1].in_model = false;
+  EXPECT_THAT(LiveCutsText(*o.live_cuts), ::testing::HasSubstr("node 2: 0 OUTSIDE"));
 }
 
 TEST(FaultResultsTest, CellRowsJsonRoundTripAndVerdicts) {

@@ -10,7 +10,9 @@ namespace powercut::cli {
 void AddFaultOptions(CLI::App* c, FaultArgs* a) {
   c->add_option("--live-cuts", a->live_cuts,
                 "also cut the power of N live runs (seeded, at an unflushed write), check each "
-                "cut image and that it is a crash state of the replay model (a guest boot each)");
+                "cut image and that it is a crash state of the replay model (a guest boot each); "
+                "run --disks N / --nodes N: every disk (every node, a zone outage) at once, each "
+                "one's image matched on its own, the cluster restarted on its cut images");
   c->add_option("--flakey", a->flakey,
                 "instead of the replay: run on a disk that fails (error_writes: EIO) or drops "
                 "(drop_writes) every write after --flakey-after-acks acks; the final image must "

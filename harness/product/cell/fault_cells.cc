@@ -27,13 +27,26 @@ void AppendFaultModels(CellResult* cell) {
         m.summary = fmt::format("TESTER BUG: live cut seed {} is outside the replay model: {}",
                                 c.seed, c.evidence);
       }
+      if (!c.unavailable.empty() && m.unavailable++ == 0) {  // a cluster that did not come back
+        m.first_unavailable = c.state_id;
+        m.unavailable_summary = fmt::format("live cut seed {}: {}", c.seed, c.summary);
+        m.unavailable_stderr = c.unavailable_stderr;
+      }
       if (c.violation && m.first_violation.empty()) {
         m.first_violation = c.state_id;
         if (m.summary.empty()) m.summary = fmt::format("live cut seed {}: {}", c.seed, c.summary);
       }
     }
+    const uint64_t unavailable = m.unavailable;
     cell->models.push_back(std::move(m));
     cell->notes.push_back(r.Summary());
+    if (unavailable > 0 && unavailable == r.Counted()) {
+      // Not a loss, and not a survival either: the replay's rule for states (docs/cluster.md).
+      cell->notes.push_back(fmt::format(
+          "live cuts: the system came back on none of the {} cut(s): nothing was shown to survive "
+          "a live cut (the replay's states say more)",
+          unavailable));
+    }
     for (const LiveCut& c : r.cuts) {
       if (!c.error.empty()) {
         cell->notes.push_back(fmt::format("live cut seed {}: {}", c.seed, c.error));
@@ -68,22 +81,36 @@ std::string FaultDetailsHtml(const CellResult& c) {
     for (const LiveCut& cut : c.live_cuts->cuts) {
       std::string lost;
       for (const std::string& id : cut.lost) lost += (lost.empty() ? "" : " ") + id;
-      const std::string what = !cut.error.empty() ? cut.error
-                               : cut.in_model     ? cut.state_id
-                                                  : "TESTER BUG: " + cut.evidence;
+      std::string what = !cut.error.empty() ? cut.error
+                         : cut.in_model     ? cut.state_id
+                                            : "TESTER BUG: " + cut.evidence;
+      if (cut.error.empty() && !cut.unavailable.empty()) {
+        what += "; unavailable (did not come back): " + cut.unavailable;
+      }
+      // Several disks (a cluster's nodes): each one's reality check, by name.
+      std::string in_model = cut.error.empty() ? (cut.in_model ? "yes" : "NO") : "-";
+      if (cut.error.empty() && cut.disks.size() > 1) {
+        std::string per;
+        for (const LiveCutDisk& d : cut.disks) {
+          per += fmt::format("{}{} {}: {} ({} volatile)", per.empty() ? "" : "<br>",
+                             c.live_cuts->nodes ? "node" : "disk", d.disk,
+                             d.in_model ? "yes" : "NO", d.volatile_writes);
+        }
+        in_model += "<br><span class=\"small\">" + per + "</span>";
+      }
       h += fmt::format(
           "<tr class=\"{}\"><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
           "<td class=\"num\">{}</td><td class=\"num\">{}/{}/{}</td><td>{}</td><td>{}</td>"
           "<td class=\"num\">{:.1f}</td><td class=\"small\"><code>{}</code></td></tr>\n",
           !cut.error.empty()               ? "error"
           : cut.violation || !cut.in_model ? "fail"
+          : !cut.unavailable.empty()       ? "unavailable"
                                            : "pass",
           cut.seed,
           cut.cut ? fmt::format("after ack {}, write {}", cut.cut_after_ack, cut.cut_after_write)
                   : std::string("at the end (fewer acks)"),
-          cut.acks_before_cut, cut.volatile_writes, cut.kept, cut.dropped, cut.torn,
-          cut.error.empty() ? (cut.in_model ? "yes" : "NO") : "-", XmlEscape(lost),
-          cut.record_seconds + cut.check_seconds, XmlEscape(what));
+          cut.acks_before_cut, cut.volatile_writes, cut.kept, cut.dropped, cut.torn, in_model,
+          XmlEscape(lost), cut.record_seconds + cut.check_seconds, XmlEscape(what));
     }
     h += "</tbody></table>\n";
   }

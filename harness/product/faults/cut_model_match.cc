@@ -24,10 +24,15 @@ namespace {
 
 constexpr uint64_t kBlock = 4096;
 
-// The 4 KiB blocks where two images of one size differ (at most `max` listed), and how many.
-absl::StatusOr<std::pair<std::vector<uint64_t>, uint64_t>> DifferingBlocks(const std::string& a,
-                                                                           const std::string& b,
-                                                                           size_t max) {
+// The 4 KiB blocks where two images of one size differ, per disk of `layout` (a block is its
+// first byte's disk): at most `max` listed a disk, and how many in all.
+struct DiskDiff {
+  std::vector<uint64_t> blocks;  // 4 KiB blocks of the whole image
+  uint64_t count = 0;
+};
+absl::StatusOr<std::vector<DiskDiff>> DifferingBlocks(const std::string& a, const std::string& b,
+                                                      const harness::DiskLayout& layout,
+                                                      size_t max) {
   ASSIGN_OR_RETURN(uint64_t size_a, FileSize(a));
   ASSIGN_OR_RETURN(uint64_t size_b, FileSize(b));
   if (size_a != size_b) {
@@ -41,8 +46,7 @@ absl::StatusOr<std::pair<std::vector<uint64_t>, uint64_t>> DifferingBlocks(const
     return absl::InternalError(fmt::format("cannot open {} or {}", a, b));
   }
   std::vector<uint8_t> ba(1 << 20), bb(1 << 20);
-  std::vector<uint64_t> blocks;
-  uint64_t count = 0;
+  std::vector<DiskDiff> disks(layout.count());
   absl::Status status;
   for (uint64_t off = 0; off < size_a && status.ok(); off += ba.size()) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(ba.size(), size_a - off));
@@ -52,15 +56,19 @@ absl::StatusOr<std::pair<std::vector<uint64_t>, uint64_t>> DifferingBlocks(const
     for (size_t k = 0; k < n; k += kBlock) {
       const size_t len = std::min<size_t>(kBlock, n - k);
       if (std::memcmp(ba.data() + k, bb.data() + k, len) != 0) {
-        ++count;
-        if (blocks.size() < max) blocks.push_back((off + k) / kBlock);
+        // A block in a gap between two disks counts as the last disk's before it: it can only
+        // differ if the image is not the set's.
+        const uint32_t at = layout.DiskAt(off + k);
+        DiskDiff& d = disks[at < disks.size() ? at : disks.size() - 1];
+        ++d.count;
+        if (d.blocks.size() < max) d.blocks.push_back((off + k) / kBlock);
       }
     }
   }
   close(fa);
   close(fb);
   RETURN_IF_ERROR(status);
-  return std::make_pair(blocks, count);
+  return disks;
 }
 
 const char* FateName(vm::CutDecision::Fate f) {
@@ -117,68 +125,93 @@ harness::CacheModel CutCacheModel(const CutRecording& rec, const vm::PowerCutRep
   return model;
 }
 
-// The drive's draws, on the writes the model calls volatile: the unflushed non-FUA writes the
-// server held, in completion order, must be exactly those entries.
-// Each disk's draws, in the set's address space; then in the trace's order across the disks
-// (each disk's own draws keep their completion order).
-std::vector<vm::CutDecision> DrawnVolatileWrites(const CutRecording& rec,
-                                                 const harness::PointView& view,
-                                                 const vm::PowerCutReport& report,
-                                                 const std::vector<vm::PowerCutReport>& extra) {
+// One disk's side of the check: the model's volatile writes on it at the point (indices into the
+// point's volatile entries, in the trace's order) and its drive's draws on its unflushed non-FUA
+// writes (in its completion order, in the set's address space).
+struct DiskDraws {
+  std::vector<size_t> volatile_index;
+  std::vector<uint64_t> entries;  // the trace entries of volatile_index
+  std::vector<vm::CutDecision> drawn;
+};
+
+std::vector<DiskDraws> DrawsPerDisk(const CutRecording& rec, const harness::PointView& view,
+                                    const vm::PowerCutReport& report,
+                                    const std::vector<vm::PowerCutReport>& extra) {
   const harness::DiskLayout& layout = rec.layout;
-  std::vector<std::vector<vm::CutDecision>> per_disk(layout.count());
+  std::vector<DiskDraws> disks(layout.count());
+  for (size_t i = 0; i < view.volatile_entries.size(); ++i) {
+    const uint64_t entry = view.volatile_entries[i];
+    const uint32_t d = rec.file->trace().entries[entry].disk;
+    DiskDraws& disk = disks[d < disks.size() ? d : 0];
+    disk.volatile_index.push_back(i);
+    disk.entries.push_back(entry);
+  }
   for (uint32_t d = 0; d < layout.count(); ++d) {
     const vm::PowerCutReport* r = d == 0 ? &report : d - 1 < extra.size() ? &extra[d - 1] : nullptr;
     if (r == nullptr) continue;
     for (vm::CutDecision decision : r->decisions) {
       if (decision.flushed || decision.fua) continue;
       decision.offset += layout.OffsetOf(d);
-      per_disk[d].push_back(decision);
+      disks[d].drawn.push_back(decision);
     }
   }
-  std::vector<vm::CutDecision> drawn;
-  std::vector<size_t> next(layout.count(), 0);
-  for (uint64_t entry : view.volatile_entries) {
-    const uint32_t d = rec.file->trace().entries[entry].disk;
-    if (next[d] < per_disk[d].size()) drawn.push_back(per_disk[d][next[d]++]);
-  }
-  for (uint32_t d = 0; d < layout.count(); ++d) {
-    for (; next[d] < per_disk[d].size(); ++next[d]) drawn.push_back(per_disk[d][next[d]]);
-  }
-  return drawn;
+  return disks;
 }
 
-// Why the drive's unflushed writes are not the model's volatile writes, or "" when they are,
-// one for one.
-std::string DrawnWritesMismatch(const harness::Trace& trace, const harness::PointView& view,
+// Why a drive's unflushed writes are not the model's volatile writes on its disk (`entries`), or
+// "" when they are, one for one.
+std::string DrawnWritesMismatch(const harness::Trace& trace, const std::vector<uint64_t>& entries,
                                 const std::vector<vm::CutDecision>& drawn, uint64_t point) {
   const uint64_t ss = trace.sector_size;
   auto describe_entries = [&] {
     std::string s;
-    for (size_t i = 0; i < view.volatile_entries.size() && i < 8; ++i) {
-      const harness::TraceEntry& e = trace.entries[view.volatile_entries[i]];
-      s += fmt::format("{}#{} at byte {} ({} bytes)", i ? ", " : "", view.volatile_entries[i],
+    for (size_t i = 0; i < entries.size() && i < 8; ++i) {
+      const harness::TraceEntry& e = trace.entries[entries[i]];
+      s += fmt::format("{}#{} at byte {} ({} bytes)", i ? ", " : "", entries[i],
                        e.header.sector * ss, e.header.nr_sectors * ss);
     }
     return s;
   };
-  if (drawn.size() != view.volatile_entries.size()) {
+  if (drawn.size() != entries.size()) {
     return fmt::format(
         "the drive held {} unflushed writes at the cut, the model has {} volatile writes at point "
         "{} ({}): the recorder's flushes and the server's do not agree",
-        drawn.size(), view.volatile_entries.size(), point, describe_entries());
+        drawn.size(), entries.size(), point, describe_entries());
   }
   for (size_t i = 0; i < drawn.size(); ++i) {
-    const harness::TraceEntry& e = trace.entries[view.volatile_entries[i]];
+    const harness::TraceEntry& e = trace.entries[entries[i]];
     if (e.header.sector * ss != drawn[i].offset || e.header.nr_sectors * ss != drawn[i].bytes) {
       return fmt::format(
           "unflushed write {} of the drive is at byte {} ({} bytes), the model's volatile write {} "
           "is entry #{} at byte {} ({} bytes): the trace is not the order the device completed",
-          i, drawn[i].offset, drawn[i].bytes, i, view.volatile_entries[i], e.header.sector * ss,
+          i, drawn[i].offset, drawn[i].bytes, i, entries[i], e.header.sector * ss,
           e.header.nr_sectors * ss);
     }
   }
   return "";
+}
+
+// The drives' draws in the order of the point's volatile writes. A disk whose drive does not
+// agree with the model (`agrees` false) has its writes dropped here: its image is not compared.
+std::vector<vm::CutDecision> DrawnInTraceOrder(const harness::Trace& trace,
+                                               const harness::PointView& view,
+                                               const std::vector<DiskDraws>& disks,
+                                               const std::vector<bool>& agrees) {
+  const uint64_t ss = trace.sector_size;
+  std::vector<vm::CutDecision> drawn(view.volatile_entries.size());
+  for (size_t i = 0; i < drawn.size(); ++i) {
+    const harness::TraceEntry& e = trace.entries[view.volatile_entries[i]];
+    drawn[i] = {.offset = e.header.sector * ss,
+                .bytes = e.header.nr_sectors * ss,
+                .fate = vm::CutDecision::Fate::kDropped};
+  }
+  for (size_t d = 0; d < disks.size(); ++d) {
+    if (!agrees[d]) continue;
+    for (size_t j = 0; j < disks[d].volatile_index.size(); ++j) {
+      drawn[disks[d].volatile_index[j]] = disks[d].drawn[j];
+    }
+  }
+  return drawn;
 }
 
 // The crash state that keeps, drops and tears what the drive did (at most 64 volatile writes).
@@ -240,7 +273,8 @@ absl::StatusOr<bool> SampledByReplay(const harness::TraceIndex& index,
 absl::StatusOr<ModelMatch> MatchCutToModel(const std::string& trace_path, const std::string& image,
                                            const vm::PowerCutReport& report,
                                            const harness::StateOptions& states, uint64_t seed,
-                                           const std::vector<vm::PowerCutReport>& extra) {
+                                           const std::vector<vm::PowerCutReport>& extra,
+                                           std::string_view disk_word) {
   ASSIGN_OR_RETURN(CutRecording rec, OpenCutRecording(trace_path));
   const harness::Trace& trace = rec.file->trace();
   harness::TraceIndex index(trace);
@@ -250,14 +284,37 @@ absl::StatusOr<ModelMatch> MatchCutToModel(const std::string& trace_path, const 
   const harness::PointView view = index.View(m.point, model);
   m.volatile_writes = view.volatile_entries.size();
 
-  const std::vector<vm::CutDecision> drawn = DrawnVolatileWrites(rec, view, report, extra);
-  m.evidence = DrawnWritesMismatch(trace, view, drawn, m.point);
-  if (!m.evidence.empty()) return m;
-  if (drawn.size() > 64) {
-    m.evidence = fmt::format(
-        "{} volatile writes at the cut: a state id names at most 64; not compared", drawn.size());
+  // Each disk against its own part of the model: its drive's draws first.
+  const bool several = rec.layout.count() > 1;
+  auto name = [&](size_t d) {
+    return several ? fmt::format("{} {}: ", disk_word, d + 1) : std::string();
+  };
+  const std::vector<DiskDraws> draws = DrawsPerDisk(rec, view, report, extra);
+  std::vector<bool> agrees(draws.size());
+  m.disks.resize(draws.size());
+  bool any_agrees = false;
+  for (size_t d = 0; d < draws.size(); ++d) {
+    m.disks[d].volatile_writes = draws[d].entries.size();
+    m.disks[d].evidence = DrawnWritesMismatch(trace, draws[d].entries, draws[d].drawn, m.point);
+    agrees[d] = m.disks[d].evidence.empty();
+    any_agrees = any_agrees || agrees[d];
+  }
+  auto outside = [&] {
+    for (size_t d = 0; d < m.disks.size(); ++d) {
+      if (m.disks[d].evidence.empty()) continue;
+      m.evidence += (m.evidence.empty() ? "" : "; ") + name(d) + m.disks[d].evidence;
+    }
+    return m;
+  };
+  if (!any_agrees) return outside();
+  if (view.volatile_entries.size() > 64) {
+    if (std::find(agrees.begin(), agrees.end(), false) != agrees.end()) return outside();
+    m.evidence =
+        fmt::format("{} volatile writes at the cut: a state id names at most 64; not compared",
+                    view.volatile_entries.size());
     return absl::FailedPreconditionError(m.evidence);
   }
+  const std::vector<vm::CutDecision> drawn = DrawnInTraceOrder(trace, view, draws, agrees);
   const harness::CrashState state = StateOfCut(m.point, model, view, drawn);
   ASSIGN_OR_RETURN(ScratchDir work, ScratchDir::Create("powercut-livecut-model", "/var/tmp"));
   ASSIGN_OR_RETURN(auto working, harness::WorkingImage::Create(
@@ -265,19 +322,32 @@ absl::StatusOr<ModelMatch> MatchCutToModel(const std::string& trace_path, const 
                                      std::min<uint32_t>(trace.sector_size, model.SmallestUnit())));
   RETURN_IF_ERROR(working->Materialize(state, view));
   const Hash128 model_hash = working->content_hash();
-  ASSIGN_OR_RETURN(auto differ, DifferingBlocks(image, working->path(), 8));
-  if (differ.second != 0) {
+  // Then its image against its part of the state (a disk's part of a set's state is made of its
+  // own writes only: a disk whose drive disagreed cannot spoil another's comparison).
+  ASSIGN_OR_RETURN(std::vector<DiskDiff> differ,
+                   DifferingBlocks(image, working->path(), rec.layout, 8));
+  const std::string state_id = harness::EncodeStateId(trace.ShortHash(), state);
+  bool differs = false;
+  for (size_t d = 0; d < m.disks.size(); ++d) {
+    if (!agrees[d] || differ[d].count == 0) continue;
+    differs = true;
+    m.disks[d].evidence = fmt::format(
+        "the cut image differs from crash state {} (the state keeping, dropping and tearing what "
+        "the drive did) in {} block(s) of 4 KiB: {}",
+        state_id, differ[d].count, DescribeBlocks(differ[d].blocks, view, drawn));
+  }
+  if (differs && !several) {
     ASSIGN_OR_RETURN(Hash128 cut_hash, HashFile(image));
     ASSIGN_OR_RETURN(Hash128 state_hash, HashFile(working->path()));
-    m.evidence = fmt::format(
-        "the cut image differs from crash state {} (the state keeping, dropping and tearing what "
-        "the drive did) in {} block(s) of 4 KiB: {}; XXH3 cut {} vs state {}",
-        harness::EncodeStateId(trace.ShortHash(), state), differ.second,
-        DescribeBlocks(differ.first, view, drawn), cut_hash.Hex(), state_hash.Hex());
-    return m;
+    m.disks[0].evidence +=
+        fmt::format("; XXH3 cut {} vs state {}", cut_hash.Hex(), state_hash.Hex());
+  }
+  for (DiskMatch& disk : m.disks) disk.in_model = disk.evidence.empty();
+  if (std::any_of(m.disks.begin(), m.disks.end(), [](const DiskMatch& d) { return !d.in_model; })) {
+    return outside();
   }
   m.in_model = true;
-  m.state_id = harness::EncodeStateId(trace.ShortHash(), state);
+  m.state_id = state_id;
   ASSIGN_OR_RETURN(m.sampled,
                    SampledByReplay(index, view, model, states, seed, *working, model_hash));
   return m;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -13,6 +14,15 @@
 #include "harness/vm/devices/nbd_server.h"
 
 namespace powercut::product {
+
+// One disk's part of the reality check (a set's disk, a cluster's node): its drive's unflushed
+// writes are the model's volatile writes on that disk, and its image is that disk's part of the
+// crash state.
+struct DiskMatch {
+  bool in_model = false;
+  uint64_t volatile_writes = 0;  // the model's volatile writes on this disk at the point
+  std::string evidence;          // outside the model: what differs on this disk
+};
 
 // What a cut image is, in the replay model's terms.
 struct ModelMatch {
@@ -22,6 +32,9 @@ struct ModelMatch {
   std::string evidence;
   uint64_t point = 0;            // the crash point: the cut's trace's entries
   uint64_t volatile_writes = 0;  // the model's volatile writes at that point
+  // Per disk, in disk order (one entry for a single disk). in_model is every disk's; evidence
+  // names each disk outside (`disk_word` K: ...) when there are several.
+  std::vector<DiskMatch> disks;
 };
 
 // Rebuilds, from `trace` (+ its manifest's base image), the crash state of cache model "on" (at
@@ -31,9 +44,13 @@ struct ModelMatch {
 // image with the same content hash. Errors: the trace or images cannot be read.
 // Several disks (the trace's manifest lists them): `report` is disk 1's, `extra` disks 2..N's,
 // each disk's drawn writes in its own completion order; `image` is the set's concatenated image.
+// Each disk is judged on its own (disks[K]): a disk whose drive disagrees with the model does not
+// keep another from being compared. `disk_word` names a disk in the evidence ("node" for a
+// cluster).
 absl::StatusOr<ModelMatch> MatchCutToModel(const std::string& trace, const std::string& image,
                                            const vm::PowerCutReport& report,
                                            const harness::StateOptions& states, uint64_t seed,
-                                           const std::vector<vm::PowerCutReport>& extra = {});
+                                           const std::vector<vm::PowerCutReport>& extra = {},
+                                           std::string_view disk_word = "disk");
 
 }  // namespace powercut::product

@@ -120,20 +120,37 @@ std::optional<vm::RunResult> RecordCut(const vm::VmEnvironment& env, const RunOp
   return *std::move(run);
 }
 
-// What the drives did with their volatile writes, summed over the disks of a set; returns disk
-// 1's report.
+// What the drives did with their volatile writes, summed over the disks of a set (and per disk in
+// cut.disks); returns disk 1's report.
 vm::PowerCutReport CountFates(const vm::RunResult& run, const RunOptions& o, LiveCut& cut) {
   vm::PowerCutReport report = run.cut_report;
   if (!cut.cut) report.atomic_unit = o.atomic_unit;  // ran to the end: nothing was drawn
   cut.kept = report.kept;
   cut.dropped = report.dropped;
   cut.torn = report.torn;
+  if (o.disks > 1) {
+    cut.disks.push_back(
+        {.disk = 1, .kept = report.kept, .dropped = report.dropped, .torn = report.torn});
+  }
+  uint32_t disk = 1;
   for (const vm::PowerCutReport& r : run.extra_cut_reports) {  // disks 2..N of a set
     cut.kept += r.kept;
     cut.dropped += r.dropped;
     cut.torn += r.torn;
+    cut.disks.push_back({.disk = ++disk, .kept = r.kept, .dropped = r.dropped, .torn = r.torn});
   }
   return report;
+}
+
+// The reality check's verdict on each disk of a set (a cluster's node), beside its draws.
+void TakeDiskMatches(const ModelMatch& match, LiveCut& cut) {
+  if (cut.disks.empty()) return;
+  for (size_t d = 0; d < match.disks.size(); ++d) {
+    if (d >= cut.disks.size()) cut.disks.push_back({.disk = static_cast<uint32_t>(d + 1)});
+    cut.disks[d].in_model = match.disks[d].in_model;
+    cut.disks[d].volatile_writes = match.disks[d].volatile_writes;
+    cut.disks[d].evidence = match.disks[d].evidence;
+  }
 }
 
 // The oracle's verdict on the checked cut image, against the acks before the cut.
@@ -152,7 +169,13 @@ void JudgeCut(const harness::TraceIndex& index, const RunOptions& o, const Model
   cut.violation = v.violation();
   cut.fs_unrecoverable = v.fs_unrecoverable;
   cut.lost = v.lost;
-  if (cut.violation || cut.fs_unrecoverable) cut.summary = v.Describe();
+  if (!v.unavailable.empty()) {  // a cluster that did not come back: its own outcome
+    cut.unavailable = v.unavailable;
+    cut.unavailable_stderr = checked.checker.stderr_tail;
+  }
+  if (cut.violation || cut.fs_unrecoverable || !cut.unavailable.empty()) {
+    cut.summary = v.Describe();
+  }
 }
 
 // One cut: record with the cut armed, match the image to the model, check it.
@@ -171,7 +194,7 @@ LiveCut OneCut(const vm::VmEnvironment& env, const RunOptions& o, uint64_t seed,
   const Clock::time_point t1 = Clock::now();
   const vm::PowerCutReport report = CountFates(*run, o, cut);
   auto match = MatchCutToModel(run->trace, run->final_image, report, o.states, o.seed,
-                               run->extra_cut_reports);
+                               run->extra_cut_reports, o.cluster.nodes > 0 ? "node" : "disk");
   if (!match.ok()) {
     cut.error =
         fmt::format("the reality check could not run: {}", std::string(match.status().message()));
@@ -183,6 +206,7 @@ LiveCut OneCut(const vm::VmEnvironment& env, const RunOptions& o, uint64_t seed,
   cut.state_id = match->state_id;
   cut.evidence = match->evidence;
   cut.volatile_writes = match->volatile_writes;
+  TakeDiskMatches(*match, cut);
   const std::string work = scratch->path();
   if (!cut.in_model) cut.kept_trace = scratch->Release() + "/rec/trace.log";  // the evidence
 
@@ -216,6 +240,7 @@ LiveCutsResult RunLiveCuts(const vm::VmEnvironment& env, const RunOptions& o, ui
                            uint64_t recorded_acks) {
   LiveCutsResult result;
   result.requested = count;
+  result.nodes = o.cluster.nodes > 0;
   for (uint64_t i = 1; i <= count; ++i) {
     result.cuts.push_back(OneCut(env, o, o.seed + i, recorded_acks));
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
@@ -22,6 +24,11 @@ uint64_t LiveCutsResult::Violations() const {
   return static_cast<uint64_t>(std::count_if(
       cuts.begin(), cuts.end(), [](const LiveCut& c) { return c.error.empty() && c.violation; }));
 }
+uint64_t LiveCutsResult::Unavailable() const {
+  return static_cast<uint64_t>(std::count_if(cuts.begin(), cuts.end(), [](const LiveCut& c) {
+    return c.error.empty() && !c.unavailable.empty();
+  }));
+}
 uint64_t LiveCutsResult::Errors() const { return cuts.size() - Counted(); }
 double LiveCutsResult::SecondsPerCut() const {
   if (cuts.empty()) return 0;
@@ -30,10 +37,38 @@ double LiveCutsResult::SecondsPerCut() const {
   return s / static_cast<double>(cuts.size());
 }
 
+namespace {
+
+// "node" for a cluster's cuts, "disk" for a set's.
+const char* DiskWord(const LiveCutsResult& r) { return r.nodes ? "node" : "disk"; }
+
+bool Several(const LiveCutsResult& r) {
+  return std::any_of(r.cuts.begin(), r.cuts.end(),
+                     [](const LiveCut& c) { return c.disks.size() > 1; });
+}
+
+// "node 1: 3 (2 kept, 1 dropped, 0 torn), node 2: 0, ..." and which disks are outside.
+std::string DisksText(const LiveCutsResult& r, const LiveCut& c) {
+  std::string s;
+  for (const LiveCutDisk& d : c.disks) {
+    s += fmt::format("{}{} {}: {}", s.empty() ? "" : ", ", DiskWord(r), d.disk, d.volatile_writes);
+    if (d.volatile_writes > 0) {
+      s += fmt::format(" ({} kept, {} dropped, {} torn)", d.kept, d.dropped, d.torn);
+    }
+    if (!d.in_model) s += " OUTSIDE";
+  }
+  return s;
+}
+
+}  // namespace
+
 std::string LiveCutsResult::Summary() const {
-  std::string s =
-      fmt::format("{} of {} live cuts inside the model (cache {}), {} violating, {:.1f} s per cut",
-                  InModel(), Counted(), cache, Violations(), SecondsPerCut());
+  std::string s = fmt::format(
+      "{} of {} live cuts inside the model{} (cache {}), {} violating, ", InModel(), Counted(),
+      Several(*this) ? fmt::format(" on every {}", DiskWord(*this)) : std::string(), cache,
+      Violations());
+  if (nodes || Unavailable() > 0) s += fmt::format("{} unavailable, ", Unavailable());
+  s += fmt::format("{:.1f} s per cut", SecondsPerCut());
   if (Errors() > 0) s += fmt::format("; {} could not be made or checked", Errors());
   const auto uncut = std::count_if(cuts.begin(), cuts.end(),
                                    [](const LiveCut& c) { return c.error.empty() && !c.cut; });
@@ -53,16 +88,29 @@ std::string LiveCutsText(const LiveCutsResult& r) {
     }
     s += c.cut ? fmt::format("after ack {}, write {}", c.cut_after_ack, c.cut_after_write)
                : std::string("ran to the end (fewer acks than the cut point): cut at the end");
-    s += fmt::format(", {} acks before; {} volatile writes ({} kept, {} dropped, {} torn); {}",
-                     c.acks_before_cut, c.volatile_writes, c.kept, c.dropped, c.torn,
-                     c.in_model ? "inside the model" : "OUTSIDE THE MODEL (tester bug)");
-    s += c.violation ? fmt::format("; FAIL, lost {}", fmt::join(c.lost, " ")) : "; pass";
+    s += fmt::format(", {} acks before; {} volatile writes ({} kept, {} dropped, {} torn)",
+                     c.acks_before_cut, c.volatile_writes, c.kept, c.dropped, c.torn);
+    if (c.disks.size() > 1) s += " [" + DisksText(r, c) + "]";
+    s += c.in_model
+             ? (c.disks.size() > 1 ? fmt::format("; inside the model on every {}", DiskWord(r))
+                                   : std::string("; inside the model"))
+             : std::string("; OUTSIDE THE MODEL (tester bug)");
+    s += c.violation              ? fmt::format("; FAIL, lost {}", fmt::join(c.lost, " "))
+         : !c.unavailable.empty() ? "; UNAVAILABLE (did not come back: " + c.unavailable + ")"
+                                  : std::string("; pass");
     s += fmt::format(" ({:.1f} s + {:.1f} s check{})\n", c.record_seconds, c.check_seconds,
                      c.check_method.empty()
                          ? std::string()
                          : fmt::format(" by {} on kernel {}", c.check_method, c.check_kernel));
     if (!c.in_model) s += "  evidence: " + c.evidence + "\n  recording: " + c.kept_trace + "\n";
     if (c.violation) s += "  " + c.summary + "\n";
+    // Why it did not come back (a cluster's: each node's last log lines), indented.
+    const absl::string_view tail = absl::StripTrailingAsciiWhitespace(
+        c.unavailable.empty() ? absl::string_view() : absl::string_view(c.unavailable_stderr));
+    if (!tail.empty()) {
+      s += "  the checker's stderr, last lines:\n    " +
+           absl::StrReplaceAll(tail, {{"\n", "\n    "}}) + "\n";
+    }
   }
   return s + r.Summary() + "\n";
 }
@@ -119,6 +167,23 @@ json LiveCutsToJson(const LiveCutsResult& r) {
     if (!c.kept_trace.empty()) j["kept_trace"] = c.kept_trace;
     if (!c.summary.empty()) j["summary"] = c.summary;
     if (!c.error.empty()) j["error"] = c.error;
+    if (!c.unavailable.empty()) {
+      j["unavailable"] = c.unavailable;
+      j["unavailable_stderr"] = c.unavailable_stderr;
+    }
+    if (!c.disks.empty()) {
+      // A cluster's disks are its nodes: named so.
+      const char* word = DiskWord(r);
+      json disks = json::array();
+      for (const LiveCutDisk& d : c.disks) {
+        json dj = {
+            {word, d.disk},   {"in_model", d.in_model}, {"volatile_writes", d.volatile_writes},
+            {"kept", d.kept}, {"dropped", d.dropped},   {"torn", d.torn}};
+        if (!d.evidence.empty()) dj["evidence"] = d.evidence;
+        disks.push_back(std::move(dj));
+      }
+      j[r.nodes ? "nodes" : "disks"] = std::move(disks);
+    }
     cuts.push_back(std::move(j));
   }
   return {{"cache", r.cache},
@@ -126,6 +191,7 @@ json LiveCutsToJson(const LiveCutsResult& r) {
           {"in_model", r.InModel()},
           {"counted", r.Counted()},
           {"violations", r.Violations()},
+          {"unavailable", r.Unavailable()},
           {"seconds_per_cut", r.SecondsPerCut()},
           {"cuts", cuts}};
 }
@@ -159,6 +225,19 @@ LiveCutsResult LiveCutsFromJson(const json& j) {
     cut.kept_trace = c.value("kept_trace", "");
     cut.summary = c.value("summary", "");
     cut.error = c.value("error", "");
+    cut.unavailable = c.value("unavailable", "");
+    cut.unavailable_stderr = c.value("unavailable_stderr", "");
+    const bool nodes = c.contains("nodes");
+    r.nodes = r.nodes || nodes;
+    for (const json& d : c.value(nodes ? "nodes" : "disks", json::array())) {
+      cut.disks.push_back({.disk = d.value(nodes ? "node" : "disk", uint32_t{1}),
+                           .in_model = d.value("in_model", false),
+                           .volatile_writes = d.value("volatile_writes", uint64_t{0}),
+                           .kept = d.value("kept", uint64_t{0}),
+                           .dropped = d.value("dropped", uint64_t{0}),
+                           .torn = d.value("torn", uint64_t{0}),
+                           .evidence = d.value("evidence", "")});
+    }
     r.cuts.push_back(std::move(cut));
   }
   return r;

@@ -13,6 +13,16 @@
 
 namespace powercut::product {
 
+// One disk's part of a live cut of several disks (a set's disk, a cluster's node): what its drive
+// did with its unflushed writes and whether its image is its part of the model's crash state.
+struct LiveCutDisk {
+  uint32_t disk = 1;  // 1-based: disk K of the set, node K of a cluster
+  bool in_model = false;
+  uint64_t volatile_writes = 0;  // the model's volatile writes on this disk at the cut
+  uint64_t kept = 0, dropped = 0, torn = 0;
+  std::string evidence;  // outside the model: what differs on this disk
+};
+
 struct LiveCut {
   uint64_t seed = 0;
   // false: the workload ended before its cut point (it acked fewer times than the seed's ack):
@@ -25,15 +35,20 @@ struct LiveCut {
   uint64_t kept = 0, dropped = 0, torn = 0;
   // The reality check (MatchCutToModel).
   bool in_model = false;
-  bool sampled = false;    // among the states the replay's --states draws at that point
-  std::string state_id;    // the crash state the image equals ("" when outside the model)
-  std::string evidence;    // outside the model: what differs
-  std::string kept_trace;  // outside the model: the cut's recording, kept for the evidence
+  bool sampled = false;            // among the states the replay's --states draws at that point
+  std::string state_id;            // the crash state the image equals ("" when outside the model)
+  std::string evidence;            // outside the model: what differs
+  std::string kept_trace;          // outside the model: the cut's recording, kept for the evidence
+  std::vector<LiveCutDisk> disks;  // several disks: each one's reality check; empty for one disk
   // The check of the cut image, judged by the oracle against the acks before the cut.
   bool violation = false;
   bool fs_unrecoverable = false;
   std::vector<std::string> lost;
   std::string summary;  // the verdict described when it violates (or the fs's outcome)
+  // The system did not come back on the cut image (the checker's `unavailable <text>` line: a
+  // cluster without a quorum): the text, and the checker's stderr (each node's last log lines).
+  // The system's own outcome, neither a violation nor a pass (docs/cluster.md).
+  std::string unavailable, unavailable_stderr;
   // Who judged the cut image, as for the replay's states (ImageCheckResult::method, ::kernel):
   // "guest mount" with `--check-in guest`, else "loop mount" (or the debugfs fallback).
   std::string check_method, check_kernel;
@@ -45,15 +60,19 @@ struct LiveCut {
 struct LiveCutsResult {
   std::string cache = "on";  // the model the drive of every cut follows
   uint64_t requested = 0;
+  bool nodes =
+      false;  // a cluster's cuts: its disks are named by node (JSON `nodes`, text "node K")
   std::vector<LiveCut> cuts;
 
-  uint64_t Counted() const;     // cuts made and checked (no error)
-  uint64_t InModel() const;     // of those, inside the replay model
-  uint64_t Violations() const;  // of those, violating the oracle
-  uint64_t Errors() const;      // cuts that could not be made or checked
+  uint64_t Counted() const;      // cuts made and checked (no error)
+  uint64_t InModel() const;      // of those, inside the replay model
+  uint64_t Violations() const;   // of those, violating the oracle
+  uint64_t Unavailable() const;  // of those, the system did not come back (not violations)
+  uint64_t Errors() const;       // cuts that could not be made or checked
   bool TesterBug() const { return InModel() < Counted(); }
   double SecondsPerCut() const;  // record + check, averaged over the cuts
-  // "5 of 5 live cuts inside the model (cache on), 0 violating, 31.2 s per cut"
+  // "5 of 5 live cuts inside the model (cache on), 0 violating, 31.2 s per cut"; several disks:
+  // "inside the model on every node", and the unavailable ones counted
   std::string Summary() const;
 };
 

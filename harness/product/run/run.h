@@ -286,8 +286,9 @@ absl::StatusOr<std::string> FindClusterLauncher(const std::string& self);
 // Makes `o` the run of the cluster `o->cluster` (its node count, node command and the user's
 // workload, checker and checker timeout set): one recorded disk a node (`disks`), the workload
 // and checker wrapped by `launcher`, the engine's checker timeout the user's plus the launcher's
-// slack. Usage errors: fewer than 2 nodes, no node command, --disks as well, a raw disk,
-// --live-cuts or --flakey (not built for clusters yet).
+// slack. Usage errors: fewer than 2 nodes, no node command, --disks as well, a raw disk, --flakey
+// (not built for clusters yet). --live-cuts cuts the whole cluster at once (the same wrapped
+// workload recorded, each cut judged like a replayed state with every node started).
 absl::Status MakeClusterRun(const std::string& launcher, RunOptions* o);
 
 // One line per cache model, for stdout.
