@@ -234,5 +234,41 @@ TEST(UnprivilegedVmTest, FsTestRunsAsOrdinaryUser) {
   }
 }
 
+// A cluster (`powercut run --nodes 3`, docs/cluster.md) as an ordinary user: the Redis example with
+// appendfsync always, 3 acks, every crash state of the three nodes' disks judged in a guest by the
+// recording kernel (no loop mount here), and every ack kept under cache off. (Its unsafe setting,
+// everysec, loses acks: ctest cluster_redis_vm, as root.)
+TEST(UnprivilegedVmTest, AThreeNodeClusterIsJudgedInGuestsAsOrdinaryUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "not root: no test user can be created";
+  const std::string guest_kernel = GuestKernel();
+  ASSERT_FALSE(guest_kernel.empty()) << "no guest kernel in the cache";
+  TempDir dir;
+  TestUser user(fmt::format("pccl{}", ::getpid() % 100000));
+  ASSERT_TRUE(user.made()) << "useradd failed";
+  const std::string home = UserHome(dir.path(), user);
+  ASSERT_FALSE(home.empty());
+  const std::string json = home + "/cluster.json";
+  const std::string redis = std::string(CLUSTER_EXAMPLES) + "/redis";
+  auto r = RunAsUser(
+      user, home,
+      fmt::format("{0} run --nodes 3 --node \"sh {1}/node.sh always\" --workload \"sh "
+                  "{1}/workload.sh 3\" --checker \"sh {1}/check.sh\" --cache off --states 2 "
+                  "--checker-timeout 40 --expect off=survives --quiet --json {2}",
+                  POWERCUT_BIN, redis, json));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("CapEff:\t0000000000000000"), std::string::npos) << r.output;
+  const auto j = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(j.at("parameters").at("check_method"), "guest mount") << j.dump(2);
+  EXPECT_EQ(j.at("parameters").at("check_kernel"), guest_kernel);
+  EXPECT_EQ(j.at("run").at("cluster").at("nodes"), 3);
+  EXPECT_EQ(j.at("run").at("acks"), 3);
+  ASSERT_EQ(j.at("results").size(), 1u) << j.dump(2);
+  const auto& off = j.at("results").at(0);
+  EXPECT_EQ(off.at("cache"), "off");
+  EXPECT_GT(off.at("states").get<int>(), 0);
+  EXPECT_EQ(off.at("violations"), 0) << off.dump(2);
+  EXPECT_EQ(off.at("could_not_check"), 0) << off.dump(2);
+}
+
 }  // namespace
 }  // namespace powercut::product

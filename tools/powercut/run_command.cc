@@ -1,6 +1,7 @@
 // powercut run
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -250,11 +251,13 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
   auto store =
       product::RecordingStoreFor(a.recordings, a.recordings_cap, {a.html, a.json, a.junit});
   absl::StatusOr<double> budget = a.budget.empty() ? 0.0 : harness::ParseBudget(a.budget);
+  const absl::StatusOr<product::CheckIn> check_in = product::ParseCheckIn(a.check_in);
+  // ValidateRunOptions last: it reads what the fault flags set.
   for (const absl::Status& s :
-       {replay.status(), recorder.status(), store.status(), budget.status(),
+       {replay.status(), recorder.status(), store.status(), budget.status(), check_in.status(),
         ParseDiskGeometry(a.sector, a.disk_size, &o),
         ApplyFaultArgs(a.faults, product::kFaultsFlakeyAfterAcks, &o.live_cuts, &o.flakey),
-        product::ValidateRunOptions(o)}) {  // last: it reads what the fault flags set
+        product::ValidateRunOptions(o, check_in.ok() && *check_in == product::CheckIn::kGuest)}) {
     if (!s.ok()) return s;
   }
   o.budget_seconds = *budget;
@@ -301,8 +304,10 @@ absl::StatusOr<product::RunOptions> ParseRunArgs(const RunArgs& a, product::Cell
 absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, product::RunOptions o) {
   const bool progress = !a.quiet && ::isatty(2);
   ASSIGN_OR_RETURN(product::CheckIn check_in, product::ParseCheckIn(a.check_in));
-  // A set of several disks is judged on this host (the guest judge takes one disk).
-  const bool judged_in_guests = o.disks == 1 && !harness::FileSystemOf(o.fs.at(0)).raw();
+  // A raw disk needs no mount: its states are judged here. A set (a cluster's nodes included) is
+  // judged in guests as one disk is, every disk through its own boot path there.
+  const bool judged_in_guests = std::any_of(
+      o.fs.begin(), o.fs.end(), [](harness::FsKind k) { return !harness::FileSystemOf(k).raw(); });
   std::unique_ptr<vm::GuestCheckPool> check_pool;
   if (!a.trace.empty()) {
     if (o.live_cuts > 0 || o.flakey.mode) {

@@ -277,7 +277,7 @@ int RunOutcome::exit_code() const {
   return could_not_check() > 0 || !report->complete() ? 2 : 0;
 }
 
-absl::Status ValidateRunOptions(const RunOptions& o) {
+absl::Status ValidateRunOptions(const RunOptions& o, bool guests_will_judge) {
   if (o.checker.empty()) return absl::InvalidArgumentError("--checker CMD is required");
   auto disk_fs = DiskFileSystems(o.fs, o.disks);
   if (!disk_fs.ok()) return disk_fs.status();
@@ -308,13 +308,22 @@ absl::Status ValidateRunOptions(const RunOptions& o) {
   const bool set_has_fs = std::any_of(disk_fs->begin(), disk_fs->end(), [](harness::FsKind k) {
     return !harness::FileSystemOf(k).raw();
   });
-  if (o.disks > 1 && set_has_fs && !o.flakey.mode && o.check_pool == nullptr && !MayLoopMount()) {
+  if (o.disks > 1 && set_has_fs && !o.flakey.mode && o.check_pool == nullptr &&
+      !guests_will_judge && !MayLoopMount()) {
     // Said before a guest boots, not after the recording. A --flakey run is not replayed: its
     // disks are checked in the guest that ran it.
     return absl::InvalidArgumentError(
         "--disks N > 1 with --check-in host: a set of several disks is then judged on this "
         "host's loop mounts, which needs root (CAP_SYS_ADMIN and /dev/loop-control): drop "
         "--check-in host (the recording kernel judges in guests), or run as root");
+  }
+  if (o.disks > 1 && set_has_fs && o.live_cuts > 0 && !MayLoopMount()) {
+    // A live cut's image of a set is checked on this host (faults/live_cuts.cc); only the replay's
+    // states of a set are judged in guests.
+    return absl::InvalidArgumentError(
+        "--live-cuts with several disks (--disks N, --nodes N): each cut's images are judged on "
+        "this host's loop mounts, which needs root (CAP_SYS_ADMIN and /dev/loop-control): run as "
+        "root, or drop --live-cuts (the replay is judged in guests)");
   }
   return absl::OkStatus();
 }

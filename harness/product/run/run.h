@@ -270,8 +270,10 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& options,
 RunOutcome CheckRecording(const std::string& trace, const RunOptions& options);
 
 // Everything about the options that can be wrong before the VM boots: commands given, --fs,
-// --atomic, --fsck with a file system.
-absl::Status ValidateRunOptions(const RunOptions& options);
+// --atomic, --fsck with a file system. `guests_will_judge`: the caller gives `check_pool` later
+// (a command's flags are checked before the VM, and its pool, exist), so a set of disks will not
+// need this host's loop mounts.
+absl::Status ValidateRunOptions(const RunOptions& options, bool guests_will_judge = false);
 // --atomic: 0 (the trace's sector size), 512 or 4096.
 absl::Status ValidateAtomicUnit(uint32_t unit);
 // `--flakey-disk K`: a disk of the run's `disks` (1..disks); with several disks only disk K

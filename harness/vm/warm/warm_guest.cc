@@ -78,7 +78,9 @@ absl::Status WarmGuest::Start() {
   q.ack_socket = channel.socket_path;
   q.qmp_socket = listener.socket_path();
   q.serve = true;
-  q.keep_paths = options_.config.keep_paths;
+  // The agent's own folder always: a guest whose host root hides it (a build under /tmp, which the
+  // guest replaces with its own tmpfs unless kept) never starts its agent.
+  q.keep_paths = KeepPathsFor(env_.agent, options_.config.keep_paths, {});
   q.guest_modules = options_.config.modules;
   // The size the run asked for (lost when recordings moved to warm guests; the guest sizing VM
   // test, tests/workloads/databases_vm_test.cc, saw nproc 1 and MemTotal 723 MB).
