@@ -1,7 +1,6 @@
 // powercut run
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -306,8 +305,7 @@ absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, product::Ru
   ASSIGN_OR_RETURN(product::CheckIn check_in, product::ParseCheckIn(a.check_in));
   // A raw disk needs no mount: its states are judged here. A set (a cluster's nodes included) is
   // judged in guests as one disk is, every disk through its own boot path there.
-  const bool judged_in_guests = std::any_of(
-      o.fs.begin(), o.fs.end(), [](harness::FsKind k) { return !harness::FileSystemOf(k).raw(); });
+  const bool judged_in_guests = o.AnyFileSystem();
   std::unique_ptr<vm::GuestCheckPool> check_pool;
   if (!a.trace.empty()) {
     if (o.live_cuts > 0 || o.flakey.mode) {

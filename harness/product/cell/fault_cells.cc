@@ -93,8 +93,8 @@ std::string FaultDetailsHtml(const CellResult& c) {
         std::string per;
         for (const LiveCutDisk& d : cut.disks) {
           per += fmt::format("{}{} {}: {} ({} volatile)", per.empty() ? "" : "<br>",
-                             c.live_cuts->nodes ? "node" : "disk", d.disk,
-                             d.in_model ? "yes" : "NO", d.volatile_writes);
+                             c.live_cuts->DiskWord(), d.disk, d.in_model ? "yes" : "NO",
+                             d.volatile_writes);
         }
         in_model += "<br><span class=\"small\">" + per + "</span>";
       }

@@ -143,7 +143,7 @@ std::vector<harness::CacheModel> MatrixModels(const MatrixOptions& options);
 // Whether some cell of the plan is a cluster (it needs MatrixOptions::cluster_launcher).
 bool PlanHasClusters(const std::vector<MatrixCell>& plan);
 // The whole (unsharded) plan; fails on an unknown workload/setting/fs/preset, and on a cluster
-// cell with --live-cuts or --flakey (not built for clusters).
+// cell that `powercut run --nodes` would refuse (MakeClusterRun: --flakey, a raw disk).
 absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& options);
 
 struct MatrixReport {

@@ -8,6 +8,7 @@
 #include "harness/product/matrix/builtin.h"
 #include "harness/product/matrix/cluster_cells.h"
 #include "harness/product/matrix/matrix.h"
+#include "harness/product/run/run.h"
 
 namespace powercut::product {
 namespace {
@@ -144,8 +145,9 @@ absl::Status CheckMatrixFs(const MatrixOptions& o) {
 constexpr Preset kPresets[] = {Preset::kHeadline, Preset::kControls,  Preset::kDatabases,
                                Preset::kFaults,   Preset::kMultidisk, Preset::kCluster};
 
-// The cluster cells: the preset's on every --fs, then the --cells file's. Neither live cuts nor a
-// failing disk are built for clusters (docs/cluster.md, "Not built yet").
+// The cluster cells: the preset's on every --fs, then the --cells file's. Each is held to the
+// rules of `powercut run --nodes` (MakeClusterRun: a file system on every node, no --flakey) here,
+// before any guest boots; the cell is wrapped again when it runs.
 absl::StatusOr<std::vector<CustomCell>> ClusterAndCustomCells(const MatrixOptions& o) {
   std::vector<CustomCell> cells;
   if (o.preset == Preset::kCluster) {
@@ -164,17 +166,16 @@ absl::StatusOr<std::vector<CustomCell>> ClusterAndCustomCells(const MatrixOption
   cells.insert(cells.end(), o.custom_cells.begin(), o.custom_cells.end());
   for (const CustomCell& c : cells) {
     if (c.nodes == 0) continue;
-    if (o.flakey.mode) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}: a cluster cell: --flakey is not built for clusters yet (docs/cluster.md, "
-          "\"Not built yet\"); run it without it (--live-cuts cuts every node at once)",
-          c.name));
-    }
-    if (harness::FileSystemOf(c.fs).raw()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}: a cluster cell keeps each node's data in a file system: \"fs\" raw is not for "
-          "clusters",
-          c.name));
+    RunOptions r;
+    r.fs = {c.fs};
+    r.flakey = o.flakey;
+    r.cluster = {.nodes = c.nodes,
+                 .node_command = c.node_command,
+                 .workload = c.workload,
+                 .checker = c.checker};
+    if (absl::Status s = MakeClusterRun(o.cluster_launcher, &r); !s.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: a cluster cell: {}", c.name, std::string(s.message())));
     }
   }
   return cells;

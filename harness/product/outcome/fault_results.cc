@@ -39,9 +39,6 @@ double LiveCutsResult::SecondsPerCut() const {
 
 namespace {
 
-// "node" for a cluster's cuts, "disk" for a set's.
-const char* DiskWord(const LiveCutsResult& r) { return r.nodes ? "node" : "disk"; }
-
 bool Several(const LiveCutsResult& r) {
   return std::any_of(r.cuts.begin(), r.cuts.end(),
                      [](const LiveCut& c) { return c.disks.size() > 1; });
@@ -51,7 +48,7 @@ bool Several(const LiveCutsResult& r) {
 std::string DisksText(const LiveCutsResult& r, const LiveCut& c) {
   std::string s;
   for (const LiveCutDisk& d : c.disks) {
-    s += fmt::format("{}{} {}: {}", s.empty() ? "" : ", ", DiskWord(r), d.disk, d.volatile_writes);
+    s += fmt::format("{}{} {}: {}", s.empty() ? "" : ", ", r.DiskWord(), d.disk, d.volatile_writes);
     if (d.volatile_writes > 0) {
       s += fmt::format(" ({} kept, {} dropped, {} torn)", d.kept, d.dropped, d.torn);
     }
@@ -65,7 +62,7 @@ std::string DisksText(const LiveCutsResult& r, const LiveCut& c) {
 std::string LiveCutsResult::Summary() const {
   std::string s = fmt::format(
       "{} of {} live cuts inside the model{} (cache {}), {} violating, ", InModel(), Counted(),
-      Several(*this) ? fmt::format(" on every {}", DiskWord(*this)) : std::string(), cache,
+      Several(*this) ? fmt::format(" on every {}", DiskWord()) : std::string(), cache,
       Violations());
   if (nodes || Unavailable() > 0) s += fmt::format("{} unavailable, ", Unavailable());
   s += fmt::format("{:.1f} s per cut", SecondsPerCut());
@@ -92,7 +89,7 @@ std::string LiveCutsText(const LiveCutsResult& r) {
                      c.acks_before_cut, c.volatile_writes, c.kept, c.dropped, c.torn);
     if (c.disks.size() > 1) s += " [" + DisksText(r, c) + "]";
     s += c.in_model
-             ? (c.disks.size() > 1 ? fmt::format("; inside the model on every {}", DiskWord(r))
+             ? (c.disks.size() > 1 ? fmt::format("; inside the model on every {}", r.DiskWord())
                                    : std::string("; inside the model"))
              : std::string("; OUTSIDE THE MODEL (tester bug)");
     s += c.violation              ? fmt::format("; FAIL, lost {}", fmt::join(c.lost, " "))
@@ -173,7 +170,7 @@ json LiveCutsToJson(const LiveCutsResult& r) {
     }
     if (!c.disks.empty()) {
       // A cluster's disks are its nodes: named so.
-      const char* word = DiskWord(r);
+      const char* word = r.DiskWord();
       json disks = json::array();
       for (const LiveCutDisk& d : c.disks) {
         json dj = {

@@ -60,9 +60,11 @@ struct LiveCut {
 struct LiveCutsResult {
   std::string cache = "on";  // the model the drive of every cut follows
   uint64_t requested = 0;
-  bool nodes =
-      false;  // a cluster's cuts: its disks are named by node (JSON `nodes`, text "node K")
+  // A cluster's cuts: its disks are named by node (JSON `nodes`, text "node K").
+  bool nodes = false;
   std::vector<LiveCut> cuts;
+
+  const char* DiskWord() const { return nodes ? "node" : "disk"; }  // names a disk of a cut
 
   uint64_t Counted() const;      // cuts made and checked (no error)
   uint64_t InModel() const;      // of those, inside the replay model

@@ -61,9 +61,7 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   c.exhaustive = o.exhaustive;
   c.budget_seconds = o.budget_seconds;
   if (o.fsck && !harness::FileSystemOf(c.fs).raw()) c.before_mount = harness::FsckHook(c.fs);
-  const bool any_fs = std::any_of(
-      o.fs.begin(), o.fs.end(), [](harness::FsKind k) { return !harness::FileSystemOf(k).raw(); });
-  if (o.check_pool != nullptr && any_fs) {
+  if (o.check_pool != nullptr && o.AnyFileSystem()) {
     c.judges = o.check_pool->Factory({.fs = c.fs,
                                       .sector = o.SectorOf(0),
                                       .checker = o.checker,
@@ -277,6 +275,11 @@ int RunOutcome::exit_code() const {
   return could_not_check() > 0 || !report->complete() ? 2 : 0;
 }
 
+bool RunOptions::AnyFileSystem() const {
+  return std::any_of(fs.begin(), fs.end(),
+                     [](harness::FsKind k) { return !harness::FileSystemOf(k).raw(); });
+}
+
 absl::Status ValidateRunOptions(const RunOptions& o, bool guests_will_judge) {
   if (o.checker.empty()) return absl::InvalidArgumentError("--checker CMD is required");
   auto disk_fs = DiskFileSystems(o.fs, o.disks);
@@ -305,9 +308,7 @@ absl::Status ValidateRunOptions(const RunOptions& o, bool guests_will_judge) {
         "--fsck runs on a host copy of each state; with --check-in guest the guest's boot path "
         "judges them: drop --fsck, or pass --check-in host (needs root)");
   }
-  const bool set_has_fs = std::any_of(disk_fs->begin(), disk_fs->end(), [](harness::FsKind k) {
-    return !harness::FileSystemOf(k).raw();
-  });
+  const bool set_has_fs = o.AnyFileSystem();
   if (o.disks > 1 && set_has_fs && !o.flakey.mode && o.check_pool == nullptr &&
       !guests_will_judge && !MayLoopMount()) {
     // Said before a guest boots, not after the recording. A --flakey run is not replayed: its

@@ -196,6 +196,8 @@ struct RunOptions {
   uint64_t DiskBytesOf(uint32_t disk) const {
     return disk_bytes.empty() ? 0 : disk_bytes[std::min<size_t>(disk, disk_bytes.size() - 1)];
   }
+  // Some disk holds a file system (not raw): its states need a mount, in a guest or on this host.
+  bool AnyFileSystem() const;
 };
 
 struct RunOutcome {
