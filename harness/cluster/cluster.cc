@@ -46,8 +46,16 @@ std::vector<std::pair<std::string, std::string>> ClientEnvironment(uint32_t node
 ClusterCommands WrapForCluster(const ClusterSpec& spec, const std::string& launcher) {
   const std::string common = fmt::format("{} --nodes {} --node {}", ShellQuote(launcher),
                                          spec.nodes, ShellQuote(spec.node_command));
+  std::string cut;
+  if (spec.node_cut) {
+    const NodeCutPlan& c = *spec.node_cut;
+    cut = fmt::format(
+        " --cut-node {} --cut-after-ack {} --cut-delay-ms {} --node-down-ms {} --timeout {:g} "
+        "--checker {}",
+        c.node, c.after_ack, c.delay_ms, c.down_ms, spec.checker_timeout_s, ShellQuote(c.checker));
+  }
   return {
-      .workload = fmt::format("{} --mode workload -- {}", common, ShellQuote(spec.workload)),
+      .workload = fmt::format("{} --mode workload{} -- {}", common, cut, ShellQuote(spec.workload)),
       .checker = fmt::format("{} --mode check --timeout {:g} -- {}", common, spec.checker_timeout_s,
                              ShellQuote(spec.checker)),
   };

@@ -11,12 +11,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "base/shell_quote.h"
+#include "harness/cluster/node_cut.h"
 
 namespace powercut::cluster {
 
@@ -57,6 +59,9 @@ struct ClusterSpec {
   // The user's checker may run this long (it waits for a quorum itself); past it the cluster is
   // reported unavailable on that state.
   double checker_timeout_s = 60;
+  // One node's power cut in the recording (node_cut.h): the workload's launcher gets it, and
+  // runs `node_cut->checker` (the user's checker) against the live cluster at the end.
+  std::optional<NodeCutPlan> node_cut;
 };
 ClusterCommands WrapForCluster(const ClusterSpec& spec, const std::string& launcher);
 // The wrapped checker's own time on top of the user's checker: starting and killing the nodes.

@@ -17,7 +17,10 @@
 //             the foreground until it is killed): the workload is killed, the node named with its
 //             exit status and last log lines on stderr, exit 2. Otherwise the workload's own exit
 //             status. The nodes' logs are appended to $POWERCUT_OUTPUT when it is set (the host
-//             keeps it beside the recording).
+//             keeps it beside the recording). With a node cut (node_cut.h) one node loses its
+//             power while the workload runs and restarts; that node's end is then expected, and
+//             after the workload the checker runs against the live cluster; the outcome is a
+//             section of $POWERCUT_OUTPUT (FormatNodeCutSection).
 //   check     the checker runs at most S seconds. It exits 0: its exit (its `have` lines went
 //             straight to stdout). It exits 1 or is still running at S: the cluster did not come
 //             back on this image; the launcher prints the protocol's `unavailable <why>` line
@@ -33,7 +36,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "harness/cluster/node_cut.h"
 
 namespace powercut::cluster {
 
@@ -47,6 +53,9 @@ struct LauncherOptions {
   double timeout_seconds = 60;  // kCheck: the checker's limit
   // Keep the nodes' logs here (made if missing) instead of a private folder removed at the end.
   std::string keep_logs;
+  // kWorkload: one node's power cut while the workload runs, then the checker against the live
+  // cluster (node_cut.h). Needs the guest agent's node cut (GuestJob::node_cut_disk).
+  std::optional<NodeCutPlan> node_cut;
 };
 
 // Runs the cluster and the client as above; returns the launcher's exit status. Usage and

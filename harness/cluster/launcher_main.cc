@@ -1,6 +1,7 @@
 // powercut-cluster: the cluster launcher (harness/cluster/launcher.h, docs/cluster.md). It is
 // what `powercut run --nodes N` runs as the workload (in the guest) and as the checker (on each
 // crash state); run by hand it needs POWERCUT_DIR, POWERCUT_DIR_2 ... set to the nodes' folders.
+#include <cstdio>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -25,9 +26,33 @@ int Main(int argc, char** argv) {
                  "check: seconds the checker may take before the cluster counts as unavailable")
       ->capture_default_str();
   app.add_option("--keep-logs", o.keep_logs, "keep the nodes' logs (node-K.log) in this folder");
+  powercut::cluster::NodeCutPlan cut;
+  auto* cut_node =
+      app.add_option("--cut-node", cut.node,
+                     "workload: this node loses its power once while the workload runs, then "
+                     "starts again (needs the guest agent's node cut: `powercut run --node-cuts`)");
+  app.add_option("--cut-after-ack", cut.after_ack, "the cut: after this ack of the workload")
+      ->needs(cut_node);
+  app.add_option("--cut-delay-ms", cut.delay_ms, "the cut: this long after that ack")
+      ->needs(cut_node);
+  app.add_option("--node-down-ms", cut.down_ms, "the cut: the node's power is off this long")
+      ->needs(cut_node)
+      ->capture_default_str();
+  app.add_option("--checker", cut.checker,
+                 "the cut: the checker, run against the live cluster after the workload (with "
+                 "--timeout)")
+      ->needs(cut_node);
   app.add_option("command", o.client_command, "the workload or checker command (after --)")
       ->required();
   CLI11_PARSE(app, argc, argv);
+  if (*cut_node) {
+    if (mode != "workload" || cut.checker.empty()) {
+      std::fprintf(stderr,
+                   "powercut-cluster: --cut-node is for --mode workload, with --checker CMD\n");
+      return 2;
+    }
+    o.node_cut = cut;
+  }
   o.mode = mode == "check" ? powercut::cluster::LauncherMode::kCheck
                            : powercut::cluster::LauncherMode::kWorkload;
   return powercut::cluster::RunLauncher(o);

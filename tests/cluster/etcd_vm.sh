@@ -11,6 +11,12 @@
 # cut about 16 s of it). Judged on this host (`--check-in host`, root): three etcd servers start
 # natively for each state there, in a TCG guest they take seconds (179 s for this test); the
 # guest judging of a cluster runs in product_unprivileged_vm_test, as an ordinary user.
+# Then two single-node cuts (`--node-cuts 2`, docs/cluster.md "Single-node cuts"): two more
+# recordings, in each of which one member (drawn from the seed) loses its power while the workload
+# runs: its processes frozen and killed, its drive keeping what a cache that honours flushes allows
+# at that instant, and after 1 s it starts again on that image while the other two serve on. After
+# the workload the checker reads every key from the live cluster: etcd acked each put once a quorum
+# fdatasynced it, so nothing may be missing, and each cut disk's image must be inside the model.
 # Usage: etcd_vm.sh POWERCUT EXAMPLE_DIR
 set -u
 powercut=$1
@@ -20,7 +26,8 @@ trap 'rm -rf "$out"' EXIT
 "$powercut" run --nodes 3 --node "sh $example/node.sh" \
   --workload "sh $example/workload.sh 6" --checker "sh $example/check.sh" \
   --cache off,lying --states 3 --checker-timeout 40 --timeout 400 --live-cuts 1 --check-in host \
-  --expect off=survives,lying=loses,live=survives --json "$out/etcd.json" --quiet
+  --node-cuts 2 --node-down 1s \
+  --expect off=survives,lying=loses,live=survives,node-cut=survives --json "$out/etcd.json" --quiet
 rc=$?
 echo "== exit $rc"
 [ $rc -eq 0 ] || exit 1
@@ -63,6 +70,36 @@ for cut in live["cuts"]:
                         f"{cut.get('unavailable_stderr', '')}")
 if live["in_model"] != live["counted"] or live["violations"] != 0:
     problems.append(f"summary: {live['in_model']} in model, {live['violations']} violating")
+# The single-node cuts.
+report = json.load(open(sys.argv[1]))
+cuts = report["run"]["node_cuts"]
+if cuts["requested"] != 2 or cuts["errors"] != 0:
+    problems.append(f"{cuts['errors']} of {cuts['requested']} cuts could not be made: {cuts['cuts']}")
+fired = [c for c in cuts["cuts"] if c["fired"]]
+if not fired:
+    problems.append("no cut was made (each is planned before the workload's last ack)")
+for c in cuts["cuts"]:
+    print(f"seed {c['seed']}: node {c['node']} fired {c['fired']} after ack {c['acks_before_cut']} "
+          f"(planned {c['after_ack']} + {c['delay_ms']} ms) at entry {c['point']}, "
+          f"{c['volatile_writes']} volatile ({c['kept']} kept, {c['dropped']} dropped, "
+          f"{c['torn']} torn), in_model {c['in_model']}, down {c['down_seconds']:.1f} s, "
+          f"acks {c['acks']}, lost {c['lost']}, unavailable {c['unavailable']!r}, "
+          f"error {c['error']!r}")
+    if not c["fired"]:
+        continue
+    if not 1 <= c["node"] <= 3:
+        problems.append(f"node {c['node']} is not one of 1..3")
+    if not c["in_model"]:
+        problems.append(f"node {c['node']}'s disk OUTSIDE THE MODEL: {c['evidence']}")
+    if c["acks"] != report["run"]["acks"]:
+        problems.append(f"the cut's run acked {c['acks']}, the replay's {report['run']['acks']}")
+    if c["lost"] or c["corrupt"]:
+        problems.append(f"the live cluster lost {c['lost']} (corrupt {c['corrupt']})")
+    if c["unavailable"]:
+        problems.append(f"the cluster did not answer after the cut: {c['unavailable']}\n"
+                        f"{c['checker_stderr']}")
+    if c["down_seconds"] < 1.0:
+        problems.append(f"the node was down {c['down_seconds']} s, less than --node-down 1s")
 for p in problems:
     print("FAIL:", p)
 sys.exit(1 if problems else 0)

@@ -307,5 +307,61 @@ TEST(ClusterTest, AddressesEnvironmentAndQuoting) {
             "n$POWERCUT_NODE' --mode check --timeout 20 -- 'c'");
 }
 
+// A node cut's plan reaches the launcher as its flags, and its outcome comes back as a section of
+// $POWERCUT_OUTPUT that the product reads (harness/cluster/node_cut.h): every field survives the
+// trip, the checker's lines included, wherever the section sits among the nodes' logs.
+TEST(ClusterTest, NodeCutPlanAndOutcomeSurviveTheirTrips) {
+  ClusterSpec spec{.nodes = 3, .node_command = "n", .workload = "w", .checker = "c"};
+  spec.checker_timeout_s = 30;
+  spec.node_cut =
+      NodeCutPlan{.node = 2, .after_ack = 4, .delay_ms = 17, .down_ms = 1500, .checker = "chk"};
+  EXPECT_EQ(WrapForCluster(spec, "/l").workload,
+            "'/l' --nodes 3 --node 'n' --mode workload --cut-node 2 --cut-after-ack 4 "
+            "--cut-delay-ms 17 --node-down-ms 1500 --timeout 30 --checker 'chk' -- 'w'");
+
+  NodeCutOutcome out{.node = 2,
+                     .fired = true,
+                     .acks_before = 4,
+                     .at_seconds = 6.25,
+                     .down_seconds = 1.75,
+                     .error = "two\nlines",
+                     .checker_ran = true,
+                     .checker_exit = 0,
+                     .checker_timed_out = false,
+                     .checker_stdout = "have 1\nhave 2\n",
+                     .checker_stderr = "slow quorum"};
+  const std::string output =
+      "=== node 1 (127.0.0.11): log\nhave 9\n" + FormatNodeCutSection(out) + "=== node 2\n";
+  NodeCutOutcome back;
+  ASSERT_TRUE(ParseNodeCutSection(output, &back).ok());
+  EXPECT_EQ(back.node, 2u);
+  EXPECT_TRUE(back.fired);
+  EXPECT_EQ(back.acks_before, 4u);
+  EXPECT_DOUBLE_EQ(back.at_seconds, 6.25);
+  EXPECT_DOUBLE_EQ(back.down_seconds, 1.75);
+  EXPECT_EQ(back.error, "two lines");  // one line in the section
+  EXPECT_TRUE(back.checker_ran);
+  EXPECT_EQ(back.checker_exit, 0);
+  EXPECT_FALSE(back.checker_timed_out);
+  EXPECT_EQ(back.checker_stdout, "have 1\nhave 2\n");  // not the node log's `have 9`
+  EXPECT_EQ(back.checker_stderr, "slow quorum\n");
+
+  EXPECT_TRUE(absl::IsNotFound(ParseNodeCutSection("=== node 1\nhave 1\n", &back)));
+  const std::string section = FormatNodeCutSection(out);
+  EXPECT_TRUE(absl::IsDataLoss(ParseNodeCutSection(section.substr(0, section.size() / 2), &back)));
+}
+
+// Without the guest agent's descriptors a node cut cannot be asked for: a usage error before any
+// node starts.
+TEST_F(LauncherTest, ANodeCutOutsideTheGuestIsRefusedBeforeAnyNodeStarts) {
+  CommandResult r = Launch({"--mode", "workload", "--nodes", "3", "--node",
+                            std::string(kRecordPid) + "sleep 1000", "--cut-node", "2",
+                            "--cut-after-ack", "1", "--checker", "true", "--", "true"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("POWERCUT_ACK_SYNC_FD"));
+  for (const std::string& dir : dirs_) EXPECT_FALSE(fs::exists(dir + "/pid")) << dir;
+  ExpectNothingLeft();
+}
+
 }  // namespace
 }  // namespace powercut::cluster

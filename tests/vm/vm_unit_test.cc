@@ -164,6 +164,43 @@ TEST(NbdServerTest, PowerCutSeedsCoverKeptAndDropped) {
   EXPECT_TRUE(saw_dropped);
 }
 
+// A single node's cut (docs/cluster.md, "Single-node cuts"): the same draw as a power cut, but
+// the server keeps serving, and afterwards the drive's cache is empty: a second cut finds nothing
+// to draw, and what the next connection writes and flushes is on the image.
+TEST(NbdServerTest, NodeCutDrawsTheVolatileWritesAndKeepsServing) {
+  if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
+  bool saw_kept = false, saw_dropped = false;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    VmTempDir dir;
+    ServedImage s(dir);
+    s.Io({"write -P 0x11 0 4096"});  // flushed when qemu-io closes
+    s.Io({"write -P 0x22 0 4096", "write -f -P 0x33 65536 4096"}, true);
+    auto report = s.server->ApplyNodeCut(kCacheOn, seed);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(report->candidates, 2u) << seed;
+    ASSERT_EQ(report->decisions.size(), 2u);
+    EXPECT_TRUE(report->decisions[1].fua);
+    std::string img = ReadFile(s.image);
+    const char block0 = img[0];
+    EXPECT_TRUE(block0 == '\x11' || block0 == '\x22') << seed;
+    EXPECT_EQ(img[65536], '\x33');  // FUA: on the media before the cut
+    saw_kept |= block0 == '\x22';
+    saw_dropped |= block0 == '\x11';
+    // The drive came back with an empty cache: nothing is left to draw.
+    auto again = s.server->ApplyNodeCut(kCacheOn, seed + 100);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->candidates, 0u);
+    EXPECT_EQ(ReadFile(s.image)[0], block0);
+    // And it still serves: the node's restart writes through it.
+    s.Io({"write -P 0x55 8192 4096"});
+    EXPECT_EQ(ReadFile(s.image)[8192], '\x55');
+    s.server->Stop();
+    EXPECT_TRUE(s.server->status().ok()) << s.server->status();
+  }
+  EXPECT_TRUE(saw_kept);
+  EXPECT_TRUE(saw_dropped);
+}
+
 TEST(NbdServerTest, PowerCutCacheOffKeepsEveryCompletedWrite) {
   if (!HaveQemuIo()) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
   VmTempDir dir;

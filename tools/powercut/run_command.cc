@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "absl/strings/str_replace.h"
+#include "base/duration_flag.h"
 #include "base/process.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
@@ -123,6 +124,19 @@ void AddRunOptions(CLI::App* run, RunArgs* a) {
   run->add_option("--node", a->o.cluster.node_command,
                   "with --nodes: the server each node runs in the foreground (POWERCUT_NODE, "
                   "POWERCUT_NODE_DIR, POWERCUT_NODE_ADDR, POWERCUT_NODE_ADDRS, POWERCUT_NODES)");
+  run->add_option("--node-cuts", a->o.node_cuts,
+                  "with --nodes: K more recordings, in each one node (drawn from --seed) loses "
+                  "its power once while the workload runs and restarts; every ack must be in the "
+                  "live cluster's checker output afterwards (docs/cluster.md)");
+  run->add_option_function<std::string>(
+      "--node-down",
+      [a](const std::string& text) {
+        absl::StatusOr<absl::Duration> d =
+            ParseDurationFlag("--node-down", text, {.allow_zero = true});
+        if (!d.ok()) throw CLI::ValidationError("--node-down", std::string(d.status().message()));
+        a->o.node_down_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(*d));
+      },
+      "with --node-cuts: how long the cut node's power stays off (default 2s)");
   run->add_option("--cache-per-node", a->cache_per_node,
                   "with --nodes: each node's disk's own cache model on top of --cache, e.g. "
                   "3=lying");
@@ -201,6 +215,7 @@ absl::StatusOr<std::vector<product::ModelKind>> CheckedModels(
     checked.push_back(product::ModelKindOf(*o.flakey.mode));
   }
   if (o.live_cuts > 0) checked.push_back(product::ModelKind::kLive);
+  if (o.node_cuts > 0) checked.push_back(product::ModelKind::kNodeCut);
   return checked;
 }
 
@@ -308,7 +323,7 @@ absl::StatusOr<product::RunOutcome> RecordAndCheck(const RunArgs& a, product::Ru
   const bool judged_in_guests = o.AnyFileSystem();
   std::unique_ptr<vm::GuestCheckPool> check_pool;
   if (!a.trace.empty()) {
-    if (o.live_cuts > 0 || o.flakey.mode) {
+    if (o.live_cuts > 0 || o.node_cuts > 0 || o.flakey.mode) {
       return absl::InvalidArgumentError(
           "--trace checks an existing recording: --live-cuts and --flakey need the VM (drop "
           "--trace)");
@@ -376,6 +391,7 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
                  : outcome.exit_code() == 1                            ? "fail"
                  : outcome.could_not_check() > 0                       ? "incomplete"
                  : outcome.live_cuts && outcome.live_cuts->TesterBug() ? "error"
+                 : outcome.node_cuts && outcome.node_cuts->TesterBug() ? "error"
                                                                        : "pass"},
       {"error_kind", product::RunErrorName(outcome.error_kind)},
       {"error", outcome.error},
@@ -406,6 +422,7 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
                            {"checker_timeout", o.cluster.checker_timeout_s}};
   }
   if (outcome.live_cuts) j["run"]["live_cuts"] = product::LiveCutsToJson(*outcome.live_cuts);
+  if (outcome.node_cuts) j["run"]["node_cuts"] = product::NodeCutsToJson(*outcome.node_cuts);
   if (outcome.flakey) j["run"]["flakey"] = product::FlakeyToJson(*outcome.flakey);
   return j;
 }
@@ -413,7 +430,7 @@ nlohmann::json RunJson(const product::RunOutcome& outcome, const product::RunOpt
 // The JUnit report; a run that could not run is one error.
 std::string RunJunit(const product::RunOutcome& outcome, const product::RunOptions& o,
                      const product::CellResult& cell) {
-  if (outcome.ran && (outcome.live_cuts || outcome.flakey)) {
+  if (outcome.ran && (outcome.live_cuts || outcome.node_cuts || outcome.flakey)) {
     // One test case per cache model, live cuts and failing disk included: the matrix's form.
     product::MatrixReport m;
     m.shard = o.name;

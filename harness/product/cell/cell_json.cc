@@ -179,6 +179,7 @@ nlohmann::json CellToJson(const CellResult& c) {
   }
   j["timeline"] = c.timeline ? TimelineToJson(*c.timeline) : nlohmann::json(nullptr);
   if (c.live_cuts) j["live_cuts"] = LiveCutsToJson(*c.live_cuts);
+  if (c.node_cuts) j["node_cuts"] = NodeCutsToJson(*c.node_cuts);
   if (c.flakey) j["flakey"] = FlakeyToJson(*c.flakey);
   if (c.fstest) {
     j["fstest"] = {{"id", c.fstest->id},
@@ -221,6 +222,7 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.notes = j.value("notes", std::vector<std::string>{});
     c.recording = j.value("recording", "");
     if (j.contains("live_cuts")) c.live_cuts = LiveCutsFromJson(j.at("live_cuts"));
+    if (j.contains("node_cuts")) c.node_cuts = NodeCutsFromJson(j.at("node_cuts"));
     if (j.contains("flakey")) {
       ASSIGN_OR_RETURN(c.flakey, FlakeyFromJson(j.at("flakey")));
     }

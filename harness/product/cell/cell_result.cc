@@ -196,6 +196,7 @@ std::string_view CellVerdictName(CellVerdict verdict) {
 CellVerdict CellResult::Verdict() const {
   // A live cut outside the replay model is the tester's own bug: no verdict of the cell holds.
   if (ran && live_cuts && live_cuts->TesterBug()) return CellVerdict::kError;
+  if (ran && node_cuts && node_cuts->TesterBug()) return CellVerdict::kError;
   if (!Unexpected().empty()) return CellVerdict::kUnexpected;
   if (!ran && !expect.error) return CellVerdict::kError;
   return CellVerdict::kOk;
@@ -228,6 +229,7 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
   cell->recording = o.recording_dir;
   cell->models.clear();
   cell->live_cuts = o.live_cuts;
+  cell->node_cuts = o.node_cuts;
   cell->flakey = o.flakey;
   if (!o.report) {
     AppendFaultModels(cell);
@@ -318,6 +320,7 @@ int RunExitCode(const RunOutcome& outcome, const CellResult& cell) {
   // unexpected unless the expectation is may-lose (CellResult::AsExpected).
   if (!cell.judged || !outcome.ran) return outcome.exit_code();
   if (outcome.live_cuts && outcome.live_cuts->TesterBug()) return 2;
+  if (outcome.node_cuts && outcome.node_cuts->TesterBug()) return 2;
   if (cell.Verdict() != CellVerdict::kOk) return 1;
   return outcome.could_not_check() > 0 ? 2 : 0;
 }

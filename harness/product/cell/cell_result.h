@@ -179,6 +179,7 @@ struct CellResult {
   // The fault modes' details (docs/live-cuts.md); their verdicts are also rows of `models`
   // (AppendFaultModels), so every table, JUnit and HTML report shows them.
   std::optional<LiveCutsResult> live_cuts;
+  std::optional<NodeCutsResult> node_cuts;  // a cluster's single-node cuts: the `node-cut` row
   std::optional<FlakeyResult> flakey;
   // `powercut fstest` cells: the workload; empty for every other cell.
   std::optional<FsTestCell> fstest;

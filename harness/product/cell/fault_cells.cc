@@ -53,6 +53,45 @@ void AppendFaultModels(CellResult* cell) {
       }
     }
   }
+  if (cell->node_cuts) {
+    const NodeCutsResult& r = *cell->node_cuts;
+    CellModel m{.cache = std::string(ModelKindName(ModelKind::kNodeCut)),
+                .kind = ModelKind::kNodeCut,
+                .points = r.Counted(),
+                .states = r.Counted(),
+                .checked = r.Counted(),
+                .violations = r.Violations()};
+    // A cut that could not be made or judged leaves the row incomplete: not a survival.
+    m.states_planned = r.cuts.size() - r.Uncut();
+    for (const NodeCut& c : r.cuts) {
+      if (!c.error.empty() || !c.fired) continue;
+      m.lost_acks_max = std::max<uint64_t>(m.lost_acks_max, c.lost.size() + c.corrupt.size());
+      if (!c.in_model && m.summary.empty()) {
+        m.summary = fmt::format(
+            "TESTER BUG: node cut seed {} (node {}) is outside the replay "
+            "model: {}",
+            c.seed, c.node, c.evidence);
+      }
+      if (!c.unavailable.empty() && m.unavailable++ == 0) {
+        m.unavailable_summary =
+            fmt::format("node cut seed {} (node {}): {}", c.seed, c.node, c.unavailable);
+        m.unavailable_stderr = c.checker_stderr;
+      }
+      if (c.violation() && m.summary.empty()) {
+        m.summary = fmt::format(
+            "node cut seed {}: node {} lost its power after ack {}; the live cluster lost {} of "
+            "{} acks",
+            c.seed, c.node, c.acks_before_cut, c.lost.size() + c.corrupt.size(), c.acks);
+      }
+    }
+    cell->models.push_back(std::move(m));
+    cell->notes.push_back("node cuts: " + r.Summary());
+    for (const NodeCut& c : r.cuts) {
+      if (!c.error.empty()) {
+        cell->notes.push_back(fmt::format("node cut seed {}: {}", c.seed, c.error));
+      }
+    }
+  }
   if (cell->flakey) {
     const FlakeyResult& f = *cell->flakey;
     CellModel m{.cache = std::string(vm::FlakeyModeName(f.mode)),

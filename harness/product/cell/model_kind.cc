@@ -16,6 +16,8 @@ std::string_view ModelKindName(ModelKind kind) {
       return harness::CacheModeName(harness::CacheMode::kLying);
     case ModelKind::kLive:
       return "live";
+    case ModelKind::kNodeCut:
+      return "node-cut";
     case ModelKind::kErrorWrites:
       return vm::FlakeyModeName(vm::FlakeyMode::kErrorWrites);
     case ModelKind::kDropWrites:
@@ -26,7 +28,7 @@ std::string_view ModelKindName(ModelKind kind) {
 
 absl::StatusOr<ModelKind> ParseModelKind(std::string_view name) {
   for (ModelKind k : {ModelKind::kOff, ModelKind::kOn, ModelKind::kLying, ModelKind::kLive,
-                      ModelKind::kErrorWrites, ModelKind::kDropWrites}) {
+                      ModelKind::kNodeCut, ModelKind::kErrorWrites, ModelKind::kDropWrites}) {
     if (name == ModelKindName(k)) return k;
   }
   return absl::InvalidArgumentError(

@@ -13,13 +13,14 @@
 
 namespace powercut::product {
 
-enum class ModelKind { kOff, kOn, kLying, kLive, kErrorWrites, kDropWrites };
+enum class ModelKind { kOff, kOn, kLying, kLive, kNodeCut, kErrorWrites, kDropWrites };
 
 // For help texts and errors.
 inline constexpr std::string_view kModelKindChoices =
-    "off, on, lying, live, error_writes or drop_writes";
+    "off, on, lying, live, node-cut, error_writes or drop_writes";
 
-// "off", "on", "lying" (harness::CacheModeName), "live", "error_writes", "drop_writes".
+// "off", "on", "lying" (harness::CacheModeName), "live", "node-cut", "error_writes",
+// "drop_writes".
 std::string_view ModelKindName(ModelKind kind);
 // The inverse of ModelKindName; anything else is an error that lists the valid names.
 absl::StatusOr<ModelKind> ParseModelKind(std::string_view name);

@@ -353,4 +353,89 @@ absl::StatusOr<ModelMatch> MatchCutToModel(const std::string& trace_path, const 
   return m;
 }
 
+absl::StatusOr<ModelMatch> MatchNodeCutToModel(const std::string& trace_path, uint64_t point,
+                                               uint32_t disk, const std::string& disk_image,
+                                               const vm::PowerCutReport& report) {
+  ASSIGN_OR_RETURN(CutRecording rec, OpenCutRecording(trace_path));
+  const harness::Trace& trace = rec.file->trace();
+  if (point > trace.entries.size() || disk >= rec.layout.count()) {
+    return absl::InvalidArgumentError(
+        fmt::format("node cut at entry {} of disk {}: the trace has {} entries and {} disk(s)",
+                    point, disk + 1, trace.entries.size(), rec.layout.count()));
+  }
+  harness::TraceIndex index(trace);
+  ModelMatch m;
+  m.point = point;
+  // The cut disk's drive is the only one that lost its power: the others' writes are not
+  // compared (they are marked dropped below, in their own parts of the image only).
+  harness::CacheModel model{.mode = harness::CacheMode::kOn};
+  model.atomic_unit = report.atomic_unit != 0 ? report.atomic_unit : trace.sector_size;
+  const harness::PointView view = index.View(m.point, model);
+  std::vector<vm::PowerCutReport> extra(rec.layout.count() - 1);
+  const vm::PowerCutReport none;
+  if (disk > 0) extra[disk - 1] = report;
+  const std::vector<DiskDraws> draws = DrawsPerDisk(rec, view, disk == 0 ? report : none, extra);
+  std::vector<bool> agrees(draws.size(), false);
+  m.disks.resize(draws.size());
+  m.disks[disk].volatile_writes = draws[disk].entries.size();
+  m.volatile_writes = draws[disk].entries.size();
+  m.disks[disk].evidence =
+      DrawnWritesMismatch(trace, draws[disk].entries, draws[disk].drawn, m.point);
+  if (!m.disks[disk].evidence.empty()) {
+    m.evidence = m.disks[disk].evidence;
+    return m;
+  }
+  agrees[disk] = true;
+  if (view.volatile_entries.size() > 64) {
+    return absl::FailedPreconditionError(
+        fmt::format("{} volatile writes at the cut: a state id names at most 64; not compared",
+                    view.volatile_entries.size()));
+  }
+  const std::vector<vm::CutDecision> drawn = DrawnInTraceOrder(trace, view, draws, agrees);
+  const harness::CrashState state = StateOfCut(m.point, model, view, drawn);
+  ASSIGN_OR_RETURN(ScratchDir work, ScratchDir::Create("powercut-nodecut-model", "/var/tmp"));
+  ASSIGN_OR_RETURN(auto working, harness::WorkingImage::Create(
+                                     work.File("model.img"), rec.base, rec.file.get(),
+                                     std::min<uint32_t>(trace.sector_size, model.SmallestUnit())));
+  RETURN_IF_ERROR(working->Materialize(state, view));
+  // The set as the model has it, with the cut disk's part replaced by its image at the cut.
+  const std::string set_image = work.File("cut-set.img");
+  RETURN_IF_ERROR(CopySparse(working->path(), set_image));
+  {
+    ASSIGN_OR_RETURN(uint64_t bytes, FileSize(disk_image));
+    std::vector<uint8_t> buf(1 << 20);
+    const int in = open(disk_image.c_str(), O_RDONLY | O_CLOEXEC);
+    const int out = open(set_image.c_str(), O_WRONLY | O_CLOEXEC);
+    absl::Status copied =
+        in < 0 || out < 0
+            ? absl::InternalError(fmt::format("cannot open {} or {}", disk_image, set_image))
+            : absl::OkStatus();
+    for (uint64_t off = 0; off < bytes && copied.ok(); off += buf.size()) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), bytes - off));
+      copied = PreadFull(in, buf.data(), n, off, disk_image);
+      if (copied.ok()) {
+        copied = PwriteFull(out, buf.data(), n, rec.layout.OffsetOf(disk) + off, set_image);
+      }
+    }
+    if (in >= 0) close(in);
+    if (out >= 0) close(out);
+    RETURN_IF_ERROR(copied);
+  }
+  ASSIGN_OR_RETURN(std::vector<DiskDiff> differ,
+                   DifferingBlocks(set_image, working->path(), rec.layout, 8));
+  const std::string state_id = harness::EncodeStateId(trace.ShortHash(), state);
+  if (differ[disk].count > 0) {
+    m.disks[disk].evidence = fmt::format(
+        "the cut disk's image differs from its part of crash state {} (the state keeping, "
+        "dropping and tearing what the drive did) in {} block(s) of 4 KiB: {}",
+        state_id, differ[disk].count, DescribeBlocks(differ[disk].blocks, view, drawn));
+    m.evidence = m.disks[disk].evidence;
+    return m;
+  }
+  m.disks[disk].in_model = true;
+  m.in_model = true;
+  m.state_id = state_id;
+  return m;
+}
+
 }  // namespace powercut::product

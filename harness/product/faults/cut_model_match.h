@@ -53,4 +53,15 @@ absl::StatusOr<ModelMatch> MatchCutToModel(const std::string& trace, const std::
                                            const std::vector<vm::PowerCutReport>& extra = {},
                                            std::string_view disk_word = "disk");
 
+// The reality check of a single node's power cut (docs/cluster.md, "Single-node cuts"): disk
+// `disk` (0-based) of the set lost its power at trace entry `point` (the entries before the
+// cut's mark) while the others ran on; `disk_image` is that disk's image right after the cut
+// (NbdServer::ApplyNodeCut), `report` its drive's draws. The image must equal that disk's part
+// of the crash state of cache model "on" at `point` that keeps, drops and tears what the drive
+// did. Only that disk is compared (`disks[disk]`); `sampled` is not set (the replay draws states
+// of every disk at once).
+absl::StatusOr<ModelMatch> MatchNodeCutToModel(const std::string& trace, uint64_t point,
+                                               uint32_t disk, const std::string& disk_image,
+                                               const vm::PowerCutReport& report);
+
 }  // namespace powercut::product

@@ -259,6 +259,7 @@ uint64_t RunOutcome::could_not_check() const {
 bool RunOutcome::passed() const {
   if (!ran) return false;
   if (live_cuts && (live_cuts->Violations() > 0 || live_cuts->TesterBug())) return false;
+  if (node_cuts && (node_cuts->Violations() > 0 || node_cuts->TesterBug())) return false;
   if (flakey) return flakey->violations() == 0;
   return report && report->passed() && could_not_check() == 0;
 }
@@ -267,10 +268,14 @@ int RunOutcome::exit_code() const {
   if (!ran) return 2;
   // A live cut outside the replay model is the tester's bug: nothing else it said is trusted.
   if (live_cuts && live_cuts->TesterBug()) return 2;
+  if (node_cuts && node_cuts->TesterBug()) return 2;
   if (flakey) return flakey->violations() > 0 ? 1 : 0;
   if (!report) return 2;
-  if (!report->passed() || (live_cuts && live_cuts->Violations() > 0)) return 1;
-  if (live_cuts && live_cuts->Errors() > 0) return 2;
+  if (!report->passed() || (live_cuts && live_cuts->Violations() > 0) ||
+      (node_cuts && node_cuts->Violations() > 0)) {
+    return 1;
+  }
+  if ((live_cuts && live_cuts->Errors() > 0) || (node_cuts && node_cuts->Errors() > 0)) return 2;
   // An incomplete pass (--budget ran out) did not show that the program survives.
   return could_not_check() > 0 || !report->complete() ? 2 : 0;
 }
@@ -325,6 +330,20 @@ absl::Status ValidateRunOptions(const RunOptions& o, bool guests_will_judge) {
         "--live-cuts with several disks (--disks N, --nodes N): each cut's images are judged on "
         "this host's loop mounts, which needs root (CAP_SYS_ADMIN and /dev/loop-control): run as "
         "root, or drop --live-cuts (the replay is judged in guests)");
+  }
+  if (o.node_cuts > 0 && o.cluster.nodes == 0) {
+    return absl::InvalidArgumentError(
+        "--node-cuts K cuts one node of a cluster at a time: it needs --nodes N --node CMD "
+        "(docs/cluster.md, \"Single-node cuts\")");
+  }
+  if (o.node_cuts > 100 || o.node_down_ms > 600000) {
+    return absl::InvalidArgumentError(
+        "--node-cuts: at most 100 cuts (each is a recording), and --node-down at most 10 min");
+  }
+  if (o.node_cuts > 0 && o.checker.empty() && o.cluster.checker.empty()) {
+    return absl::InvalidArgumentError(
+        "--node-cuts runs the checker against the live cluster after each cut's workload: give "
+        "--checker CMD");
   }
   return absl::OkStatus();
 }
@@ -485,6 +504,7 @@ std::string RunSummary(const RunOutcome& o) {
   if (!o.kernel.empty()) s += fmt::format("guest kernel: {}\n", o.kernel);
   if (!o.flakey) s += harness::ReportSummaryTable(*o.report);
   if (o.live_cuts) s += LiveCutsText(*o.live_cuts);
+  if (o.node_cuts) s += NodeCutsText(*o.node_cuts);
   for (const auto& n : o.notes) s += "note: " + n + "\n";
   if (!o.recording_dir.empty()) {
     s += o.recording_bytes > 0

@@ -26,6 +26,7 @@
 #include "harness/check/engine.h"
 #include "harness/cluster/cluster.h"
 #include "harness/product/outcome/fault_results.h"
+#include "harness/product/outcome/node_cut_results.h"
 #include "harness/product/outcome/run_error.h"
 #include "harness/product/outcome/timeline.h"
 #include "harness/product/run/replay_choice.h"
@@ -125,6 +126,7 @@ struct RunOptions {
   // user's own workload and checker, as given: `workload` and `checker` above are then the
   // launcher's wrapped commands (MakeClusterRun), and `disks` is the node count.
   cluster::ClusterSpec cluster;
+  std::string cluster_launcher;  // powercut-cluster, as MakeClusterRun was given it
   // Each disk's geometry, as `fs`: one value for every disk or one per disk. `sectors`
   // (harness/trace/disk_geometry.h; `--sector 512e,4kn`); `disk_bytes` (`--disk-size
   // 512MiB,1GiB`), empty: each disk its file system's default. Read them through SectorOf and
@@ -164,6 +166,11 @@ struct RunOptions {
   // set, one run on a disk that fails after an ack instead of the replay
   // (harness/product/faults/flakey.h).
   uint64_t live_cuts = 0;
+  // A cluster's single-node cuts (`--node-cuts K`, `--node-down D`; docs/cluster.md,
+  // "Single-node cuts"; harness/product/faults/node_cuts.h): K more recordings, in each of which
+  // one node loses its power once and is down for `node_down_ms`.
+  uint64_t node_cuts = 0;
+  uint64_t node_down_ms = 2000;
   struct Flakey {
     std::optional<vm::FlakeyMode> mode;  // none: no failing disk
     int64_t after_acks = 0;
@@ -233,6 +240,7 @@ struct RunOutcome {
   uint64_t recording_bytes = 0;  // its size on disk, when kept for the report
   std::vector<std::string> notes;
   std::optional<LiveCutsResult> live_cuts;
+  std::optional<NodeCutsResult> node_cuts;
   std::optional<FlakeyResult> flakey;  // set for a flakey run (then `report` is empty)
   // The acks the host received while recording (vm::RunResult::host_acks; `acks` is the trace's
   // once it was checked): they bound the ack each live cut comes after (RunLiveCuts).

@@ -154,6 +154,7 @@ absl::Status MakeClusterRun(const std::string& launcher, RunOptions* o) {
         "the replay's coordinated cuts and --live-cuts are");
   }
   o->disks = spec.nodes;
+  o->cluster_launcher = launcher;
   spec.checker_timeout_s = o->checker_timeout_s;
   const cluster::ClusterCommands wrapped = cluster::WrapForCluster(spec, launcher);
   o->workload = spec.workload.empty() ? "" : wrapped.workload;

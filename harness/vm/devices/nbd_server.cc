@@ -188,11 +188,25 @@ absl::Status NbdServer::Transmission(int fd) {
 absl::StatusOr<PowerCutReport> NbdServer::ApplyPowerCut(const harness::CacheModel& model,
                                                         uint64_t seed, bool may_tear) {
   Stop();
+  powercut::MutexLock lock(&mu_);
+  return CutLocked(model, seed, may_tear);
+}
+
+absl::StatusOr<PowerCutReport> NbdServer::ApplyNodeCut(const harness::CacheModel& model,
+                                                       uint64_t seed) {
+  powercut::MutexLock lock(&mu_);
+  return CutLocked(model, seed, /*may_tear=*/true);
+}
+
+absl::StatusOr<PowerCutReport> NbdServer::CutLocked(const harness::CacheModel& model, uint64_t seed,
+                                                    bool may_tear) {
   PowerCutReport report;
   report.model = model;
   report.seed = seed;
-  powercut::MutexLock lock(&mu_);
-  if (model.mode == harness::CacheMode::kOff) return report;
+  if (model.mode == harness::CacheMode::kOff) {
+    undo_.clear();
+    return report;
+  }
   const size_t first = FirstCandidate(model);
   // Back to the state before the suffix: undo newest first.
   for (size_t i = undo_.size(); i > first; --i) {
@@ -212,6 +226,7 @@ absl::StatusOr<PowerCutReport> NbdServer::ApplyPowerCut(const harness::CacheMode
     return absl::InternalError(
         fmt::format("power cut: fsync {}: {}", options_.image_path, std::strerror(errno)));
   }
+  // What the drive kept is on its media now; after a node cut its cache starts empty.
   undo_.clear();
   return report;
 }

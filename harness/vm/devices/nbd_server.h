@@ -103,12 +103,19 @@ class NbdServer {
   absl::StatusOr<PowerCutReport> ApplyPowerCut(const harness::CacheModel& model, uint64_t seed,
                                                bool may_tear = true);
 
+  // A single node's power cut (docs/cluster.md, "Single-node cuts"): the same draw as
+  // ApplyPowerCut, but the server keeps serving. The caller guarantees that no request of this
+  // disk is in flight and none arrives until the call returned (the guest switched the disk's dm
+  // table to `error` first). Afterwards the drive's cache is empty: every write is on its media.
+  absl::StatusOr<PowerCutReport> ApplyNodeCut(const harness::CacheModel& model, uint64_t seed);
+
   // The first error met while serving (I/O or recorder), or OK.
   absl::Status status() const;
   uint64_t requests() const;
   uint64_t flushes() const;
   uint64_t export_bytes() const { return export_bytes_; }
   const std::string& socket_path() const { return options_.socket_path; }
+  const std::string& image_path() const { return options_.image_path; }
 
  private:
   struct UndoRecord {
@@ -133,6 +140,8 @@ class NbdServer {
   // ApplyPowerCut's steps: where the writes whose fate is drawn begin (a suffix of undo_), one
   // such write kept, dropped or torn (report->atomic_unit set; `torn_one`: a write was torn
   // already, or none may be), and the tearing of one write unit by unit.
+  absl::StatusOr<PowerCutReport> CutLocked(const harness::CacheModel& model, uint64_t seed,
+                                           bool may_tear) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   size_t FirstCandidate(const harness::CacheModel& model) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReplayCandidate(const UndoRecord& u, const harness::CacheModel& model,
                                std::mt19937_64* rng, bool* torn_one, PowerCutReport* report) const;

@@ -32,7 +32,8 @@ int Agent::RunCommand(const std::string& command, const std::string& log_name, b
   if (pipe2(ack_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) return -1;
   // Synchronous acks (GuestJob::sync_acks): the workload reads `ok <id>` here once the host
   // recorded the ack, so nothing it does afterwards lands before the ack's mark.
-  const bool sync_acks = relay_acks && job_.sync_acks;
+  // A node cut's requests are answered there too (agent_node_cut.cc).
+  const bool sync_acks = relay_acks && (job_.sync_acks || job_.node_cut_disk >= 0);
   int sync_pipe[2] = {-1, -1};
   if (sync_acks && pipe2(sync_pipe, O_CLOEXEC) != 0) return -1;
   CommandLaunch launch = LaunchFor(command, log_name, relay_acks);
@@ -276,6 +277,10 @@ void Agent::DrainAcks() {
 }
 
 void Agent::HandleAckLine(const std::string& line) {
+  if (job_.node_cut_disk >= 0 && (line == "power-off" || line == "power-on")) {
+    HandleNodeCutLine(line);
+    return;
+  }
   if (line.rfind("ack ", 0) != 0 || !powercut::IsValidAckId(line.substr(4))) {
     ++result_.invalid_ack_lines;
     Send(fmt::format("event invalid-ack-line {}", line.substr(0, 80)));
@@ -284,7 +289,7 @@ void Agent::HandleAckLine(const std::string& line) {
   std::string id = line.substr(4);
   if (log_writes_) DmMessage(kLogWritesName, "mark ack:" + id);
   Send("ack " + id);
-  if (sync_fd_ >= 0 && !ConfirmsOverPort()) {
+  if (sync_fd_ >= 0 && job_.sync_acks && !ConfirmsOverPort()) {
     // A port the agent cannot read (a one-job guest): the ack is in the host's hands, which is
     // as close as it gets without an answer.
     WriteLine(sync_fd_, "ok " + id);

@@ -80,6 +80,7 @@ bool Agent::Setup() {
     }
     extra_devices_.push_back(dev);
   }
+  if (!SetupNodeCut()) return false;
   if (!job_.log_writes_serial.empty()) {
     std::string log = FindDisk(job_.log_writes_serial, kDiskAppears);
     if (log.empty()) {

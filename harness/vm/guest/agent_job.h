@@ -28,6 +28,7 @@ inline constexpr char kMountDir[] =
     "/tmp/powercut-fs";  // (+ "-<i>" for the i-th of several checks)
 inline constexpr char kLogWritesName[] = "powercut-lw";
 inline constexpr char kFlakeyName[] = "powercut-flakey";
+inline constexpr char kNodeCutName[] = "powercut-node";
 // How long a disk the host just hot-plugged may take to appear (ACPI event + virtio probe).
 inline constexpr std::chrono::seconds kDiskAppears{30};
 
@@ -90,6 +91,15 @@ class Agent {
   // The window is over: the disk heals (pass-through again) while the workload runs on.
   void HealIfDue();
   bool Raw() const { return harness::FileSystemOf(job_.fs).raw(); }
+  // A single node's power cut (agent_node_cut.cc): the cut disk under kNodeCutName, the
+  // launcher's `power-off` / `power-on` requests, and the wait for the host's answer.
+  bool SetupNodeCut();
+  std::string NodeCutTable(bool powered) const;
+  bool SwitchNodeCutTable(bool powered, std::string* why);
+  void HandleNodeCutLine(const std::string& line);
+  bool PowerOffNode(std::string* why);
+  bool PowerOnNode(std::string* why);
+  bool AwaitHost(const std::string& done, const std::string& failed, std::string* why);
   // Disk K (K >= 2) of a set: its mount point.
   std::string ExtraMountDir(size_t i) const { return fmt::format("{}-disk{}", mount_dir_, i + 2); }
 
@@ -157,6 +167,8 @@ class Agent {
   std::string disk_;
   std::string device_;
   std::string flakey_base_;
+  std::string node_cut_base_;  // the cut disk's own device, under kNodeCutName
+  uint64_t node_cut_sectors_ = 0;
   uint64_t flakey_sectors_ = 0;  // the failing disk's size in 512-byte sectors
   uint64_t sectors_ = 0;
   bool log_writes_ = false;

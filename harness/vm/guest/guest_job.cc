@@ -33,6 +33,7 @@ json JobToJson(const GuestJob& job) {
             {"boot_checks", job.boot_checks},
             {"resident_checker", job.resident_checker},
             {"sync_acks", job.sync_acks},
+            {"node_cut_disk", job.node_cut_disk},
             {"checks", json::array()},
             {"extra_disks", json::array()}};
   for (const GuestExtraDisk& d : job.extra_disks) {
@@ -90,6 +91,7 @@ absl::StatusOr<GuestJob> GuestJobFromJson(const std::string& text) {
     job.boot_checks = j.value("boot_checks", true);
     job.resident_checker = j.value("resident_checker", false);
     job.sync_acks = j.value("sync_acks", false);
+    job.node_cut_disk = j.value("node_cut_disk", int32_t{-1});
     for (const json& d : j.value("extra_disks", json::array())) {
       absl::StatusOr<harness::FsKind> disk_fs =
           harness::ParseFsKind(d.at("fs").get<std::string>(), "job.json: extra_disks[].fs");

@@ -82,6 +82,11 @@ struct GuestJob {
   // kWorkload: give the workload POWERCUT_ACK_SYNC_FD and answer each of its acks there once the
   // host confirmed the ack's mark (`job <N> acked <id>` on the port): docs/protocol.md.
   bool sync_acks = false;
+  // A node cut of this disk (0 = disk 1; -1: none, RunSpec::node_cut_disk): stacked under the dm
+  // device kNodeCutName, switched to `error` and back when the workload (the cluster launcher)
+  // writes `power-off` / `power-on` on its ack descriptor; the agent answers `ok <line>` or
+  // `error <line> <why>` on POWERCUT_ACK_SYNC_FD.
+  int32_t node_cut_disk = -1;
   // false: the boot path mounts first and runs the file system's recovery tools only where the
   // mount fails, skipping the boot-time check (e2fsck -p): `powercut fstest` (docs/fstest.md).
   bool boot_checks = true;

@@ -167,6 +167,15 @@ absl::Status ValidateRunSpec(const RunSpec& spec) {
                                                   spec.flakey_disk + 1,
                                                   spec.extra_disks.size() + 1));
   }
+  if (spec.node_cut_disk >= 0 &&
+      (spec.recording != Recording::kNbd || spec.also_log_writes || spec.flakey ||
+       spec.cut.when != CutSpec::When::kNever ||
+       static_cast<size_t>(spec.node_cut_disk) > spec.extra_disks.size())) {
+    return absl::InvalidArgumentError(fmt::format(
+        "a node cut of disk {} needs the NBD recording of a set that has that disk, without "
+        "dm-log-writes, dm-flakey or a live cut of the whole set (the run has {} disk(s))",
+        spec.node_cut_disk + 1, spec.extra_disks.size() + 1));
+  }
   for (const RunSpec::ExtraDisk& d : spec.extra_disks) {
     RETURN_IF_ERROR(ValidateDiskSize(d.fs, d.bytes));
   }

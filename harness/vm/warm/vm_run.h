@@ -115,6 +115,15 @@ struct RunSpec {
   // Several disks: which one fails (0 = disk 1, K = extra_disks[K - 1]); the others keep working.
   uint32_t flakey_disk = 0;
   std::string checker;
+  // A single node's power cut (docs/cluster.md, "Single-node cuts"): disk `node_cut_disk` (0 =
+  // disk 1) of a set is stacked under a dm device in the guest that the cluster launcher asks the
+  // agent to switch to `error` (the drive's power is gone) and back. At that moment the host
+  // applies the drive's cache (`node_cut_model`, seeded with `node_cut_seed`) to that disk's NBD
+  // server while the other disks keep serving, marks the instant in the trace and snapshots the
+  // disk (RunResult::node_cut). -1: no node cut. NBD recording only, without dm-flakey.
+  int32_t node_cut_disk = -1;
+  uint64_t node_cut_seed = 1;
+  harness::CacheModel node_cut_model{.mode = harness::CacheMode::kOn};
   std::chrono::seconds timeout{300};
   // Host folders the workload needs that lie under /tmp, /run, /var/tmp or /mnt (tmpfs in the
   // guest). Kept automatically: the agent's folder and every absolute path the workload or
@@ -122,10 +131,21 @@ struct RunSpec {
   std::vector<std::string> keep_paths;
 };
 
+// What a single node's power cut did (RunSpec::node_cut_disk), taken on the host at the instant.
+struct NodeCutRecord {
+  bool fired = false;
+  uint32_t disk = 0;      // 0-based
+  uint64_t point = 0;     // the trace's entries before the cut's mark (the crash point)
+  PowerCutReport report;  // the drive's draws on that disk's unflushed writes
+  std::string image;      // that disk's image right after the cut, before any recovery
+  std::string error;      // the host could not apply the cut (the guest was told)
+};
+
 struct RunResult {
   GuestResult guest;       // the agent's report (empty when the power was cut)
   bool power_cut = false;  // qemu was SIGKILLed by the cut
   PowerCutReport cut_report;
+  NodeCutRecord node_cut;  // RunSpec::node_cut_disk
   // Several disks: what the cut did to disks 2..N (each under its own model; only disk 1, whose
   // write completion the cut lands on, may tear a write).
   std::vector<PowerCutReport> extra_cut_reports;

@@ -45,6 +45,8 @@ GuestConfig GuestConfigFor(const VmEnvironment& env, const RunSpec& spec) {
   for (const RunSpec::ExtraDisk& d : spec.extra_disks) {
     c.Add({.modules = GuestModulesFor(d.fs, false, false)});
   }
+  // A node cut switches its disk's dm table (linear and error are dm-mod's own targets).
+  if (spec.node_cut_disk >= 0) c.Add({.modules = {"dm-mod"}});
   return c;
 }
 

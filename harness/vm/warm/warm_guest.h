@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -104,6 +105,10 @@ class WarmGuest {
   absl::Status Detach(const Job& job);
   static GuestJob JobFor(const RunSpec& spec, const Job& job);
   // Sends the job, waits for it (arming the cut), and reads its result back.
+  // The node cut the guest announced (RunSpec::node_cut_disk): the drive's cache applied to
+  // that disk's server, the instant marked in the trace, the disk kept as `snapshot`.
+  absl::Status ApplyNodeCut(const RunSpec& spec, Recorders& rec,
+                            const std::filesystem::path& snapshot, NodeCutRecord* cut);
   absl::Status RunJob(const RunSpec& spec, const Job& job, Recorders& rec, JobState* state,
                       RunResult* result, PhaseClock* clock);
   JobEnd WaitForJob(const RunSpec& spec, const CutPlan& plan, JobState* state);

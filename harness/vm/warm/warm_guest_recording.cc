@@ -8,6 +8,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "base/hash.h"
+#include "base/image_io.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/vm/warm/cut.h"
@@ -84,6 +85,7 @@ GuestJob WarmGuest::JobFor(const RunSpec& spec, const Job& job) {
   j.flakey_heal_ms = spec.flakey_for.count();
   j.flakey_disk = spec.flakey_disk;
   j.sync_acks = spec.sync_acks;
+  j.node_cut_disk = spec.node_cut_disk;
   j.head_hash_bytes = std::min(kHeadHashBytes, job.bytes);
   return j;
 }
@@ -189,6 +191,17 @@ absl::Status WarmGuest::RunJob(const RunSpec& spec, const Job& job, Recorders& r
     }
   };
   sink.on_event = [&, state](const std::string& event) {
+    if (event == "node-cut") {
+      // The guest's disk is switched to `error`: nothing of it is in flight. The drive loses
+      // its cache now; the guest waits for the answer before it kills the node.
+      absl::Status cut =
+          ApplyNodeCut(spec, rec, fs::path(spec.output_dir) / "node-cut.img", &result->node_cut);
+      if (!cut.ok()) result->node_cut.error = std::string(cut.message());
+      (void)channel_->Send(cut.ok() ? fmt::format("job {} node-cut-done", job.id)
+                                    : fmt::format("job {} node-cut-failed {}", job.id,
+                                                  std::string(cut.message()).substr(0, 200)));
+      return;
+    }
     if (event == "workload-start") {
       state->workload_start_ns = NowNs();
       if (plan.trigger_ack == 0 && state->trigger_ns < 0) state->trigger_ns.store(NowNs());
@@ -232,6 +245,33 @@ absl::Status WarmGuest::RunJob(const RunSpec& spec, const Job& job, Recorders& r
   clock->MarkAt("workload", state->workload_exit_ns);
   clock->MarkAt("guest-teardown", state->done_ns);
   return FinishJob(job, result, clock);
+}
+
+absl::Status WarmGuest::ApplyNodeCut(const RunSpec& spec, Recorders& rec,
+                                     const std::filesystem::path& snapshot, NodeCutRecord* cut) {
+  if (cut->fired) return absl::FailedPreconditionError("a second node cut in one recording");
+  const auto disk = static_cast<uint32_t>(spec.node_cut_disk);
+  NbdServer* server = disk == 0                         ? rec.nbd.get()
+                      : disk - 1 < rec.extra_nbd.size() ? rec.extra_nbd[disk - 1].get()
+                                                        : nullptr;
+  if (server == nullptr || rec.recorder == nullptr || spec.node_cut_disk < 0) {
+    return absl::FailedPreconditionError("this recording has no node cut armed");
+  }
+  cut->fired = true;
+  cut->disk = disk;
+  cut->point = rec.recorder->entries();
+  RETURN_IF_ERROR(rec.recorder->RecordMark(fmt::format("node-cut:{}", disk + 1)));
+  harness::CacheModel model = spec.node_cut_model;
+  if (model.atomic_unit == 0) {
+    // The drive writes its physical sector atomically (as ApplyPowerCut's tearing).
+    const harness::SectorFormat sector =
+        disk == 0 ? spec.sector : spec.extra_disks[disk - 1].sector.value_or(spec.sector);
+    model.atomic_unit = harness::GeometryOf(sector).physical_sector;
+  }
+  ASSIGN_OR_RETURN(cut->report, server->ApplyNodeCut(model, spec.node_cut_seed));
+  RETURN_IF_ERROR(CopySparse(server->image_path(), snapshot.string()));
+  cut->image = snapshot.string();
+  return absl::OkStatus();
 }
 
 WarmGuest::JobEnd WarmGuest::WaitForJob(const RunSpec& spec, const CutPlan& plan, JobState* state) {

@@ -19,10 +19,18 @@ until etcdctl --dial-timeout 2s --command-timeout 5s get ready >/dev/null 2>&1; 
 done
 i=1
 while [ "$i" -le "$count" ]; do
-  etcdctl --command-timeout 30s put "commit:$i" "value $i" >/dev/null || {
-    echo "etcdctl put commit:$i failed" >&2
-    exit 1
-  }
+  # A put that fails while a member is down (its connection reset, "leader changed" during an
+  # election) is tried again: the same key and value, so a put that did commit is harmless to
+  # repeat, and the ack comes only after one that etcd acknowledged.
+  tries=1
+  until etcdctl --command-timeout 30s put "commit:$i" "value $i" >/dev/null; do
+    if [ "$tries" -ge 5 ]; then
+      echo "etcdctl put commit:$i failed $tries times" >&2
+      exit 1
+    fi
+    tries=$((tries + 1))
+    sleep 1 # a member lost its power: the next try waits out an election
+  done
   echo "ack $i" >&"$POWERCUT_ACK_FD"
   i=$((i + 1))
 done
