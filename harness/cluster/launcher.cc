@@ -724,6 +724,12 @@ int RunLauncher(const LauncherOptions& o) {
     std::filesystem::create_directories(log_dir, ec);
     log_dir = std::filesystem::absolute(log_dir, ec).string();
   }
+  // Out of the folder it was started in: that is disk 1 in the guest (the protocol's working
+  // folder), which a node cut of node 1 must unmount.
+  if (::chdir("/") != 0) {
+    Say(fmt::format("cannot leave the working folder: {}", ErrnoText()));
+    return 2;
+  }
   if (absl::Status s = EnterNamespaces(); !s.ok()) {
     Say(std::string(s.message()));
     return 2;

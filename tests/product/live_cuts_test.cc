@@ -412,6 +412,65 @@ TEST(FaultResultsTest, ClusterCutsNameNodesAndCountUnavailable) {
   EXPECT_THAT(LiveCutsText(*o.live_cuts), ::testing::HasSubstr("node 2: 0 OUTSIDE"));
 }
 
+// Single-node cuts as a cell's `node-cut` row (docs/cluster.md, "Single-node cuts"): a run with a
+// missing ack is a violation, a cut that could not be made leaves the row incomplete (not a
+// survival), one the workload outran is not counted, and the JSON keeps every cut.
+TEST(FaultResultsTest, NodeCutsAreARowOfTheirOwn) {
+  RunOutcome o;
+  o.ran = true;
+  NodeCutsResult cuts;
+  cuts.requested = 4;
+  cuts.cuts.push_back({.seed = 1, .node = 2, .fired = true, .in_model = true, .acks = 8});
+  cuts.cuts.push_back({.seed = 2,
+                       .node = 1,
+                       .fired = true,
+                       .acks_before_cut = 3,
+                       .in_model = true,
+                       .acks = 8,
+                       .lost = {"4", "5"}});
+  cuts.cuts.push_back({.seed = 3, .node = 3, .after_ack = 7});  // the workload ended first
+  o.node_cuts = cuts;
+  CellResult cell{.name = "etcd/3/ext4"};
+  FillCell(o, &cell);
+  ASSERT_EQ(cell.models.size(), 1u);
+  EXPECT_EQ(cell.models[0].cache, "node-cut");
+  EXPECT_EQ(cell.models[0].kind, ModelKind::kNodeCut);
+  EXPECT_EQ(cell.models[0].states, 2u);
+  EXPECT_EQ(cell.models[0].violations, 1u);
+  EXPECT_EQ(cell.models[0].lost_acks_max, 2u);
+  EXPECT_THAT(cell.models[0].summary, ::testing::HasSubstr("node 1 lost its power after ack 3"));
+  EXPECT_EQ(cell.Verdict(), CellVerdict::kUnexpected) << "node cuts are expected to survive";
+  EXPECT_FALSE(o.passed());
+  EXPECT_THAT(NodeCutsText(*o.node_cuts),
+              ::testing::HasSubstr("FAIL: the live cluster lost 2 of 8 acks [4 5]"));
+  EXPECT_THAT(NodeCutsText(*o.node_cuts), ::testing::HasSubstr("the workload ended first"));
+  EXPECT_THAT(FaultDetailsHtml(cell), ::testing::HasSubstr("<table class=\"node-cuts\">"));
+
+  auto back = CellFromJson(CellToJson(cell));
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_TRUE(back->node_cuts.has_value());
+  EXPECT_EQ(back->node_cuts->cuts.size(), 3u);
+  EXPECT_EQ(back->node_cuts->cuts[1].lost, (std::vector<std::string>{"4", "5"}));
+  EXPECT_EQ(back->node_cuts->Uncut(), 1u);
+  EXPECT_EQ(back->node_cuts->Violations(), 1u);
+
+  // A cut that could not be made: the row is incomplete, so "survives" is not met.
+  o.node_cuts->cuts[1].lost.clear();
+  o.node_cuts->cuts.push_back({.seed = 4, .node = 1, .error = "the guest died"});
+  CellResult incomplete{.name = "etcd/3/ext4"};
+  FillCell(o, &incomplete);
+  EXPECT_EQ(incomplete.models[0].violations, 0u);
+  EXPECT_FALSE(incomplete.models[0].complete());
+  EXPECT_EQ(incomplete.Verdict(), CellVerdict::kUnexpected);
+  // One outside the model: the tester's error, whatever was expected.
+  o.node_cuts->cuts.pop_back();
+  o.node_cuts->cuts[0].in_model = false;
+  CellResult bug{.name = "etcd/3/ext4"};
+  FillCell(o, &bug);
+  EXPECT_EQ(bug.Verdict(), CellVerdict::kError);
+  EXPECT_EQ(o.exit_code(), 2);
+}
+
 TEST(FaultResultsTest, CellRowsJsonRoundTripAndVerdicts) {
   RunOutcome o;
   o.ran = true;

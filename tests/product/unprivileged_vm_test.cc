@@ -236,8 +236,9 @@ TEST(UnprivilegedVmTest, FsTestRunsAsOrdinaryUser) {
 
 // A cluster (`powercut run --nodes 3`, docs/cluster.md) as an ordinary user: the Redis example with
 // appendfsync always, 3 acks, every crash state of the three nodes' disks judged in a guest by the
-// recording kernel (no loop mount here), and every ack kept under cache off. (Its unsafe setting,
-// everysec, loses acks: ctest cluster_redis_vm, as root.)
+// recording kernel (no loop mount here), and every ack kept under cache off; then one single-node
+// cut of the master, which loses nothing either. (Its unsafe setting, everysec, loses acks: ctest
+// cluster_redis_vm, as root.)
 TEST(UnprivilegedVmTest, AThreeNodeClusterIsJudgedInGuestsAsOrdinaryUser) {
   if (::geteuid() != 0) GTEST_SKIP() << "not root: no test user can be created";
   const std::string guest_kernel = GuestKernel();
@@ -253,7 +254,8 @@ TEST(UnprivilegedVmTest, AThreeNodeClusterIsJudgedInGuestsAsOrdinaryUser) {
       user, home,
       fmt::format("{0} run --nodes 3 --node \"sh {1}/node.sh always\" --workload \"sh "
                   "{1}/workload.sh 3\" --checker \"sh {1}/check.sh\" --cache off --states 2 "
-                  "--checker-timeout 40 --expect off=survives --quiet --json {2}",
+                  "--checker-timeout 40 --node-cuts 1 --seed 5 --node-down 1s "
+                  "--expect off=survives,node-cut=survives --quiet --json {2}",
                   POWERCUT_BIN, redis, json));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("CapEff:\t0000000000000000"), std::string::npos) << r.output;
@@ -268,6 +270,19 @@ TEST(UnprivilegedVmTest, AThreeNodeClusterIsJudgedInGuestsAsOrdinaryUser) {
   EXPECT_GT(off.at("states").get<int>(), 0);
   EXPECT_EQ(off.at("violations"), 0) << off.dump(2);
   EXPECT_EQ(off.at("could_not_check"), 0) << off.dump(2);
+  // One single-node cut (seed 6: the master, node 1, after ack 1) needs no root either: it is
+  // made in the recording guest, and the live cluster's checker holds every ack (appendfsync
+  // always: the master's AOF was fsynced before each reply).
+  const auto& cuts = j.at("run").at("node_cuts");
+  ASSERT_EQ(cuts.at("cuts").size(), 1u) << cuts.dump(2);
+  const auto& cut = cuts.at("cuts").at(0);
+  EXPECT_EQ(cut.at("error"), "") << cut.dump(2);
+  EXPECT_TRUE(cut.at("fired").get<bool>()) << cut.dump(2);
+  EXPECT_EQ(cut.at("node"), 1) << cut.dump(2);
+  EXPECT_TRUE(cut.at("in_model").get<bool>()) << cut.dump(2);
+  EXPECT_EQ(cut.at("acks"), 3) << cut.dump(2);
+  EXPECT_TRUE(cut.at("lost").empty()) << cut.dump(2);
+  EXPECT_EQ(cut.at("unavailable"), "") << cut.dump(2);
 }
 
 }  // namespace

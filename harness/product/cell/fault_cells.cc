@@ -109,7 +109,7 @@ void AppendFaultModels(CellResult* cell) {
 }
 
 std::string FaultDetailsHtml(const CellResult& c) {
-  if (!c.live_cuts && !c.flakey) return "";
+  if (!c.live_cuts && !c.node_cuts && !c.flakey) return "";
   std::string h = fmt::format("<section class=\"faults\" id=\"faults-{}\"><h2>{}: faults</h2>\n",
                               c.index, XmlEscape(c.name));
   if (c.live_cuts) {
@@ -150,6 +150,42 @@ std::string FaultDetailsHtml(const CellResult& c) {
                   : std::string("at the end (fewer acks)"),
           cut.acks_before_cut, cut.volatile_writes, cut.kept, cut.dropped, cut.torn, in_model,
           XmlEscape(lost), cut.record_seconds + cut.check_seconds, XmlEscape(what));
+    }
+    h += "</tbody></table>\n";
+  }
+  if (c.node_cuts) {
+    h += fmt::format("<p class=\"small node-cut-summary\">node cuts: {}</p>\n",
+                     XmlEscape(c.node_cuts->Summary()));
+    h += "<table class=\"node-cuts\"><thead><tr><th>seed</th><th>node</th><th>instant</th>"
+         "<th>volatile writes</th><th>kept/dropped/torn</th><th>in model</th><th>down s</th>"
+         "<th>lost</th><th>seconds</th><th>state, evidence or outcome</th></tr></thead>"
+         "<tbody>\n";
+    for (const NodeCut& cut : c.node_cuts->cuts) {
+      std::string lost;
+      for (const std::string& id : cut.lost) lost += (lost.empty() ? "" : " ") + id;
+      for (const std::string& id : cut.corrupt)
+        lost += (lost.empty() ? "" : " ") + id + "(corrupt)";
+      const bool judged = cut.error.empty() && cut.fired;
+      std::string what = !cut.error.empty()         ? cut.error
+                         : !cut.fired               ? "not cut: the workload ended first"
+                         : !cut.in_model            ? "TESTER BUG: " + cut.evidence
+                         : !cut.unavailable.empty() ? "unavailable: " + cut.unavailable
+                                                    : cut.state_id;
+      h += fmt::format(
+          "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
+          "<td class=\"num\">{}/{}/{}</td><td>{}</td><td class=\"num\">{:.1f}</td><td>{}</td>"
+          "<td class=\"num\">{:.1f}</td><td class=\"small\"><code>{}</code></td></tr>\n",
+          !cut.error.empty()                             ? "error"
+          : judged && (cut.violation() || !cut.in_model) ? "fail"
+          : judged && !cut.unavailable.empty()           ? "unavailable"
+                                                         : "pass",
+          cut.seed, cut.node,
+          judged ? fmt::format("after ack {}, {:.2f} s, trace entry {}", cut.acks_before_cut,
+                               cut.at_seconds, cut.point)
+                 : fmt::format("planned after ack {}", cut.after_ack),
+          cut.volatile_writes, cut.kept, cut.dropped, cut.torn,
+          judged ? (cut.in_model ? "yes" : "NO") : "-", cut.down_seconds, XmlEscape(lost),
+          cut.record_seconds, XmlEscape(what));
     }
     h += "</tbody></table>\n";
   }

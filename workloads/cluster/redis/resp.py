@@ -8,7 +8,9 @@ RESP over TCP to the master (node 1, the first of POWERCUT_NODE_ADDRS).
 
   resp.py publish COUNT [WAIT]   wait (at most WAIT seconds) until the master has 2 replicas
                                  online, then SET commit:I "value I" and WAIT 2 for I in
-                                 1..COUNT, acking I on POWERCUT_ACK_FD once WAIT answered 2
+                                 1..COUNT, acking I on POWERCUT_ACK_FD once WAIT answered 2;
+                                 a connection the master lost (its power was cut) is made again
+                                 and the commit sent again
   resp.py check                  wait until the master answers (it is loading its AOF), then
                                  print `have <id>` for every commit:<id> whose value is intact
                                  (`corrupt <id>` otherwise); the launcher's --checker-timeout
@@ -77,32 +79,43 @@ def master():
     return os.environ["POWERCUT_NODE_ADDRS"].split(",")[0]
 
 
-def publish(count, wait):
-    ack_fd = int(os.environ["POWERCUT_ACK_FD"])
-    deadline = time.monotonic() + wait
+def connect_with_replicas(deadline, wait):
+    """A connection to the master once it has 2 replicas online (polling until `deadline`)."""
     last = "no answer"
-    conn = None
     while True:  # polling with a deadline: the nodes are starting, the replicas syncing
         try:
-            conn = conn or Redis(master(), timeout=5)
+            conn = Redis(master(), timeout=5)
             info = conn.call("INFO", "replication")
             online = sum(1 for l in info.splitlines() if l.startswith("slave") and "state=online" in l)
             if online >= 2:
-                break
+                conn.sock.settimeout(WAIT_MS / 1000 + 30)
+                return conn
             last = f"{online} replica(s) online"
         except (OSError, RuntimeError) as e:
-            conn, last = None, str(e)
+            last = str(e)
         if time.monotonic() >= deadline:
             sys.exit(f"redis on {master()} had no 2 replicas online within {wait} s: {last}")
         time.sleep(0.2)
-    conn.sock.settimeout(WAIT_MS / 1000 + 30)
-    for i in range(1, count + 1):
-        if conn.call("SET", f"commit:{i}", f"value {i}") != "OK":
-            sys.exit(f"SET commit:{i} was not OK")
-        replicas = conn.call("WAIT", 2, WAIT_MS)
+
+
+def publish(count, wait):
+    ack_fd = int(os.environ["POWERCUT_ACK_FD"])
+    conn = connect_with_replicas(time.monotonic() + wait, wait)
+    i = 1
+    while i <= count:
+        try:
+            if conn.call("SET", f"commit:{i}", f"value {i}") != "OK":
+                sys.exit(f"SET commit:{i} was not OK")
+            replicas = conn.call("WAIT", 2, WAIT_MS)
+        except OSError:
+            # The master lost its power (`--node-cuts`): once it is back with both replicas, the
+            # same SET again (same key, same value: harmless if the first one took), then WAIT.
+            conn = connect_with_replicas(time.monotonic() + wait, wait)
+            continue
         if replicas < 2:
             sys.exit(f"WAIT 2 after SET commit:{i}: only {replicas} replica(s) acknowledged")
         os.write(ack_fd, f"ack {i}\n".encode())
+        i += 1
 
 
 def check():
