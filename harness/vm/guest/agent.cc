@@ -82,6 +82,10 @@ bool Agent::Workload() {
       !Cmd("dm-flakey", {"dmsetup", "--noudevsync", "remove", kFlakeyName})) {
     return false;
   }
+  if (job_.node_cut_disk >= 0 &&
+      !Cmd("node-cut", {"dmsetup", "--noudevsync", "remove", kNodeCutName})) {
+    return false;
+  }
   // Removing the log-writes target writes its final superblock.
   if (log_writes_ && !Cmd("dm-log-writes", {"dmsetup", "--noudevsync", "remove", kLogWritesName})) {
     return false;

@@ -140,7 +140,9 @@ CommandLaunch Agent::LaunchFor(const std::string& command, const std::string& lo
     launch.env.emplace_back("POWERCUT_DEV", device_);
   } else {
     launch.env.emplace_back("POWERCUT_DIR", mount_dir_);
-    launch.dir = mount_dir_;
+    // A node cut unmounts the cut node's disk while the workload (the cluster launcher) runs: no
+    // process of the workload may hold it as its working folder.
+    launch.dir = job_.node_cut_disk >= 0 ? "/tmp" : mount_dir_;
   }
   // Disks 2..N of a set: POWERCUT_DIR_2 ... (POWERCUT_DEV_2 ... when raw; docs/protocol.md).
   for (size_t i = 0; i < extra_devices_.size(); ++i) {
