@@ -146,7 +146,7 @@ TEST(Cli, UnknownModelPointAndVerdictNamesAreUsageErrorsListingTheValidOnes) {
            {matrix + " --points sometimes", points},
            {run + " --cache off --expect off=maybe", "the verdict is survives, loses or may-lose"},
            {run + " --cache off --expect fast=loses",
-            "with model off, on, lying, live, error_writes or drop_writes"},
+            "with model off, on, lying, live, node-cut, error_writes or drop_writes"},
            {run + " --disks 2 --cache-per-disk 1=fast", "MODEL off, on or lying"},
            {check + " --order sideways", "\"completion\" or \"flush-epoch\""},
            {bin + " trace manifest --log /nonexistent/t.log --base /nonexistent/b --order sideways",

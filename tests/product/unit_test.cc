@@ -1126,8 +1126,8 @@ TEST(Vocabulary, NamesRoundTripAndUnknownNamesListTheValidOnes) {
     EXPECT_EQ(ModelKindName(ModelKindOf(m)), harness::CacheModeName(m));
   }
   EXPECT_THAT(ParseModelKind("fast").status().message(),
-              HasSubstr("\"fast\" is not a model: off, on, lying, live, error_writes or "
-                        "drop_writes"));
+              HasSubstr("\"fast\" is not a model: off, on, lying, live, node-cut, "
+                        "error_writes or drop_writes"));
   EXPECT_THAT(ParseExpectedVerdict("maybe").status().message(),
               HasSubstr("\"maybe\" is not an expected verdict: survives, loses or may-lose"));
   EXPECT_THAT(harness::ParseCacheMode("all").status().message(), HasSubstr("off, on or lying"));

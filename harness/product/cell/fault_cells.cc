@@ -163,8 +163,9 @@ std::string FaultDetailsHtml(const CellResult& c) {
     for (const NodeCut& cut : c.node_cuts->cuts) {
       std::string lost;
       for (const std::string& id : cut.lost) lost += (lost.empty() ? "" : " ") + id;
-      for (const std::string& id : cut.corrupt)
+      for (const std::string& id : cut.corrupt) {
         lost += (lost.empty() ? "" : " ") + id + "(corrupt)";
+      }
       const bool judged = cut.error.empty() && cut.fired;
       std::string what = !cut.error.empty()         ? cut.error
                          : !cut.fired               ? "not cut: the workload ended first"
