@@ -320,8 +320,11 @@ std::string DisksText(const std::vector<DiskSummary>& disks, SetMember member) {
   std::string out;
   for (size_t d = 0; d < disks.size(); ++d) {
     const DiskSummary& s = disks[d];
-    out += fmt::format("{} {} ({}, {} bytes): {} writes, {} flushes, {} FUA", SetMemberName(member),
-                       d + 1, s.fs, s.bytes, s.writes, s.flushes, s.fua);
+    constexpr uint64_t kMiB = uint64_t{1} << 20;
+    const std::string size = s.bytes % kMiB == 0 ? fmt::format("{} MiB", s.bytes / kMiB)
+                                                 : fmt::format("{} bytes", s.bytes);
+    out += fmt::format("{} {} ({}, {}): {} writes, {} flushes, {} FUA", SetMemberName(member),
+                       d + 1, s.fs, size, s.writes, s.flushes, s.fua);
     if (!s.log.empty()) out += fmt::format("; its log: {} ({} bytes)", s.log, s.log_bytes);
     out += "\n";
   }

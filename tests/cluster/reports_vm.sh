@@ -31,7 +31,7 @@ cat "$out/run.txt"
 echo "== run: exit $rc in $(($(date +%s) - start)) s"
 [ $rc -eq 0 ] || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
-grep -q '^node 3 (ext4, [0-9]* bytes): [0-9]* writes, [0-9]* flushes, [0-9]* FUA; its log: ' \
+grep -q '^node 3 (ext4, [0-9]* MiB): [0-9]* writes, [0-9]* flushes, [0-9]* FUA; its log: ' \
   "$out/run.txt" || fail "the text has no line for node 3"
 grep -q 'every node cut at once after entry' "$out/run.txt" || fail "the text names no instant"
 grep -q 'dropped per node: node 1: ' "$out/run.txt" || fail "the text names no node's drops"
