@@ -248,7 +248,9 @@ TEST(ClusterReport, TheHtmlDrawsALanePerNodeAndKeepsItThroughShardsAndMerge) {
     EXPECT_EQ(c.timeline->member, harness::SetMember::kNode);
   }
   ExpectClusterHtml(HtmlReport(*merged, "merged"), worst, merged->cells[0].index);
-  EXPECT_THAT(MatrixJunit(*merged), HasSubstr("dropped per node: node 1: 0, node 2: 3"));
+  const std::string junit = MatrixJunit(*merged);
+  EXPECT_THAT(junit, HasSubstr("dropped per node: node 1: 0, node 2: 3"));
+  EXPECT_THAT(junit, HasSubstr("\nreproduce: " + std::string(POWERCUT_BIN) + " repro "));
 }
 
 }  // namespace
