@@ -201,7 +201,9 @@ CheckReport ReportHeader(const CheckSetup& s, const TraceIndex& index) {
   report.states = o.states;
   report.trace_notes = trace.notes;
   report.points = PointSelectionName(o.points);
+  report.repro_args = o.repro_args;
   if (o.disks.several()) {
+    report.set_member = o.set_member;
     std::vector<std::string> names;
     for (uint32_t d = 0; d < o.disks.count(); ++d) {
       DiskSummary disk{.fs = FsName(o.disk_fs[d]), .bytes = o.disks.extents()[d].bytes};
@@ -286,6 +288,11 @@ std::string RebuildCommand(const std::string& powercut, const std::string& trace
                            const std::string& base, const std::string& state_id) {
   return fmt::format("{} state materialize --trace {} --base {} --state {} --out crash.img",
                      powercut, trace, base, state_id);
+}
+
+std::string ReproCommand(const std::string& powercut, const std::string& trace,
+                         const std::string& state_id, const std::string& repro_args) {
+  return fmt::format("{} repro {} --trace {}{} --recheck", powercut, state_id, trace, repro_args);
 }
 
 absl::StatusOr<CheckReport> RunCheck(const CheckOptions& options) {

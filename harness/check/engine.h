@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "harness/check/oracle.h"
+#include "harness/check/set_member.h"
 #include "harness/check/state_judge.h"
 #include "harness/fs/file_system.h"
 #include "harness/state/cache_model.h"
@@ -45,6 +46,9 @@ struct CheckOptions {
   // (harness/check/disk_set_check.h, or `judges`' CheckSet); `fs` and `without_mount` apply to
   // one disk only.
   std::vector<FsKind> disk_fs;
+  // How the reports name a disk of a set: a disk, or a cluster's node (`--nodes N`: node K's disk
+  // is disk K).
+  SetMember set_member = SetMember::kDisk;
   // Resolved by RunCheck from the manifest (callers leave it): where the disks lie, and each
   // disk's sectors as recorded (what a judge's guest is shown).
   DiskLayout disks;
@@ -67,6 +71,11 @@ struct CheckOptions {
   std::optional<OrderSemantics> order;  // overrides the manifest (default: completion)
   size_t max_examples = 5;
   std::string powercut = "powercut";  // how rebuild commands name the binary
+  // Set: every verdict's `repro` is ReproCommand(powercut, trace_path, its id, repro_args), the
+  // command that rebuilds the state and judges it again as this check did: a cluster's
+  // (" --nodes 3 --node CMD --checker CMD ...") starts every node on its crash image. Empty: no
+  // such command (the rebuild command only).
+  std::string repro_args;
   // Optional (file systems only, e.g. `powercut run --fsck`): runs on each state's scratch copy
   // before it is mounted; a non-empty result marks the state not recoverable with that text.
   std::function<std::string(const std::string& image)> before_mount;
@@ -154,6 +163,11 @@ struct DiskSummary {
   uint64_t writes = 0;  // content-changing entries (writes and discards)
   uint64_t flushes = 0;
   uint64_t fua = 0;
+  // The log of what used the disk, kept beside the recording (a cluster node's whole log,
+  // docs/cluster.md "The nodes' logs"), and its size; "" when none was kept. Set by the caller:
+  // the engine knows only the trace.
+  std::string log;
+  uint64_t log_bytes = 0;
 };
 
 struct CheckReport {
@@ -183,7 +197,9 @@ struct CheckReport {
   std::string points;
   StateOptions states;
   std::vector<std::string> trace_notes;
-  std::vector<DiskSummary> disks;  // several disks only; empty for one
+  std::vector<DiskSummary> disks;           // several disks only; empty for one
+  SetMember set_member = SetMember::kDisk;  // how `disks` are named (CheckOptions::set_member)
+  std::string repro_args;                   // CheckOptions::repro_args
   std::vector<ModelResult> results;
   double seconds = 0;
 
@@ -227,5 +243,8 @@ bool IsBrokenChecker(const absl::Status& status);
 // The command that rebuilds one crash state's image (Verdict::rebuild).
 std::string RebuildCommand(const std::string& powercut, const std::string& trace,
                            const std::string& base, const std::string& state_id);
+// `powercut repro <id> --trace <trace><repro_args> --recheck` (Verdict::repro; CheckOptions).
+std::string ReproCommand(const std::string& powercut, const std::string& trace,
+                         const std::string& state_id, const std::string& repro_args);
 
 }  // namespace powercut::harness

@@ -169,11 +169,15 @@ absl::StatusOr<Verdict> ModelRun::Judge(const CrashState& state, CheckWorker& w,
   }
   const Trace& trace = context_.index.trace();
   if (trace.disks > 1) {
-    v.dropped_per_disk.assign(trace.disks, 0);
-    for (uint64_t e : v.dropped) ++v.dropped_per_disk[trace.entries[e].disk];
+    v.dropped_per_disk.assign(trace.disks, {});
+    for (uint64_t e : v.dropped) v.dropped_per_disk[trace.entries[e].disk].push_back(e);
     if (state.torn_entry) v.torn_disk = trace.entries[*state.torn_entry].disk + 1;
+    v.member = o.set_member;
   }
   v.rebuild = RebuildCommand(o.powercut, o.trace_path, context_.base, v.state_id);
+  if (!o.repro_args.empty()) {
+    v.repro = ReproCommand(o.powercut, o.trace_path, v.state_id, o.repro_args);
+  }
   return v;
 }
 

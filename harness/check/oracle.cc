@@ -177,23 +177,31 @@ std::string Verdict::Describe() const {
   if (!torn_unacked.empty()) {
     what.push_back(fmt::format("torn tail (never acked) [{}]", fmt::join(torn_unacked, " ")));
   }
+  const char* word = SetMemberName(member);
   std::string torn =
       torn_entry
           ? fmt::format("; torn entry {}{} units {}", *torn_entry,
-                        torn_disk != 0 ? fmt::format(" (disk {})", torn_disk) : "", torn_units)
+                        torn_disk != 0 ? fmt::format(" ({} {})", word, torn_disk) : std::string(),
+                        torn_units)
           : std::string();
   if (!dropped_per_disk.empty()) {
+    // Each disk's (node's) own dropped writes: which drive lost what at the one instant.
     std::vector<std::string> per_disk;
     for (size_t d = 0; d < dropped_per_disk.size(); ++d) {
-      per_disk.push_back(fmt::format("disk {}: {}", d + 1, dropped_per_disk[d]));
+      const std::vector<uint64_t>& entries = dropped_per_disk[d];
+      per_disk.push_back(entries.empty() ? fmt::format("{} {}: 0", word, d + 1)
+                                         : fmt::format("{} {}: {} [{}]", word, d + 1,
+                                                       entries.size(), fmt::join(entries, " ")));
     }
-    torn = fmt::format(" (dropped per disk: {}){}", fmt::join(per_disk, ", "), torn);
+    torn = fmt::format(" (dropped per {}: {}){}", word, fmt::join(per_disk, ", "), torn);
   }
-  return fmt::format(
-      "state {}: {} (crash after entry {}, cache {}; dropped entries [{}]{}); "
-      "rebuild: {}",
-      state_id, fmt::join(what, "; "), static_cast<int64_t>(point) - 1, cache,
-      fmt::join(dropped, " "), torn, rebuild);
+  // A cluster's cut is one instant on every node's disk (the trace's one clock).
+  const std::string instant =
+      member == SetMember::kNode && !dropped_per_disk.empty()
+          ? fmt::format("every node cut at once after entry {}", static_cast<int64_t>(point) - 1)
+          : fmt::format("crash after entry {}", static_cast<int64_t>(point) - 1);
+  return fmt::format("state {}: {} ({}, cache {}; dropped entries [{}]{}); rebuild: {}", state_id,
+                     fmt::join(what, "; "), instant, cache, fmt::join(dropped, " "), torn, rebuild);
 }
 
 }  // namespace powercut::harness

@@ -26,6 +26,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "harness/check/boot_recovery.h"
 #include "harness/check/checker.h"
+#include "harness/check/set_member.h"
 #include "harness/state/cache_model.h"
 
 namespace powercut::harness {
@@ -51,13 +52,19 @@ struct Verdict {
   std::string mount_error;  // non-empty when the image could not be mounted/checked
   std::string stderr_tail;
   std::vector<uint64_t> dropped;  // volatile entries not on the media
-  // Several disks: dropped writes per disk, and the torn write's disk (1-based; 0: none or one
-  // disk).
-  std::vector<uint64_t> dropped_per_disk;
+  // Several disks: the dropped writes (entries) of each disk, and the torn write's disk (1-based;
+  // 0: none or one disk). `member` says how reports name a disk of the set ("node 2" for a
+  // cluster's).
+  std::vector<std::vector<uint64_t>> dropped_per_disk;
   uint32_t torn_disk = 0;
+  SetMember member = SetMember::kDisk;
   std::optional<uint64_t> torn_entry;
   std::string torn_units;
   std::string rebuild;  // the command that rebuilds this image
+  // The command that rebuilds it and judges it again as the check did (`powercut repro ...
+  // --recheck`; a cluster's starts every node on its crash image), "" when the check was given
+  // none (harness/check/engine.h, CheckOptions::repro_args).
+  std::string repro;
   // Non-empty: the checker's output is not the protocol (the line, quoted) or the checker cannot
   // start; the state could not be checked. Not a violation: nothing is known about the image.
   std::string could_not_check;

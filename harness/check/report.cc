@@ -33,26 +33,20 @@ nlohmann::json VerdictJson(const Verdict& v) {
   if (!v.could_not_check.empty()) j["could_not_check"] = v.could_not_check;
   if (!v.unavailable.empty()) j["unavailable"] = v.unavailable;
   if (v.torn_entry) j["torn"] = {{"entry", *v.torn_entry}, {"units", v.torn_units}};
-  if (!v.dropped_per_disk.empty()) j["dropped_per_disk"] = v.dropped_per_disk;
-  if (v.torn_disk != 0) j["torn"]["disk"] = v.torn_disk;
-  if (!v.stderr_tail.empty()) j["checker_stderr_tail"] = v.stderr_tail;
-  return j;
-}
-
-// Several disks: each disk's file system and what the trace did to it; null for one disk.
-nlohmann::json DisksJson(const CheckReport& r) {
-  if (r.disks.empty()) return nullptr;
-  nlohmann::json disks = nlohmann::json::array();
-  for (size_t d = 0; d < r.disks.size(); ++d) {
-    const DiskSummary& s = r.disks[d];
-    disks.push_back({{"disk", d + 1},
-                     {"fs", s.fs},
-                     {"bytes", s.bytes},
-                     {"writes", s.writes},
-                     {"flushes", s.flushes},
-                     {"fua", s.fua}});
+  if (!v.dropped_per_disk.empty()) {
+    // Per disk (per node for a cluster): how many writes it dropped, and which.
+    const std::string word = SetMemberName(v.member);
+    nlohmann::json counts = nlohmann::json::array();
+    for (const std::vector<uint64_t>& entries : v.dropped_per_disk) {
+      counts.push_back(entries.size());
+    }
+    j["dropped_per_" + word] = counts;
+    j["dropped_entries_per_" + word] = v.dropped_per_disk;
   }
-  return disks;
+  if (v.torn_disk != 0) j["torn"][SetMemberName(v.member)] = v.torn_disk;
+  if (!v.stderr_tail.empty()) j["checker_stderr_tail"] = v.stderr_tail;
+  if (!v.repro.empty()) j["repro"] = v.repro;
+  return j;
 }
 
 // One model's result: its counts, its loss, and the verdicts that stand for it.
@@ -149,6 +143,47 @@ nlohmann::json ParametersJson(const CheckReport& r) {
 
 }  // namespace
 
+nlohmann::json DiskSummariesToJson(const std::vector<DiskSummary>& disks, SetMember member) {
+  if (disks.empty()) return nullptr;
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t d = 0; d < disks.size(); ++d) {
+    const DiskSummary& s = disks[d];
+    nlohmann::json j = {{SetMemberName(member), d + 1}, {"fs", s.fs},           {"bytes", s.bytes},
+                        {"writes", s.writes},           {"flushes", s.flushes}, {"fua", s.fua}};
+    if (!s.log.empty()) {
+      j["log"] = s.log;
+      j["log_bytes"] = s.log_bytes;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<DiskSummary>> DiskSummariesFromJson(const nlohmann::json& j,
+                                                               SetMember member) {
+  std::vector<DiskSummary> disks;
+  if (j.is_null()) return disks;
+  try {
+    for (const nlohmann::json& d : j) {
+      if (d.at(SetMemberName(member)).get<size_t>() != disks.size() + 1) {
+        return absl::InvalidArgumentError(fmt::format("{}: {} {} is out of order",
+                                                      SetMembersName(member), SetMemberName(member),
+                                                      d.at(SetMemberName(member)).dump()));
+      }
+      disks.push_back({.fs = d.at("fs").get<std::string>(),
+                       .bytes = d.value("bytes", uint64_t{0}),
+                       .writes = d.at("writes").get<uint64_t>(),
+                       .flushes = d.at("flushes").get<uint64_t>(),
+                       .fua = d.at("fua").get<uint64_t>(),
+                       .log = d.value("log", ""),
+                       .log_bytes = d.value("log_bytes", uint64_t{0})});
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}", SetMembersName(member), e.what()));
+  }
+  return disks;
+}
+
 std::string StatesText(const ModelResult& m) {
   if (m.stopped == StopReason::kNone) return std::to_string(m.states);
   return fmt::format("{}of{}{}", m.states, m.states_planned,
@@ -191,10 +226,15 @@ std::string StatesLegend(const std::vector<ModelResult>& results) {
 nlohmann::json ReportToJson(const CheckReport& r) {
   nlohmann::json results = nlohmann::json::array();
   for (const ModelResult& m : r.results) results.push_back(ModelResultJson(m));
-  return {
-      {"schema", "powercut-report/1"}, {"trace", TraceJson(r)}, {"parameters", ParametersJson(r)},
-      {"disks", DisksJson(r)},         {"results", results},    {"passed", r.passed()},
-      {"complete", r.complete()},      {"seconds", r.seconds}};
+  // A cluster's disks are its nodes: `nodes` with `node` K (docs/report.md).
+  return {{"schema", "powercut-report/1"},
+          {"trace", TraceJson(r)},
+          {"parameters", ParametersJson(r)},
+          {SetMembersName(r.set_member), DiskSummariesToJson(r.disks, r.set_member)},
+          {"results", results},
+          {"passed", r.passed()},
+          {"complete", r.complete()},
+          {"seconds", r.seconds}};
 }
 
 std::string ReportToJunit(const CheckReport& r) {
@@ -268,11 +308,27 @@ std::string ReportToJunit(const CheckReport& r) {
                   m.lost_acks_exact() ? "" : " (a lower bound: the budget ran out)");
     xml += fmt::format(
         ">\n      <failure message=\"{}\" type=\"crash-consistency\">{}\nrebuild: "
-        "{}</failure>\n    </testcase>\n",
-        XmlEscape(message), XmlEscape(v.Describe()), XmlEscape(v.rebuild));
+        "{}{}</failure>\n    </testcase>\n",
+        XmlEscape(message), XmlEscape(v.Describe()), XmlEscape(v.rebuild),
+        v.repro.empty() ? "" : "\nreproduce: " + XmlEscape(v.repro));
   }
   xml += "  </testsuite>\n</testsuites>\n";
   return xml;
+}
+
+std::string DisksText(const std::vector<DiskSummary>& disks, SetMember member) {
+  std::string out;
+  for (size_t d = 0; d < disks.size(); ++d) {
+    const DiskSummary& s = disks[d];
+    constexpr uint64_t kMiB = uint64_t{1} << 20;
+    const std::string size = s.bytes % kMiB == 0 ? fmt::format("{} MiB", s.bytes / kMiB)
+                                                 : fmt::format("{} bytes", s.bytes);
+    out += fmt::format("{} {} ({}, {}): {} writes, {} flushes, {} FUA", SetMemberName(member),
+                       d + 1, s.fs, size, s.writes, s.flushes, s.fua);
+    if (!s.log.empty()) out += fmt::format("; its log: {} ({} bytes)", s.log, s.log_bytes);
+    out += "\n";
+  }
+  return out;
 }
 
 std::string ReportSummaryTable(const CheckReport& r) {
@@ -289,6 +345,7 @@ std::string ReportSummaryTable(const CheckReport& r) {
   if (!r.check_method.empty()) out += "; states read by " + r.check_method;
   if (!r.check_kernel.empty()) out += " on kernel " + r.check_kernel;
   out += "\n";
+  out += DisksText(r.disks, r.set_member);
   for (const auto& n : r.trace_notes) out += "note: " + n + "\n";
   out += fmt::format("{:<24} {:<10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>9} {:>9} {:>9} {:>8}  {}\n",
                      "workload", "cache", "points", "states", "checked", "dedup", "violating",
@@ -303,7 +360,12 @@ std::string ReportSummaryTable(const CheckReport& r) {
   if (std::string legend = StatesLegend(r.results); !legend.empty()) out += legend + "\n";
   for (const ModelResult& m : r.results) {
     for (const auto& n : m.notes) out += fmt::format("note ({}): {}\n", m.model.Code(), n);
-    if (m.first_violation) out += fmt::format("{}\n", m.first_violation->Describe());
+    if (m.first_violation) {
+      out += fmt::format("{}\n", m.first_violation->Describe());
+      if (!m.first_violation->repro.empty()) {
+        out += fmt::format("  reproduce it: {}\n", m.first_violation->repro);
+      }
+    }
     if (m.first_fs_unrecoverable && !r.fs_failures_are_violations) {
       out += fmt::format(
           "file system ({}): {} of {} states could not be brought back by the file system's own "
@@ -333,6 +395,9 @@ std::string ReportSummaryTable(const CheckReport& r) {
           out += fmt::format("    {}\n", std::string_view(tail).substr(start, nl - start));
           start = nl + 1;
         }
+      }
+      if (!m.first_unavailable->repro.empty()) {
+        out += fmt::format("  reproduce it: {}\n", m.first_unavailable->repro);
       }
     }
     if (m.could_not_check > 0) {

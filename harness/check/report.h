@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "harness/check/engine.h"
 #include "nlohmann/json.hpp"
 
@@ -15,6 +16,16 @@ namespace powercut::harness {
 nlohmann::json ReportToJson(const CheckReport& report);
 std::string ReportToJunit(const CheckReport& report);
 std::string ReportSummaryTable(const CheckReport& report);
+
+// Several disks (a cluster's nodes): each one's file system, size, writes, flushes and FUA writes,
+// and its log where one was kept. The JSON is an array of {disk (or node): K, fs, bytes, writes,
+// flushes, fua, log?, log_bytes?}, null for no disks; FromJson reads it back (an error names what
+// is wrong). The text is one line a disk ("node 2 (ext4, 512 MiB): 40 writes, 12 flushes, 0
+// FUA", sizes in MiB where whole), "" for none.
+nlohmann::json DiskSummariesToJson(const std::vector<DiskSummary>& disks, SetMember member);
+absl::StatusOr<std::vector<DiskSummary>> DiskSummariesFromJson(const nlohmann::json& j,
+                                                               SetMember member);
+std::string DisksText(const std::vector<DiskSummary>& disks, SetMember member);
 
 // A model's states for the tables: "N" when every planned state was judged, "NofM*" when it
 // stopped at its first violation after N of M, "NofM~" when the budget ran out.

@@ -43,7 +43,8 @@ std::vector<std::pair<std::string, std::string>> ClientEnvironment(uint32_t node
   return {{"POWERCUT_NODES", std::to_string(nodes)}, {"POWERCUT_NODE_ADDRS", NodeAddresses(nodes)}};
 }
 
-ClusterCommands WrapForCluster(const ClusterSpec& spec, const std::string& launcher) {
+ClusterCommands WrapForCluster(const ClusterSpec& spec, const std::string& launcher,
+                               const std::string& keep_logs) {
   const std::string common = fmt::format("{} --nodes {} --node {}", ShellQuote(launcher),
                                          spec.nodes, ShellQuote(spec.node_command));
   std::string cut;
@@ -56,9 +57,17 @@ ClusterCommands WrapForCluster(const ClusterSpec& spec, const std::string& launc
   }
   return {
       .workload = fmt::format("{} --mode workload{} -- {}", common, cut, ShellQuote(spec.workload)),
-      .checker = fmt::format("{} --mode check --timeout {:g} -- {}", common, spec.checker_timeout_s,
-                             ShellQuote(spec.checker)),
+      .checker =
+          fmt::format("{} --mode check --timeout {:g}{} -- {}", common, spec.checker_timeout_s,
+                      keep_logs.empty() ? std::string() : " --keep-logs " + ShellQuote(keep_logs),
+                      ShellQuote(spec.checker)),
   };
+}
+
+std::string ReproArgs(const ClusterSpec& spec) {
+  return fmt::format(" --nodes {} --node {} --checker {} --checker-timeout {:g}", spec.nodes,
+                     ShellQuote(spec.node_command), ShellQuote(spec.checker),
+                     spec.checker_timeout_s);
 }
 
 }  // namespace powercut::cluster

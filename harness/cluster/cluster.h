@@ -63,7 +63,14 @@ struct ClusterSpec {
   // runs `node_cut->checker` (the user's checker) against the live cluster at the end.
   std::optional<NodeCutPlan> node_cut;
 };
-ClusterCommands WrapForCluster(const ClusterSpec& spec, const std::string& launcher);
+// `keep_logs`, when set, is the checker's `--keep-logs DIR`: the nodes' logs of that check stay
+// there (`powercut repro` of a cluster state).
+ClusterCommands WrapForCluster(const ClusterSpec& spec, const std::string& launcher,
+                               const std::string& keep_logs = "");
+// The arguments of `powercut repro` that judge a crash state of this cluster as the run did:
+// " --nodes N --node CMD --checker CMD --checker-timeout S" (the user's commands: repro wraps them
+// itself, so the command starts every node on its crash image).
+std::string ReproArgs(const ClusterSpec& spec);
 // The wrapped checker's own time on top of the user's checker: starting and killing the nodes.
 inline constexpr double kLauncherSlackSeconds = 15;
 

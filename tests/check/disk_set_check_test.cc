@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/check/engine.h"
@@ -119,11 +120,62 @@ TEST_F(DiskSetCheck, UnflushedDataOnTheSecondDiskLosesUnderOnOnly) {
   ASSERT_TRUE(on.first_violation);
   // The verdict says which disk's writes were dropped: disk 2's.
   ASSERT_EQ(on.first_violation->dropped_per_disk.size(), 2u);
-  EXPECT_EQ(on.first_violation->dropped_per_disk[0], 0u);
-  EXPECT_GT(on.first_violation->dropped_per_disk[1], 0u);
-  EXPECT_THAT(on.first_violation->Describe(), HasSubstr("dropped per disk: disk 1: 0, disk 2:"));
+  EXPECT_TRUE(on.first_violation->dropped_per_disk[0].empty());
+  ASSERT_FALSE(on.first_violation->dropped_per_disk[1].empty());
+  // Disk 2's dropped writes by entry: "disk 2: 1 [5]".
+  EXPECT_THAT(on.first_violation->Describe(),
+              HasSubstr(fmt::format("dropped per disk: disk 1: 0, disk 2: {} [{}",
+                                    on.first_violation->dropped_per_disk[1].size(),
+                                    on.first_violation->dropped_per_disk[1][0])));
   const nlohmann::json j = ReportToJson(r);
   EXPECT_EQ(j["disks"].size(), 2u);
+  EXPECT_FALSE(j.contains("nodes"));
+  const nlohmann::json& first = j["results"][1]["first_violation"];
+  EXPECT_EQ(first["dropped_per_disk"][0], 0);
+  EXPECT_EQ(first["dropped_entries_per_disk"][1][0], on.first_violation->dropped_per_disk[1][0]);
+  EXPECT_THAT(DisksText(r.disks, r.set_member), HasSubstr("disk 2 (raw, 8192 bytes): 3 writes"));
+}
+
+TEST_F(DiskSetCheck, AClustersDisksAreNamedByNodeInTextAndJson) {
+  // The same set as a cluster's two nodes (`--nodes 2`: node K's disk is disk K).
+  CheckOptions o;
+  o.trace_path = Record(Program::kDirectData);
+  o.checker = kChecker;
+  o.workers = 2;
+  o.work_dir = dir_.File("work");
+  o.models = {*ParseCacheModel("on")};
+  o.set_member = SetMember::kNode;
+  auto r = RunCheck(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->results[0].first_violation);
+  const Verdict& v = *r->results[0].first_violation;
+  const std::string text = v.Describe();
+  EXPECT_THAT(text, HasSubstr("every node cut at once after entry"));
+  EXPECT_THAT(text, HasSubstr("dropped per node: node 1: 0, node 2: "));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("disk 2")));
+  const nlohmann::json j = ReportToJson(*r);
+  EXPECT_FALSE(j.contains("disks"));
+  ASSERT_EQ(j["nodes"].size(), 2u);
+  EXPECT_EQ(j["nodes"][1]["node"], 2);
+  EXPECT_EQ(j["nodes"][1]["writes"], 3);
+  const nlohmann::json& first = j["results"][0]["first_violation"];
+  EXPECT_EQ(first["dropped_per_node"][1], v.dropped_per_disk[1].size());
+  EXPECT_EQ(first["dropped_entries_per_node"][1], v.dropped_per_disk[1]);
+  EXPECT_FALSE(first.contains("dropped_per_disk"));
+  const std::string table = ReportSummaryTable(*r);
+  EXPECT_THAT(table, HasSubstr("node 1 (raw, 8192 bytes): 3 writes, 3 flushes, 0 FUA"));
+  EXPECT_THAT(ReportToJunit(*r), HasSubstr("dropped per node"));
+  // The summaries read back, log and all.
+  r->disks[1].log = "/kept/node-2.log";
+  r->disks[1].log_bytes = 12;
+  auto back =
+      DiskSummariesFromJson(DiskSummariesToJson(r->disks, SetMember::kNode), SetMember::kNode);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_EQ((*back)[1].log, "/kept/node-2.log");
+  EXPECT_EQ((*back)[1].log_bytes, 12u);
+  EXPECT_EQ((*back)[0].writes, 3u);
+  EXPECT_FALSE(DiskSummariesFromJson(j["nodes"], SetMember::kDisk).ok());  // no "disk" keys
 }
 
 TEST_F(DiskSetCheck, DataNeverSyncedOnTheSecondDiskLosesUnderEveryModel) {

@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "harness/check/checker.h"
 #include "harness/cluster/cluster.h"
+#include "harness/cluster/node_logs.h"
 
 namespace powercut::cluster {
 namespace {
@@ -184,6 +185,94 @@ TEST_F(LauncherTest, CheckModePassesTheCheckersLinesThrough) {
       2, {}, &out);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(out, "have 1\nhave 2\n");
+  ExpectNothingLeft();
+}
+
+TEST_F(LauncherTest, EachNodesWholeLogComesBackFromTheWorkloadsOutputIntoAFileOfItsOwn) {
+  // Each node writes many lines (more than the 12 quoted on an error) to stdout and stderr; the
+  // workload writes its own line to $POWERCUT_OUTPUT first, as a workload may.
+  const std::string node_command =
+      "i=0; while [ $i -lt 40 ]; do echo \"node $POWERCUT_NODE line $i\"; i=$((i + 1)); done; "
+      "echo \"node $POWERCUT_NODE on stderr\" >&2; touch $POWERCUT_NODE_DIR/up; exec sleep 1000";
+  const std::string client = fmt::format(
+      "for d in {} {} {}; do until [ -e $d/up ]; do sleep 0.05; done; done; "
+      "echo 'the workload own line' >> $POWERCUT_OUTPUT",
+      dirs_[0], dirs_[1], dirs_[2]);
+  const std::string output = root_.path() + "/output.txt";
+  CommandResult r =
+      Launch({"--mode", "workload", "--nodes", "3", "--node", node_command, "--", client}, 3,
+             {{"POWERCUT_OUTPUT", output}});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string kept = root_.path() + "/kept";
+  fs::create_directories(kept);
+  auto logs = SplitNodeLogs(output, kept, 3);
+  ASSERT_TRUE(logs.ok()) << logs.status();
+  ASSERT_EQ(logs->size(), 3u) << ReadFile(output);
+  for (uint32_t node = 1; node <= 3; ++node) {
+    const NodeLog& log = (*logs)[node - 1];
+    EXPECT_EQ(log.node, node);
+    EXPECT_EQ(log.path, NodeLogPath(kept, node));
+    EXPECT_EQ(log.left_out, 0u);
+    const std::string text = ReadFile(log.path);
+    EXPECT_EQ(log.bytes, text.size());
+    // The whole log, in order, and nothing of another node's or the workload's.
+    EXPECT_THAT(text, HasSubstr(fmt::format("node {} line 0\n", node)));
+    EXPECT_THAT(text, HasSubstr(fmt::format("node {} line 39\n", node)));
+    EXPECT_THAT(text, HasSubstr(fmt::format("node {} on stderr\n", node)));
+    EXPECT_THAT(text, Not(HasSubstr("the workload own line")));
+    EXPECT_THAT(text, Not(HasSubstr("===")));
+    for (uint32_t other = 1; other <= 3; ++other) {
+      if (other != node) EXPECT_THAT(text, Not(HasSubstr(fmt::format("node {} ", other))));
+    }
+  }
+  ExpectNothingLeft();
+}
+
+TEST(NodeLogs, ALongLogKeepsItsFirstAndLastBytesAndSaysWhatItLeftOut) {
+  testing::TempDir dir;
+  const std::string output = dir.path() + "/output.txt";
+  {
+    std::ofstream out(output);
+    out << "the workload's own output\n=== node 1 (127.0.0.11): /tmp/x/node-1.log\n";
+    for (int i = 0; i < 1000; ++i) out << fmt::format("line {:04}\n", i);  // 10 bytes a line
+    out << "=== node 2 (127.0.0.12): /tmp/x/node-2.log\nshort\n";
+    // Node 3's header is missing (the launcher could not start it): no file for it, and a
+    // header out of order is a line of node 2's log.
+    out << "=== node 1 (127.0.0.11): again\n";
+  }
+  auto logs = SplitNodeLogs(output, dir.path(), 3, /*cap_bytes=*/400);
+  ASSERT_TRUE(logs.ok()) << logs.status();
+  ASSERT_EQ(logs->size(), 2u);
+  const std::string one = ReadFile((*logs)[0].path);
+  EXPECT_EQ((*logs)[0].left_out, 10000u - 100 - 300);
+  EXPECT_TRUE(one.starts_with("line 0000\n")) << one;  // the first quarter: 10 lines
+  EXPECT_THAT(one, HasSubstr("line 0009\n[powercut: 9600 bytes of node 1's log left out here"));
+  EXPECT_TRUE(one.ends_with("line 0999\n")) << one;  // the last three quarters: 30 lines
+  EXPECT_THAT(one, HasSubstr("left out here; the kept log holds its first and its last bytes, "
+                             "at most 400 in all]\nline 0970\n"));
+  EXPECT_EQ(ReadFile((*logs)[1].path), "short\n=== node 1 (127.0.0.11): again\n");
+  EXPECT_FALSE(fs::exists(NodeLogPath(dir.path(), 3)));
+  // No output file (a recording that never started the nodes): no logs, no error.
+  auto none = SplitNodeLogs(dir.path() + "/missing.txt", dir.path(), 3);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_F(LauncherTest, CheckModeKeepsTheNodesLogsWhereAsked) {
+  const std::string logs = root_.path() + "/logs";
+  // The client runs in the logs' folder: it waits for both nodes' lines.
+  const std::string client =
+      "until grep -q up node-1.log && grep -q up node-2.log; do sleep 0.05; done; echo have 1";
+  std::string out;
+  CommandResult r =
+      Launch({"--mode", "check", "--nodes", "2", "--node",
+              "echo \"node $POWERCUT_NODE up on $POWERCUT_NODE_ADDR\"; exec sleep 1000",
+              "--timeout", "30", "--keep-logs", logs, "--", client},
+             2, {}, &out);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(out, "have 1\n");
+  EXPECT_EQ(ReadFile(logs + "/node-1.log"), "node 1 up on 127.0.0.11\n");
+  EXPECT_EQ(ReadFile(logs + "/node-2.log"), "node 2 up on 127.0.0.12\n");
   ExpectNothingLeft();
 }
 

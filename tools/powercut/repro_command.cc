@@ -36,6 +36,13 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
   r->add_flag("--no-shrink", a->no_shrink, "bundle the state as it is");
   r->add_flag("--recheck", a->recheck, "only rebuild and check the state (no bundle, no shrink)");
   r->add_option("--checker-timeout", a->o.checker_timeout_s, "seconds per checker run");
+  r->add_option("--nodes", a->o.cluster.nodes,
+                "a cluster's state (docs/cluster.md): start this many nodes, each on its own "
+                "disk's crash image, before the checker (as `run --nodes` did)");
+  r->add_option("--node", a->o.cluster.node_command, "with --nodes: the run's node command");
+  r->add_option("--keep-logs", a->o.keep_logs,
+                "with --nodes: keep the nodes' logs of the original and the minimal state in "
+                "DIR/<state id>/node-K.log");
   AddKernelOption(r, &a->o.kernel);
   AddCheckInOption(r, &a->check_in);
   r->callback([=] {
@@ -46,6 +53,30 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
     if (!a->recheck && o.bundle.empty()) {
       *exit_code = CouldNotRun("repro: pass --bundle DIR (or --recheck to only re-check)");
       return;
+    }
+    if (o.cluster.nodes == 0 && (!o.cluster.node_command.empty() || !o.keep_logs.empty())) {
+      *exit_code = CouldNotRun(
+          "repro: --node and --keep-logs are for a cluster's state: give --nodes N as well");
+      return;
+    }
+    if (o.cluster.nodes > 0) {
+      // The launcher starts every node on its crash image around the user's checker
+      // (harness/product/repro/repro.h); its states are judged on this host's loop mounts.
+      auto launcher = product::FindClusterLauncher(o.powercut);
+      if (!launcher.ok()) {
+        *exit_code = CouldNotRun(std::string(launcher.status().message()));
+        return;
+      }
+      o.launcher = *launcher;
+      o.cluster.checker_timeout_s = o.checker_timeout_s;
+      if (a->check_in == "guest" || !product::MayLoopMount()) {
+        *exit_code = CouldNotRun(
+            "repro --nodes: a cluster's state is judged on this host's loop mounts, every node "
+            "started here with its log kept, which needs root (CAP_SYS_ADMIN and "
+            "/dev/loop-control); judging it in a guest (--check-in guest) is not built for repro "
+            "yet (docs/cluster.md, \"Reproducing a state\")");
+        return;
+      }
     }
     auto judging =
         product::JudgeTrace(a->check_in, o.fs, o.powercut, o.kernel, o.trace, o.checker,
@@ -70,6 +101,9 @@ void AddReproCommand(CLI::App& app, int* exit_code) {
     if (!o.kernel.empty() && !o.judges) {
       // Said, not silently dropped: the state was judged by the host's kernel.
       std::printf("note: --kernel is for checks in a guest; this state was checked on the host\n");
+    }
+    for (const std::string& logs : result->node_logs) {
+      std::printf("the nodes' logs: %s\n", logs.c_str());
     }
     if (!o.bundle.empty()) std::printf("bundle: %s (see README.md)\n", o.bundle.c_str());
     *exit_code = result->violates ? 1 : 0;

@@ -91,7 +91,8 @@ nlohmann::json ModelToJson(const CellResult& c, const CellModel& m) {
           {"unavailable_stderr", m.unavailable_stderr},
           {"summary", m.summary},
           {"why", m.why},
-          {"rebuild", m.rebuild}};
+          {"rebuild", m.rebuild},
+          {"repro", m.repro}};
 }
 
 // The inverse of ModelToJson; throws nlohmann::json::exception on a missing or mistyped field.
@@ -108,6 +109,7 @@ CellModel ModelFromJson(const nlohmann::json& r) {
               .summary = r.value("summary", ""),
               .why = r.value("why", ""),
               .rebuild = r.value("rebuild", ""),
+              .repro = r.value("repro", ""),
               .could_not_check = r.value("could_not_check", uint64_t{0}),
               .fs_summary = r.value("fs_summary", ""),
               .fs_repair_steps = r.value("fs_repair_steps", ""),
@@ -177,6 +179,9 @@ nlohmann::json CellToJson(const CellResult& c) {
     j["error_kind"] = RunErrorName(c.error_kind);
     j["error"] = c.error;
   }
+  if (!c.disks.empty()) {
+    j[harness::SetMembersName(c.set_member)] = harness::DiskSummariesToJson(c.disks, c.set_member);
+  }
   j["timeline"] = c.timeline ? TimelineToJson(*c.timeline) : nlohmann::json(nullptr);
   if (c.live_cuts) j["live_cuts"] = LiveCutsToJson(*c.live_cuts);
   if (c.node_cuts) j["node_cuts"] = NodeCutsToJson(*c.node_cuts);
@@ -221,6 +226,12 @@ absl::StatusOr<CellResult> CellFromJson(const nlohmann::json& j) {
     c.check_kernel = j.value("check_kernel", "");
     c.notes = j.value("notes", std::vector<std::string>{});
     c.recording = j.value("recording", "");
+    for (harness::SetMember member : {harness::SetMember::kDisk, harness::SetMember::kNode}) {
+      if (!j.contains(harness::SetMembersName(member))) continue;
+      ASSIGN_OR_RETURN(
+          c.disks, harness::DiskSummariesFromJson(j.at(harness::SetMembersName(member)), member));
+      c.set_member = member;
+    }
     if (j.contains("live_cuts")) c.live_cuts = LiveCutsFromJson(j.at("live_cuts"));
     if (j.contains("node_cuts")) c.node_cuts = NodeCutsFromJson(j.at("node_cuts"));
     if (j.contains("flakey")) {

@@ -237,6 +237,8 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
   }
   cell->check_method = o.report->check_method;
   cell->check_kernel = o.report->check_kernel;
+  cell->disks = o.report->disks;
+  cell->set_member = o.report->set_member;
   for (const auto& m : o.report->results) {
     CellModel cm{.cache = m.model.Name(),
                  .kind = ModelKindOf(m.model),
@@ -255,6 +257,7 @@ void FillCell(const RunOutcome& o, CellResult* cell) {
       cm.summary = m.first_violation->Describe();
       cm.why = fmt::format("{}", fmt::join(m.first_violation->why, "; "));
       cm.rebuild = m.first_violation->rebuild;
+      cm.repro = m.first_violation->repro;
     }
     if (m.first_fs_unrecoverable) {
       cm.first_fs_unrecoverable = m.first_fs_unrecoverable->state_id;

@@ -43,6 +43,9 @@ struct CellModel {
   // gave none): `powercut fstest`'s failure class is its first word after the id.
   std::string why;
   std::string rebuild;  // the command that rebuilds the first violating state ("" when none)
+  // The command that reproduces it by judging it again (a cluster's starts every node on its crash
+  // image: harness::Verdict::repro); "" when the run has none.
+  std::string repro;
   uint64_t could_not_check = 0;  // states whose checker output was not the protocol
   std::string fs_summary;        // the first fs-unrecoverable state, described ("" when none)
   // "e2fsck -fy exit 1 (repaired); mount ok": the first repaired state's steps ("" when none).
@@ -164,6 +167,10 @@ struct CellResult {
   std::vector<CellModel> models;
   // How and by which kernel (uname -r) its crash states were judged (harness::CheckReport).
   std::string check_method, check_kernel;
+  // Several disks (a cluster's nodes: `set_member` kNode): each one's writes, flushes, FUA writes
+  // and kept log (harness::CheckReport::disks); empty for one disk. JSON `disks` or `nodes`.
+  std::vector<harness::DiskSummary> disks;
+  harness::SetMember set_member = harness::SetMember::kDisk;
   std::optional<Timeline> timeline;
   std::vector<std::string> notes;
 

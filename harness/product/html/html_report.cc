@@ -1,9 +1,12 @@
 #include "harness/product/html/html_report.h"
 
 #include <algorithm>
+#include <fstream>
 
 #include "base/xml_escape.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "harness/product/run/recordings.h"
 
 namespace powercut::product {
 namespace {
@@ -158,20 +161,103 @@ std::string FailingSectionHtml(const CellResult& c) {
   h += TimelineSvg(*c.timeline, fmt::format("timeline-{}", c.index));
   h += "<ul class=\"small\">\n";
   for (const TimelineCrash& crash : c.timeline->crashes) {
-    h += fmt::format("<li>cache {}, worst state: {}</li>\n", XmlEscape(crash.cache),
-                     XmlEscape(crash.summary));
+    h += fmt::format(
+        "<li>cache {}, worst state: {}{}</li>\n", XmlEscape(crash.cache), XmlEscape(crash.summary),
+        crash.repro.empty() ? std::string()
+                            : fmt::format("<br>reproduce it: <code class=\"repro\">{}</code>",
+                                          XmlEscape(crash.repro)));
   }
   h += "</ul></section>\n";
   return h;
+}
+
+// How many of each disk's writes `crash` dropped (`disks` of them; Timeline::disks says whose each
+// entry is).
+std::vector<size_t> DroppedOfEachDisk(const Timeline& t, const TimelineCrash& crash, size_t disks) {
+  std::vector<size_t> per_disk(std::max<size_t>(disks, 1), 0);
+  for (uint64_t e : crash.dropped) {
+    const size_t disk = e < t.disks.size() ? static_cast<size_t>(t.disks[e] - '0') : 0;
+    if (disk < per_disk.size()) ++per_disk[disk];
+  }
+  return per_disk;
+}
+
+// The last `bytes` of the file at `path`, from a line's start where one is in them; "" when it
+// cannot be read (a report merged on another machine names logs it does not have).
+std::string FileTail(const std::string& path, size_t bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const std::streamoff size = in.tellg();
+  const std::streamoff start =
+      std::max<std::streamoff>(0, size - static_cast<std::streamoff>(bytes));
+  in.seekg(start);
+  std::string text(static_cast<size_t>(size - start), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (start > 0) {
+    const size_t nl = text.find('\n');
+    if (nl != std::string::npos && nl + 1 < text.size()) text = text.substr(nl + 1);
+  }
+  return text;
+}
+
+// How much of each kept log the report embeds: its end, where a failure shows; the whole log is
+// the file it links to.
+constexpr size_t kLogTailBytes = 4096;
+
+// A set's disks (a cluster's nodes): what the trace did to each, each one's dropped writes in
+// every failing model's worst state, and its kept log (a link, and its last lines).
+std::string DisksSectionHtml(const CellResult& c) {
+  if (c.disks.empty()) return "";
+  const std::string word = harness::SetMemberName(c.set_member);
+  const std::string words = harness::SetMembersName(c.set_member);
+  std::string h = fmt::format(
+      "<section class=\"{}\" id=\"{}-{}\"><h2>{}: each {}</h2>\n<table class=\"{}\"><thead><tr>"
+      "<th>{}</th><th>fs</th><th>writes</th><th>flushes</th><th>FUA writes</th>",
+      words, words, c.index, XmlEscape(c.name), word, words, word);
+  const std::vector<TimelineCrash> crashes =
+      c.timeline ? c.timeline->crashes : std::vector<TimelineCrash>{};
+  for (const TimelineCrash& crash : crashes) {
+    h += fmt::format("<th title=\"{}\">dropped in the worst {} state</th>",
+                     XmlEscape(crash.summary), XmlEscape(crash.cache));
+  }
+  h += "<th>log</th></tr></thead><tbody>\n";
+  for (size_t d = 0; d < c.disks.size(); ++d) {
+    const harness::DiskSummary& disk = c.disks[d];
+    h += fmt::format(
+        "<tr data-{}=\"{}\"><td>{} {}</td><td>{}</td><td class=\"num\">{}</td><td "
+        "class=\"num\">{}</td><td class=\"num\">{}</td>",
+        word, d + 1, word, d + 1, XmlEscape(disk.fs), disk.writes, disk.flushes, disk.fua);
+    for (const TimelineCrash& crash : crashes) {
+      h += fmt::format("<td class=\"num\">{}</td>",
+                       DroppedOfEachDisk(*c.timeline, crash, c.disks.size())[d]);
+    }
+    if (disk.log.empty()) {
+      h += "<td class=\"small\">not kept (a passing run's recording is temporary: --keep DIR "
+           "keeps it)</td></tr>\n";
+      continue;
+    }
+    const std::string tail = FileTail(disk.log, kLogTailBytes);
+    h += fmt::format("<td class=\"log\"><a href=\"file://{}\">{}</a> ({})", XmlEscape(disk.log),
+                     XmlEscape(disk.log), FormatBytes(disk.log_bytes));
+    if (!tail.empty()) {
+      h += fmt::format(
+          "<details class=\"small\"><summary>its last lines</summary><pre>{}</pre></details>",
+          XmlEscape(tail));
+    }
+    h += "</td></tr>\n";
+  }
+  return h + "</tbody></table></section>\n";
 }
 
 // The timeline figure of one recording: a write and a flush lane per disk, the acks, and per
 // crash state its point, the acks it lost and the writes it dropped.
 class TimelineFigure {
  public:
-  explicit TimelineFigure(const Timeline& t) : t_(t) {
+  explicit TimelineFigure(const Timeline& t)
+      : t_(t), left_(t.member == harness::SetMember::kNode ? kNodeLeft : kLeft) {
     const size_t n = std::max<size_t>(t.kinds.size(), 1);
-    dx_ = (kWidth - kLeft - kRight) / static_cast<double>(n);
+    dx_ = (kWidth - left_ - kRight) / static_cast<double>(n);
     const size_t rows = std::max<size_t>(t.crashes.size(), 1);
     // One write lane and one flush lane per disk (Timeline::disks), then the acks.
     for (char d : t.disks) disks_ = std::max<size_t>(disks_, static_cast<size_t>(d - '0') + 1);
@@ -196,29 +282,40 @@ class TimelineFigure {
   }
 
  private:
-  static constexpr double kWidth = 1000, kLeft = 40, kRight = 20;
+  // A cluster's lanes say "node K write": a wider margin for the longer names.
+  static constexpr double kWidth = 1000, kLeft = 40, kNodeLeft = 76, kRight = 20;
 
   size_t DiskOf(size_t entry) const {
     return entry < t_.disks.size() ? static_cast<size_t>(t_.disks[entry] - '0') : 0;
   }
   static double WriteY(size_t disk) { return 20 + 60.0 * static_cast<double>(disk); }
-  double X(double entry) const { return kLeft + entry * dx_; }
+  double X(double entry) const { return left_ + entry * dx_; }
+  // A lane's name before "write" or "flush": "" for one disk, "d2 " for a disk of a set, "node 2 "
+  // for a cluster's.
+  std::string LaneName(size_t disk) const {
+    if (disks_ <= 1) return "";
+    return t_.member == harness::SetMember::kNode ? fmt::format("node {} ", disk + 1)
+                                                  : fmt::format("d{} ", disk + 1);
+  }
+  // Each disk's (node's) writes that `crash` dropped, counted.
+  std::vector<size_t> DroppedPerDisk(const TimelineCrash& crash) const {
+    return DroppedOfEachDisk(t_, crash, disks_);
+  }
 
   // Lanes: writes (y 20-40), flushes/FUA (50-70), acks (80-100); with several disks a write and
   // a flush lane per disk, 60 apart, above the acks.
   std::string Lanes() const {
     std::string s;
     for (size_t d = 0; d < disks_; ++d) {
-      const std::string name = disks_ > 1 ? fmt::format("{}", d + 1) : "";
       s += fmt::format(
           "<text x=\"2\" y=\"{:.0f}\" font-size=\"10\">{}write</text>"
           "<text x=\"2\" y=\"{:.0f}\" font-size=\"10\">{}flush</text>",
-          WriteY(d) + 14, disks_ > 1 ? "d" + name + " " : "", WriteY(d) + 44,
-          disks_ > 1 ? "d" + name + " " : "");
+          WriteY(d) + 14, LaneName(d), WriteY(d) + 44, LaneName(d));
     }
-    s += fmt::format("<text x=\"2\" y=\"{:.0f}\" font-size=\"10\">ack</text>\n", ack_y_ + 14);
+    s += fmt::format("<text x=\"2\" y=\"{:.0f}\" font-size=\"10\">ack{}</text>\n", ack_y_ + 14,
+                     t_.member == harness::SetMember::kNode ? " (one clock)" : "");
     s += fmt::format("<line x1=\"{}\" y1=\"{:.0f}\" x2=\"{}\" y2=\"{:.0f}\" stroke=\"#999\"/>\n",
-                     kLeft, ack_y_ + 25, kWidth - kRight, ack_y_ + 25);
+                     left_, ack_y_ + 25, kWidth - kRight, ack_y_ + 25);
     return s;
   }
 
@@ -261,12 +358,28 @@ class TimelineFigure {
     const TimelineCrash& c = t_.crashes[r];
     double y = 115 + extra_ + 26.0 * static_cast<double>(r);
     double cx = X(static_cast<double>(c.point));
+    // With several disks the cut is one instant on all of them: each one's dropped writes.
+    std::string dropped;
+    if (disks_ > 1) {
+      std::vector<std::string> per_disk;
+      const std::vector<size_t> counts = DroppedPerDisk(c);
+      for (size_t d = 0; d < counts.size(); ++d) {
+        per_disk.push_back(fmt::format("{}{}", LaneName(d), counts[d]));
+      }
+      dropped = fmt::format("; dropped {}", fmt::join(per_disk, ", "));
+    }
+    const std::string label =
+        fmt::format("crash ({}): {} lost, after entry {}{}", c.cache, c.lost.size(),
+                    static_cast<int64_t>(c.point) - 1, dropped);
+    // About 6 px a character at font-size 11: the label stays inside the figure.
+    const double label_x =
+        std::max(2.0, std::min(cx + 4, kWidth - 6.0 * static_cast<double>(label.size())));
     std::string s = fmt::format(
         "<line class=\"crash\" x1=\"{:.2f}\" y1=\"15\" x2=\"{:.2f}\" y2=\"{:.0f}\" "
         "stroke=\"#d00\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/>"
         "<text class=\"crash-label\" x=\"{:.2f}\" y=\"{:.0f}\" font-size=\"11\" fill=\"#d00\">"
-        "crash ({}): {} lost</text>\n",
-        cx, cx, y + 4, std::min(cx + 4, kWidth - 160), y + 12, XmlEscape(c.cache), c.lost.size());
+        "{}<title>{}</title></text>\n",
+        cx, cx, y + 4, label_x, y + 12, XmlEscape(label), XmlEscape(c.summary));
     for (uint64_t e : c.lost_entries) {
       s += fmt::format(
           "<circle class=\"lost\" cx=\"{:.2f}\" cy=\"{:.0f}\" r=\"{:.1f}\" "
@@ -285,6 +398,7 @@ class TimelineFigure {
   }
 
   const Timeline& t_;
+  const double left_;
   double dx_ = 0;
   size_t disks_ = 1;
   double extra_ = 0;
@@ -328,6 +442,7 @@ std::string HtmlReport(const MatrixReport& r, const std::string& title) {
   for (const CellResult& c : r.cells) {
     if (c.failed() && c.timeline) h += FailingSectionHtml(c);
   }
+  for (const CellResult& c : r.cells) h += DisksSectionHtml(c);
   for (const CellResult& c : r.cells) h += FaultDetailsHtml(c);
   h += "</body></html>\n";
   return h;

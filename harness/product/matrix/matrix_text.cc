@@ -209,13 +209,16 @@ std::string MatrixJunit(const MatrixReport& r) {
                               : fmt::format(" (a lower bound: {} of {} planned states checked, the "
                                             "worst first)",
                                             m.states, m.states_planned));
+      // A cluster's first violation comes with the command that starts its nodes on it.
+      const std::string summary =
+          m.repro.empty() ? m.summary : fmt::format("{}\nreproduce: {}", m.summary, m.repro);
       if (!c.AsExpected(m)) {
         ++failures;
         body += fmt::format("    <failure message=\"{}\">{}</failure>\n", XmlEscape(what),
-                            XmlEscape(m.summary));
+                            XmlEscape(summary));
       } else if (m.violations) {
         body += fmt::format("    <system-out>as expected: {}\n{}</system-out>\n", XmlEscape(what),
-                            XmlEscape(m.summary));
+                            XmlEscape(summary));
       }
       body += "  </testcase>\n";
       // The file system's and the system's own outcomes, apart from the program's: each its own

@@ -17,6 +17,7 @@ absl::StatusOr<Timeline> BuildTimeline(const std::string& trace_path,
   if (!file.ok()) return file.status();
   Timeline t;
   const bool several = (*file)->trace().disks > 1;
+  if (several) t.member = report.set_member;
   absl::flat_hash_map<std::string, uint64_t> ack_entry;
   for (const harness::TraceEntry& e : (*file)->trace().entries) {
     char kind = 'w';
@@ -48,7 +49,8 @@ absl::StatusOr<Timeline> BuildTimeline(const std::string& trace_path,
                     .lost = v.lost,
                     .dropped = v.dropped,
                     .torn = v.torn_entry,
-                    .summary = v.Describe()};
+                    .summary = v.Describe(),
+                    .repro = v.repro};
     for (const std::string& id : v.lost) {
       auto it = ack_entry.find(id);
       if (it != ack_entry.end()) c.lost_entries.push_back(it->second);
@@ -71,9 +73,11 @@ nlohmann::json TimelineToJson(const Timeline& t) {
                        {"dropped", c.dropped},
                        {"torn", c.torn ? nlohmann::json(*c.torn) : nlohmann::json(nullptr)},
                        {"summary", c.summary}});
+    if (!c.repro.empty()) crashes.back()["repro"] = c.repro;
   }
   nlohmann::json j = {{"kinds", t.kinds}, {"acks", acks}, {"crashes", crashes}};
   if (!t.disks.empty()) j["disks"] = t.disks;
+  if (t.member == harness::SetMember::kNode) j["member"] = harness::SetMemberName(t.member);
   return j;
 }
 
@@ -82,6 +86,9 @@ absl::StatusOr<Timeline> TimelineFromJson(const nlohmann::json& j) {
     Timeline t;
     t.kinds = j.at("kinds").get<std::string>();
     t.disks = j.value("disks", "");
+    if (j.value("member", "") == harness::SetMemberName(harness::SetMember::kNode)) {
+      t.member = harness::SetMember::kNode;
+    }
     for (const auto& a : j.at("acks")) {
       t.acks.emplace_back(a.at(0).get<uint64_t>(), a.at(1).get<std::string>());
     }
@@ -92,7 +99,8 @@ absl::StatusOr<Timeline> TimelineFromJson(const nlohmann::json& j) {
                           .lost = c.at("lost").get<std::vector<std::string>>(),
                           .lost_entries = c.at("lost_entries").get<std::vector<uint64_t>>(),
                           .dropped = c.at("dropped").get<std::vector<uint64_t>>(),
-                          .summary = c.value("summary", "")};
+                          .summary = c.value("summary", ""),
+                          .repro = c.value("repro", "")};
       if (!c.at("torn").is_null()) crash.torn = c.at("torn").get<uint64_t>();
       t.crashes.push_back(std::move(crash));
     }

@@ -29,6 +29,7 @@ struct TimelineCrash {
   std::vector<uint64_t> dropped;
   std::optional<uint64_t> torn;
   std::string summary;
+  std::string repro;  // harness::Verdict::repro ("" when the run has none)
 };
 
 struct Timeline {
@@ -36,6 +37,8 @@ struct Timeline {
   // Several disks (docs/trace.md, "Several disks on one clock"): the disk of each entry, '0' for
   // disk 1, '1' for disk 2, ... (marks '0'); empty for one disk. The HTML draws one lane per disk.
   std::string disks;
+  // How the disks are named: a cluster's are its nodes (the lanes say "node K").
+  harness::SetMember member = harness::SetMember::kDisk;
   std::vector<std::pair<uint64_t, std::string>> acks;  // (entry index, id)
   std::vector<TimelineCrash> crashes;
 };

@@ -19,6 +19,7 @@
 #include "harness/check/image_check.h"
 #include "harness/check/oracle.h"
 #include "harness/check/report.h"
+#include "harness/cluster/cluster.h"
 #include "harness/fs/fsck.h"
 #include "harness/state/cache_model.h"
 #include "harness/state/crash_state.h"
@@ -30,6 +31,13 @@ namespace powercut::product {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The cluster of `o` with its checker: ReproOptions::checker (the user's own).
+cluster::ClusterSpec ClusterOf(const ReproOptions& o) {
+  cluster::ClusterSpec spec = o.cluster;
+  spec.checker = o.checker;
+  return spec;
+}
 
 std::string Quote(const std::string& s) {
   if (s.find_first_of(" '\"$`\\|&;<>()*?!#~") == std::string::npos && !s.empty()) return s;
@@ -130,13 +138,16 @@ class StateJudge {
            view_.volatile_entries[i] != state.torn_entry;
   }
 
+  // Where a cluster state's nodes' logs are kept while it is judged (the launcher's --keep-logs).
+  std::string LogsOf(const std::string& id) const { return work_ + "/logs/" + id; }
+
   // Rebuilds `state`'s image, runs the check and judges it.
   absl::StatusOr<Judgement> Judge(const harness::CrashState& state) {
     const std::string id = Id(state);
     if (auto it = cache_.find(id); it != cache_.end()) return it->second;
     const std::string image = work_ + "/crash.img";
     if (auto s = harness::MaterializeState(o_.trace, o_.base, id, image); !s.ok()) return s;
-    absl::StatusOr<harness::ImageCheckResult> out = CheckImage(image);
+    absl::StatusOr<harness::ImageCheckResult> out = CheckImage(image, id);
     std::error_code ec;
     fs::remove(image, ec);
     if (!out.ok()) return out.status();
@@ -151,6 +162,14 @@ class StateJudge {
       v.torn_entry = state.torn_entry;
       v.torn_units = state.torn_units.Encode();
     }
+    if (disks_.several()) {
+      // Each disk's (node's) own dropped writes, as the run's report names them.
+      const harness::Trace& trace = index_.trace();
+      v.dropped_per_disk.assign(disks_.count(), {});
+      for (uint64_t e : v.dropped) v.dropped_per_disk[trace.entries[e].disk].push_back(e);
+      if (state.torn_entry) v.torn_disk = trace.entries[*state.torn_entry].disk + 1;
+      if (o_.cluster.nodes > 0) v.member = harness::SetMember::kNode;
+    }
     v.rebuild = fmt::format("{} state materialize --trace trace.log --state {} --out crash.img",
                             o_.powercut, id);
     Judgement result = std::make_pair(v.violation(), v.Describe());
@@ -158,17 +177,26 @@ class StateJudge {
     return result;
   }
 
-  // The host's check of `image`, or the guest judge's (ReproOptions::judges).
-  absl::StatusOr<harness::ImageCheckResult> CheckImage(const std::string& image) {
+  // The host's check of state `id`'s `image`, or the guest judge's (ReproOptions::judges).
+  absl::StatusOr<harness::ImageCheckResult> CheckImage(const std::string& image,
+                                                       const std::string& id) {
     if (disks_.several()) {
+      std::string checker = o_.checker;
+      double timeout = o_.checker_timeout_s;
+      if (o_.cluster.nodes > 0) {
+        // Every node started on its own disk's image, its log kept for this state.
+        checker = cluster::WrapForCluster(ClusterOf(o_), o_.launcher, LogsOf(id)).checker;
+        timeout = o_.cluster.checker_timeout_s + cluster::kLauncherSlackSeconds;
+      }
       return harness::CheckDiskSetImageFile(image, {.layout = disks_,
                                                     .fs = disk_fs_,
-                                                    .checker = o_.checker,
-                                                    .timeout_seconds = o_.checker_timeout_s,
+                                                    .checker = checker,
+                                                    .timeout_seconds = timeout,
                                                     .work_prefix = work_ + "/set"});
     }
-    if (!o_.judges || harness::FileSystemOf(o_.fs).raw())
+    if (!o_.judges || harness::FileSystemOf(o_.fs).raw()) {
       return harness::CheckImageFile(image, check_);
+    }
     if (guest_ == nullptr) {
       ASSIGN_OR_RETURN(guest_, o_.judges(0));
     }
@@ -299,18 +327,111 @@ absl::Status Shrink(StateJudge& judge, const std::vector<size_t>& elements, Repr
   return absl::OkStatus();
 }
 
+// One node's part of cluster.sh: its disk cut out of the set's image, its file system's boot
+// steps (harness/fs/file_system.h), mounted at $work/node-K.
+std::string NodeSteps(uint32_t node, const harness::DiskExtent& extent, harness::FsKind fs) {
+  const harness::FileSystem& row = harness::FileSystemOf(fs);
+  std::string steps = fmt::format(
+      "# node {}: {}, bytes {} to {} of the set's image\n"
+      "dd if=\"$work/set.img\" of=\"$work/node-{}.img\" bs=1M iflag=skip_bytes,count_bytes "
+      "skip={} count={} conv=sparse status=none\n",
+      node, row.name, extent.offset, extent.offset + extent.bytes, node, extent.offset,
+      extent.bytes);
+  for (const harness::FsStep& step : row.boot_steps) {
+    std::vector<std::string> argv;
+    for (const std::string& arg : step.argv) {
+      argv.push_back(arg == "{image}" ? fmt::format("\"$work/node-{}.img\"", node) : Quote(arg));
+    }
+    steps += fmt::format(
+        "rc=0; {} || rc=$?\ncase $rc in {}) ;; *) echo \"{} failed ($rc)\" >&2; exit 1 ;; esac\n",
+        fmt::join(argv, " "), fmt::join(step.ok_exits, "|"), step.name);
+  }
+  const std::string options = row.mount_options[0] == '\0'
+                                  ? std::string("loop")
+                                  : fmt::format("loop,{}", row.mount_options);
+  steps += fmt::format(
+      "mkdir \"$work/node-{0}\"\nmount -o {1} \"$work/node-{0}.img\" \"$work/node-{0}\"\n"
+      "mounted=\"$mounted $work/node-{0}\"\n",
+      node, options);
+  return steps;
+}
+
+// cluster.sh: the minimal state (or the one named) by hand, as root: each node's crash image
+// rebuilt and through its boot path, then every node started on it with the checker.
+std::string ClusterScript(const ReproOptions& o, const ReproResult& r,
+                          const harness::DiskLayout& layout,
+                          const std::vector<harness::FsKind>& disk_fs) {
+  std::string script = fmt::format(
+      "#!/bin/sh\n"
+      "# A cluster's crash state by hand (docs/cluster.md, \"Reproducing a state\"), as root, in "
+      "this\n"
+      "# folder: every node's disk rebuilt from the state id, taken through its file system's "
+      "boot\n"
+      "# path and mounted, then every node started on it with the checker (powercut-cluster\n"
+      "# --mode check: the nodes in a network and a process namespace of their own, killed when\n"
+      "# the checker ends). The checker's `have` lines come out here; the nodes' logs stay in\n"
+      "# logs/<state>/node-K.log. Replace the checker to look around yourself.\n"
+      "# Usage: sh cluster.sh [STATE]   (default: the minimal state, {})\n"
+      "set -eu\n"
+      "cd \"$(dirname \"$0\")\"\n"
+      "state=${{1:-{}}}\n"
+      "powercut=${{POWERCUT:-{}}}\n"
+      "launcher=${{POWERCUT_CLUSTER:-{}}}\n"
+      "work=$(mktemp -d /var/tmp/powercut-cluster-repro-XXXXXX)\n"
+      "mounted=\"\"\n"
+      "cleanup() {{ for m in $mounted; do umount \"$m\" || true; done; rm -rf \"$work\"; }}\n"
+      "trap cleanup EXIT\n"
+      "trap 'exit 130' INT TERM\n"
+      "\"$powercut\" state materialize --trace trace.log --state \"$state\" --out "
+      "\"$work/set.img\" "
+      ">/dev/null\n",
+      r.minimal_state_id, r.minimal_state_id, Quote(o.powercut), Quote(o.launcher));
+  for (uint32_t d = 0; d < layout.count(); ++d) {
+    script += NodeSteps(d + 1, layout.extents()[d], disk_fs[d]);
+  }
+  std::string dirs;
+  for (uint32_t d = 0; d < layout.count(); ++d) {
+    dirs += fmt::format("{}=\"$work/node-{}\" ", harness::DiskVariable(d, /*raw=*/false), d + 1);
+  }
+  script += fmt::format(
+      "mkdir -p \"logs/$state\"\n"
+      "rc=0\n"
+      "{}\"$launcher\" --mode check --nodes {} --node {} --timeout {:g} --keep-logs "
+      "\"logs/$state\" "
+      "-- {} || rc=$?\n"
+      "echo \"checker exit $rc; the nodes' logs: logs/$state/\" >&2\n"
+      "exit $rc\n",
+      dirs, o.cluster.nodes, Quote(o.cluster.node_command), o.cluster.checker_timeout_s,
+      Quote(o.checker));
+  return script;
+}
+
 // The bundle's README.md: what the states are and the command that re-checks the minimal one.
 std::string BundleReadme(const ReproOptions& o, const ReproResult& r) {
-  std::string recheck = fmt::format(
-      "{} repro {} --trace trace.log --checker {} --fs {}{} --recheck", o.powercut,
-      r.minimal_state_id, Quote(o.checker), harness::FsName(o.fs), o.ordered ? " --ordered" : "");
+  const bool cluster = o.cluster.nodes > 0;
+  std::string recheck =
+      cluster ? harness::ReproCommand(o.powercut, "trace.log", r.minimal_state_id,
+                                      cluster::ReproArgs(ClusterOf(o)))
+              : fmt::format("{} repro {} --trace trace.log --checker {} --fs {}{} --recheck",
+                            o.powercut, r.minimal_state_id, Quote(o.checker), harness::FsName(o.fs),
+                            o.ordered ? " --ordered" : "");
+  if (cluster) recheck += " --keep-logs logs";
+  const std::string by_hand =
+      cluster ? fmt::format(
+                    "\nThe same by hand, each step a command you can change (`cluster.sh`: every "
+                    "node's crash image rebuilt, through its boot path and mounted, then the {} "
+                    "nodes started on them with the checker by `powercut-cluster --mode check`; "
+                    "as root):\n\n```\nsh cluster.sh {}\n```\n\nThe nodes' logs of the original "
+                    "and the minimal state: `logs/<state>/node-K.log`.\n",
+                    o.cluster.nodes, r.minimal_state_id)
+              : std::string();
   return fmt::format(
       "# powercut reproducer\n\n"
       "A crash state that violates the workload's durability promise, shrunk by delta "
       "debugging.\n\n"
       "- original state: `{}`\n  - {}\n- minimal state: `{}` ({} dropped write(s){}): \n  - {}\n"
       "\nRebuild the minimal crash image and re-check it (run in this folder{}):\n\n"
-      "```\n{}\n```\n\n"
+      "```\n{}\n```\n{}\n"
       "Only the image: `{} state materialize --trace trace.log --state {} --out crash.img`\n\n"
       "Files: `trace.log` (dm-log-writes v1), `trace.log.manifest.json` (base image, hash, "
       "order), `base.img` (sparse), `state.txt` (original and minimal ids), `repro.json` (every "
@@ -318,14 +439,16 @@ std::string BundleReadme(const ReproOptions& o, const ReproResult& r) {
       r.state_id, r.verdict, r.minimal_state_id, r.minimal_dropped.size(),
       r.minimal_torn ? fmt::format(", entry {} torn", *r.minimal_torn) : std::string(),
       r.minimal_verdict,
-      harness::FileSystemOf(o.fs).raw() ? "" : "; as root: the image is loop-mounted", recheck,
-      o.powercut, r.minimal_state_id);
+      cluster || !harness::FileSystemOf(o.fs).raw() ? "; as root: the image is loop-mounted" : "",
+      recheck, by_hand, o.powercut, r.minimal_state_id);
 }
 
 // Writes the self-contained bundle (header comment in repro.h) into o.bundle.
 absl::Status WriteBundle(const ReproOptions& o, const ReproResult& r, const harness::Trace& trace,
                          const std::string& base,
-                         const std::optional<harness::TraceManifest>& manifest) {
+                         const std::optional<harness::TraceManifest>& manifest,
+                         const harness::DiskLayout& layout,
+                         const std::vector<harness::FsKind>& disk_fs) {
   std::error_code ec;
   fs::create_directories(o.bundle, ec);
   if (ec) {
@@ -337,15 +460,65 @@ absl::Status WriteBundle(const ReproOptions& o, const ReproResult& r, const harn
     return absl::InternalError(fmt::format("repro: cannot copy {}: {}", o.trace, ec.message()));
   }
   RETURN_IF_ERROR(powercut::CopySparse(base, b + "/base.img"));
-  auto m = harness::MakeManifest(b + "/base.img", trace.sector_size,
-                                 manifest ? manifest->order : harness::OrderSemantics::kCompletion,
-                                 trace.entries.size());
+  absl::StatusOr<harness::TraceManifest> m = absl::NotFoundError("no manifest");
+  if (manifest) {
+    m = *manifest;
+  } else {
+    m = harness::MakeManifest(b + "/base.img", trace.sector_size,
+                              harness::OrderSemantics::kCompletion, trace.entries.size());
+  }
   if (!m.ok()) return m.status();
+  // The recording's own manifest where it has one (a set's disks, the geometry, the same base
+  // image's hash), its base image now beside it.
   m->base_image = "base.img";
   RETURN_IF_ERROR(harness::WriteManifest(b + "/trace.log.manifest.json", *m));
   std::ofstream(b + "/state.txt") << r.state_id << "\n" << r.minimal_state_id << "\n";
   std::ofstream(b + "/repro.json") << ReproToJson(r).dump(2) << "\n";
   std::ofstream(b + "/README.md") << BundleReadme(o, r);
+  if (o.cluster.nodes > 0) {
+    std::ofstream(b + "/cluster.sh") << ClusterScript(o, r, layout, disk_fs);
+    fs::permissions(b + "/cluster.sh", fs::perms::owner_exec | fs::perms::group_exec,
+                    fs::perm_options::add, ec);
+  }
+  return absl::OkStatus();
+}
+
+// A cluster's: the nodes' logs of the original and the minimal state, from where they were judged
+// into `to`/<id>/ (ReproOptions::keep_logs, a bundle's logs/).
+absl::Status CopyNodeLogs(const StateJudge& judge, const ReproResult& r, const std::string& to,
+                          std::vector<std::string>* kept) {
+  for (const std::string& id : {r.state_id, r.minimal_state_id}) {
+    std::error_code ec;
+    const std::string from = judge.LogsOf(id);
+    const std::string dest = fmt::format("{}/{}", to, id);
+    if (!fs::exists(from, ec) || fs::exists(dest, ec)) continue;
+    fs::create_directories(dest, ec);
+    fs::copy(from, dest, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+    if (ec) {
+      return absl::InternalError(
+          fmt::format("repro: cannot keep the nodes' logs in {}: {}", dest, ec.message()));
+    }
+    if (kept != nullptr) kept->push_back(dest);
+  }
+  return absl::OkStatus();
+}
+
+// A cluster's state needs its node command, the launcher, and a trace of one disk a node.
+absl::Status ValidateCluster(const ReproOptions& o, const harness::DiskLayout& layout) {
+  RETURN_IF_ERROR(cluster::ValidateNodeCount(o.cluster.nodes));
+  if (o.cluster.node_command.empty()) {
+    return absl::InvalidArgumentError(
+        "repro: --nodes N needs --node CMD, the node command of the run (docs/cluster.md)");
+  }
+  if (o.launcher.empty()) {
+    return absl::InvalidArgumentError("repro: --nodes N needs the cluster launcher");
+  }
+  if (layout.count() != o.cluster.nodes) {
+    return absl::InvalidArgumentError(fmt::format(
+        "repro: --nodes {}, but the trace {} holds {} disk{} (a cluster's recording has one disk "
+        "a node): give the run's node count",
+        o.cluster.nodes, o.trace, layout.count(), layout.count() == 1 ? "" : "s"));
+  }
   return absl::OkStatus();
 }
 
@@ -383,6 +556,7 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
   if (!scratch.ok()) {
     return absl::InternalError("repro: cannot create a folder in /var/tmp");
   }
+  if (o.cluster.nodes > 0) RETURN_IF_ERROR(ValidateCluster(o, layout));
   StateJudge judge(o, trace, *std::move(parsed), scratch->path());
   if (layout.several()) judge.UseDiskSet(layout, disk_fs);
 
@@ -391,7 +565,11 @@ absl::StatusOr<ReproResult> Repro(const ReproOptions& o) {
   ASSIGN_OR_RETURN(std::vector<size_t> elements, JudgeOriginal(judge, &r));
   r.note = WhyNotShrunk(o, r, judge.volatile_count());
   if (r.note.empty()) RETURN_IF_ERROR(Shrink(judge, elements, &r));
-  if (!o.bundle.empty()) RETURN_IF_ERROR(WriteBundle(o, r, trace, *base, manifest));
+  if (!o.keep_logs.empty()) RETURN_IF_ERROR(CopyNodeLogs(judge, r, o.keep_logs, &r.node_logs));
+  if (!o.bundle.empty()) {
+    RETURN_IF_ERROR(WriteBundle(o, r, trace, *base, manifest, layout, disk_fs));
+    if (o.cluster.nodes > 0) RETURN_IF_ERROR(CopyNodeLogs(judge, r, o.bundle + "/logs", nullptr));
+  }
   return r;
 }
 
@@ -413,7 +591,8 @@ nlohmann::json ReproToJson(const ReproResult& r) {
           {"minimal_dropped_entries", r.minimal_dropped},
           {"minimal_torn_entry", opt(r.minimal_torn)},
           {"steps", steps},
-          {"note", r.note}};
+          {"note", r.note},
+          {"node_logs", r.node_logs}};
 }
 
 }  // namespace powercut::product

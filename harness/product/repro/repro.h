@@ -5,6 +5,10 @@
 // base.img (a sparse copy), state.txt (the original and the minimal state ids), repro.json (the
 // verdicts and the shrinking steps) and README.md with the one-line command that rebuilds the
 // minimal image and re-checks it. It needs nothing else but the powercut binary and the checker.
+// A cluster's bundle (ReproOptions::cluster) also holds cluster.sh, the same by hand: each node's
+// crash image rebuilt, taken through its file system's boot path and mounted, and every node
+// started on it with the checker by `powercut-cluster --mode check`; and logs/<state id>/, the
+// nodes' logs of the original and the minimal state.
 //
 // Shrinking is delta debugging (ddmin) over the state's dropped writes and its torn write: the
 // smallest set (1-minimal: removing any one element makes the violation disappear) of writes
@@ -20,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "harness/check/state_judge.h"
+#include "harness/cluster/cluster.h"
 #include "harness/fs/file_system.h"
 #include "nlohmann/json.hpp"
 
@@ -43,6 +48,16 @@ struct ReproOptions {
   // Set (`--check-in guest`, file systems): states are judged by this judge (a guest), not by a
   // host loop mount.
   harness::StateJudgeFactory judges;
+  // A cluster's state (`--nodes N --node CMD`, docs/cluster.md): `cluster.nodes` > 0, its node
+  // command and checker timeout set, and `checker` the user's own. Each candidate is then judged
+  // with every node started on its own disk's crash image by the launcher at `launcher`
+  // (`powercut-cluster --mode check`, harness/cluster/launcher.h), as `powercut run --nodes`
+  // judged it. The trace must hold one disk a node.
+  cluster::ClusterSpec cluster;
+  std::string launcher;
+  // A cluster's: the nodes' logs of the original and the minimal state are kept in
+  // `keep_logs`/<state id>/node-K.log (a bundle keeps them in its logs/ too); "": only in a bundle.
+  std::string keep_logs;
 };
 
 struct ReproStep {
@@ -62,6 +77,9 @@ struct ReproResult {
   std::optional<uint64_t> torn, minimal_torn;
   std::vector<ReproStep> steps;  // every candidate checked while shrinking
   std::string note;
+  // A cluster's: where the nodes' logs of the original and the minimal state were kept
+  // (ReproOptions::keep_logs/<id>; empty when not asked for).
+  std::vector<std::string> node_logs;
 };
 
 // Materializes and checks the state (and its shrinking candidates); writes the bundle when

@@ -46,6 +46,11 @@ void RewriteRebuild(harness::CheckReport* report, const std::string& powercut,
   auto fix = [&](harness::Verdict& v) {
     v.rebuild =
         why_not.empty() ? harness::RebuildCommand(powercut, trace, base, v.state_id) : why_not;
+    if (!v.repro.empty()) {
+      v.repro = why_not.empty()
+                    ? harness::ReproCommand(powercut, trace, v.state_id, report->repro_args)
+                    : why_not;
+    }
   };
   for (harness::ModelResult& m : report->results) {
     for (auto* v : {&m.first_violation, &m.worst_violation, &m.first_could_not_check,
@@ -75,6 +80,13 @@ void KeepRecording(const std::string& trace, const std::string& name, const std:
   }
   std::string base = harness::ResolveBaseImage(manifest_path, *manifest);
   uint64_t bytes = BytesOnDisk(trace) + BytesOnDisk(manifest_path) + BytesOnDisk(base);
+  // A cluster's nodes' logs beside the trace go with it (the report names them).
+  std::vector<harness::DiskSummary*> logs;
+  for (harness::DiskSummary& d : out->report->disks) {
+    if (d.log.empty()) continue;
+    logs.push_back(&d);
+    bytes += BytesOnDisk(d.log);
+  }
   auto drop = [&](const std::string& why) {
     store->dropped.push_back({.name = name, .bytes = bytes, .why = why});
     std::string text = fmt::format("recording not kept ({}): rerun with --keep DIR", why);
@@ -116,6 +128,19 @@ void KeepRecording(const std::string& trace, const std::string& name, const std:
     manifest->base_image = "base.img";  // beside the manifest, so the folder stays movable
     moved = harness::WriteManifest(harness::ManifestPathFor(new_trace), *manifest);
   }
+  for (harness::DiskSummary* d : logs) {
+    // A log that cannot follow is said, not a reason to lose the recording.
+    const std::string to = dest + "/" + fs::path(d->log).filename().string();
+    if (!moved.ok()) break;
+    if (absl::Status log_moved = MoveFile(d->log, to); log_moved.ok()) {
+      d->log = to;
+    } else {
+      out->notes.push_back(
+          fmt::format("a node's log was not kept: {}", std::string(log_moved.message())));
+      d->log.clear();
+      d->log_bytes = 0;
+    }
+  }
   if (!moved.ok()) {
     fs::remove_all(dest, ec);
     drop(std::string(moved.message()));
@@ -123,6 +148,7 @@ void KeepRecording(const std::string& trace, const std::string& name, const std:
   }
   bytes = BytesOnDisk(new_trace) + BytesOnDisk(harness::ManifestPathFor(new_trace)) +
           BytesOnDisk(new_base);
+  for (const harness::DiskSummary* d : logs) bytes += d->log.empty() ? 0 : BytesOnDisk(d->log);
   store->kept_bytes += bytes;
   store->kept.push_back({.name = name, .path = dest, .bytes = bytes});
   RewriteRebuild(&*out->report, powercut, new_trace, new_base, "");

@@ -10,6 +10,7 @@
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/check/report.h"
+#include "harness/cluster/node_logs.h"
 #include "harness/fs/file_system.h"
 #include "harness/fs/fsck.h"
 #include "harness/product/run/recordings.h"
@@ -60,6 +61,11 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
   c.max_could_not_check = o.max_could_not_check;
   c.exhaustive = o.exhaustive;
   c.budget_seconds = o.budget_seconds;
+  if (o.cluster.nodes > 0) {
+    // A cluster's disks are its nodes, and a state's repro command starts every node on it.
+    c.set_member = harness::SetMember::kNode;
+    c.repro_args = cluster::ReproArgs(o.cluster);
+  }
   if (o.fsck && !harness::FileSystemOf(c.fs).raw()) c.before_mount = harness::FsckHook(c.fs);
   if (o.check_pool != nullptr && o.AnyFileSystem()) {
     c.judges = o.check_pool->Factory({.fs = c.fs,
@@ -73,6 +79,20 @@ harness::CheckOptions EngineOptions(const std::string& trace, const RunOptions& 
     c.states_per_judge = vm::kStatesPerCheckingGuest;
   }
   return c;
+}
+
+// A cluster's nodes' logs kept beside `trace` (node-K.log: SplitNodeLogs in RunWorkload, or a
+// recording kept earlier), named in the report's summary of each node.
+void NameNodeLogs(const std::string& trace, harness::CheckReport* report) {
+  const std::string dir = fs::path(trace).parent_path().string();
+  for (size_t d = 0; d < report->disks.size(); ++d) {
+    const std::string log = cluster::NodeLogPath(dir.empty() ? "." : dir, d + 1);
+    std::error_code ec;
+    const uint64_t bytes = fs::file_size(log, ec);
+    if (ec) continue;
+    report->disks[d].log = fs::absolute(log, ec).lexically_normal().string();
+    report->disks[d].log_bytes = bytes;
+  }
 }
 
 // Why the engine stopped: a checker that cannot start or does not speak the protocol, or
@@ -182,6 +202,27 @@ void TakeRecording(const vm::RunResult& run, RunOutcome& out) {
   out.recorded_acks = out.acks;
   out.invalid_ack_lines = run.guest.invalid_ack_lines;
   out.trace_entries = run.trace_entries;
+}
+
+// A cluster's recording: each node's whole log, from the launcher's $POWERCUT_OUTPUT (kept as the
+// run's workload output), into node-K.log beside the trace (harness/cluster/node_logs.h).
+void SplitClusterLogs(const vm::RunResult& run, const RunOptions& o, RunOutcome& out) {
+  if (run.trace.empty() || run.workload_output.empty()) return;
+  absl::StatusOr<std::vector<cluster::NodeLog>> logs = cluster::SplitNodeLogs(
+      run.workload_output, fs::path(run.trace).parent_path().string(), o.cluster.nodes);
+  if (!logs.ok()) {
+    out.notes.push_back(
+        fmt::format("the nodes' logs were not kept: {}", StatusMessage(logs.status())));
+    return;
+  }
+  for (const cluster::NodeLog& log : *logs) {
+    if (log.left_out > 0) {
+      out.notes.push_back(fmt::format(
+          "node {}'s log was {} bytes longer than the {} kept of it ({}): its first and last "
+          "bytes are kept",
+          log.node, log.left_out, FormatBytes(cluster::kNodeLogCapBytes), log.path));
+    }
+  }
 }
 
 // False when the recording cannot be checked (the workload failed, printed malformed acks,
@@ -368,6 +409,7 @@ RunOutcome CheckRecording(const std::string& trace, const RunOptions& o) {
   out.ran = true;
   out.trace_entries = report->trace_entries;
   out.acks = report->trace_acks;
+  if (o.cluster.nodes > 0) NameNodeLogs(trace, &*report);
   if (!CheckerWorked(*report, out)) {
     out.report = std::move(*report);  // the per-model numbers stay in the JSON
     return out;
@@ -454,6 +496,7 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
     return out;
   }
   TakeRecording(*run, out);
+  if (o.cluster.nodes > 0) SplitClusterLogs(*run, o, out);
   if (!UsableRecording(*run, o, out)) return out;
   RunOptions check_options = o;
   if (o.judge_promises) {
@@ -473,6 +516,14 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
     // The temporary folder goes away below: move the recording where the report's rebuild
     // commands can name it.
     KeepRecording(run->trace, o.name.empty() ? "run" : o.name, o.powercut, o.recordings, &checked);
+  }
+  if (temporary && checked.recording_dir.empty() && checked.report) {
+    // Not kept (a pass, or over the cap): the nodes' logs go with the folder, so no report
+    // names them (`--keep DIR` keeps them).
+    for (harness::DiskSummary& d : checked.report->disks) {
+      d.log.clear();
+      d.log_bytes = 0;
+    }
   }
   return checked;
 }
