@@ -222,7 +222,9 @@ TEST_F(LauncherTest, EachNodesWholeLogComesBackFromTheWorkloadsOutputIntoAFileOf
     EXPECT_THAT(text, Not(HasSubstr("the workload own line")));
     EXPECT_THAT(text, Not(HasSubstr("===")));
     for (uint32_t other = 1; other <= 3; ++other) {
-      if (other != node) EXPECT_THAT(text, Not(HasSubstr(fmt::format("node {} ", other))));
+      if (other != node) {
+        EXPECT_THAT(text, Not(HasSubstr(fmt::format("node {} ", other))));
+      }
     }
   }
   ExpectNothingLeft();

@@ -60,7 +60,9 @@ std::string RecordThreeNodes(const TempDir& dir) {
     for (uint32_t disk = 0; disk < 3; ++disk) {
       EXPECT_TRUE(
           r.RecordDiskWrite(disk, k * kSs, std::vector<uint8_t>(kSs, 'A' + disk), false).ok());
-      if (disk != 1) EXPECT_TRUE(r.RecordDiskFlush(disk).ok());
+      if (disk != 1) {
+        EXPECT_TRUE(r.RecordDiskFlush(disk).ok());
+      }
     }
     EXPECT_TRUE(r.RecordAck(std::to_string(k)).ok());
   }
