@@ -58,9 +58,9 @@ case "${1:-}" in
       harness_boot_recovery_test \
       vm_unit_test \
       workloads_unit_test"
-    # The asan test preset leaves out three engine tests that each judge hundreds of states with a
-    # checker process per state (12x slower under ASan: 94-198 s each); the engine's other tests
-    # run under ASan, and these three in the suite above and under TSan.
+    # The engine tests start a checker per crash state (hundreds per test); it is built without
+    # the sanitizers (tests/check/CMakeLists.txt), which took three of them from 94-198 s each
+    # under ASan to 4-16 s (docs/results.md, "CI time").
     ctest --preset asan
     echo "== TSan concurrency tests"
     # Only the concurrency-labelled tests run under TSan: build just those.
