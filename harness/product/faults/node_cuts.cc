@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
 
 #include "absl/container/flat_hash_set.h"
+#include "base/image_io.h"
 #include "base/scratch_dir.h"
 #include "fmt/format.h"
 #include "harness/check/checker.h"
@@ -20,13 +20,6 @@ namespace powercut::product {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // The plan of cut `seed`: the node, the ack (never the last one, so that the workload still runs
 // after the cut whenever it acks at least twice), a delay after it (short: a fast workload acks
@@ -117,8 +110,9 @@ NodeCut OneNodeCut(const vm::VmEnvironment& env, const RunOptions& o, uint64_t s
     return cut;
   }
   cluster::NodeCutOutcome outcome;
+  absl::StatusOr<std::string> output = ReadWholeFile(run->workload_output);
   const absl::Status parsed =
-      cluster::ParseNodeCutSection(ReadText(run->workload_output), &outcome);
+      output.ok() ? cluster::ParseNodeCutSection(*output, &outcome) : output.status();
   if (run->guest.exit_code != 0 || !parsed.ok()) {
     cut.error = fmt::format(
         "the workload exited with status {}{}; its log: {}", run->guest.exit_code,
