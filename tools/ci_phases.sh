@@ -15,7 +15,7 @@ phase() {
 }
 # The targets tools/run.sh ci builds for each sanitizer (read from it, so the two never differ).
 targets() {
-  python3 -c 'import re, sys; print(re.search(r"build " + sys.argv[1] + r" \"([^\"]*)\"",
+  python3 -c 'import re, sys; print(re.search(r"(?:build |)" + sys.argv[1] + r"(?:_targets=| )\"([^\"]*)\"",
       open("tools/run.sh").read()).group(1).replace("\\\n", " "))' "$1"
 }
 phase deps bash tools/install-deps.sh all

@@ -41,30 +41,50 @@ case "${1:-}" in
     ctest --preset default
     ;;
   ci)
-    "$0" test
-    # The Slurm test spends most of its 3-4 minutes waiting on slurmctld and slurmd (83 CPU-s of
-    # 212 s, docs/results.md "CI time"): it runs beside the sanitizer builds, and its output is
-    # printed, and its result counted, once they are done.
-    echo "== a real Slurm runs the nightly job (tests/deploy/slurm_test.sh), in the background"
-    slurm_log=$(mktemp)
-    ctest --test-dir build/default -L scheduler --output-on-failure >"$slurm_log" 2>&1 &
-    slurm_pid=$!
-    echo "== ASan+UBSan unit tests"
-    # The library suites (the VM, product and tool suites drive whole programs and run above).
-    build asan "wal_posix_env_test wal_fault_injection_env_test wal_test wal_concurrency_test \
+    # The sanitizer builds start first, in the background at the lowest priority: they take the
+    # CPU that the default build and the suite leave idle (the suite's VM tests keep two cores
+    # about two-thirds busy, docs/results.md "CI time") instead of adding their minutes after it.
+    # Their output is printed, and their result counted, after the suite.
+    asan_targets="wal_posix_env_test wal_fault_injection_env_test wal_test wal_concurrency_test \
       wal_crash_test wal_segment_switch_test wal_hot_path_test segment_reader_test recovery_test \
       fault_recovery_test open_and_recover_test harness_trace_test harness_state_cases_test \
       harness_disk_set_states_test harness_engine_test harness_fs_check_test harness_kernel_trace_test \
       harness_boot_recovery_test \
       vm_unit_test \
       workloads_unit_test"
+    # Only the concurrency-labelled tests run under TSan: build just those.
+    tsan_targets="wal_concurrency_test wal_crash_test wal_segment_switch_test harness_engine_test \
+      workloads_unit_test vm_concurrency_test"
+    bash tools/install-deps.sh all  # once, before two builds could run apt at the same time
+    sanitizer_log=$(mktemp)
+    # A process group of its own, so that a failing suite does not leave it building.
+    setsid bash -c 'cmake --preset asan >/dev/null && cmake --preset tsan >/dev/null &&
+      nice -n 19 cmake --build --preset asan --target $1 &&
+      nice -n 19 cmake --build --preset tsan --target $2' _ "$asan_targets" "$tsan_targets" \
+      >"$sanitizer_log" 2>&1 &
+    sanitizer_pid=$!
+    trap 'kill -- -"$sanitizer_pid" 2>/dev/null || true' EXIT
+    "$0" test
+    # The Slurm test spends most of its 3-4 minutes waiting on slurmctld and slurmd (83 CPU-s of
+    # 212 s, docs/results.md "CI time"): it runs beside the sanitizer builds and tests, and its
+    # output is printed, and its result counted, once they are done.
+    echo "== a real Slurm runs the nightly job (tests/deploy/slurm_test.sh), in the background"
+    slurm_log=$(mktemp)
+    ctest --test-dir build/default -L scheduler --output-on-failure >"$slurm_log" 2>&1 &
+    slurm_pid=$!
+    echo "== the sanitizer builds (started before the suite)"
+    sanitizer_rc=0
+    wait "$sanitizer_pid" || sanitizer_rc=$?
+    tail -n 20 "$sanitizer_log"
+    rm -f "$sanitizer_log"
+    [[ $sanitizer_rc -eq 0 ]] || { echo "the sanitizer builds failed (exit $sanitizer_rc)" >&2; exit 1; }
+    echo "== ASan+UBSan unit tests"
+    # The library suites (the VM, product and tool suites drive whole programs and run above).
     # The engine tests start a checker per crash state (hundreds per test); it is built without
     # the sanitizers (tests/check/CMakeLists.txt), which took three of them from 94-198 s each
     # under ASan to 4-16 s (docs/results.md, "CI time").
     ctest --preset asan
     echo "== TSan concurrency tests"
-    # Only the concurrency-labelled tests run under TSan: build just those.
-    build tsan "wal_concurrency_test wal_crash_test wal_segment_switch_test harness_engine_test workloads_unit_test vm_concurrency_test"
     ctest --preset tsan
     echo "== the Slurm test (started after the suite)"
     slurm_rc=0

@@ -25,7 +25,7 @@ using ::testing::HasSubstr;
 
 constexpr char kExamples[] = POWERCUT_SOURCE_DIR "/workloads/cluster";
 
-// The rows of docs/cluster.md's preset table: cell name -> "off=... on=... lying=...".
+// The rows of docs/cluster.md's preset table: cell name -> "off=... on=... lying=... node-cut=...".
 std::map<std::string, std::string> DocumentedPreset() {
   std::ifstream in(POWERCUT_SOURCE_DIR "/docs/cluster.md");
   std::map<std::string, std::string> rows;
@@ -34,14 +34,15 @@ std::map<std::string, std::string> DocumentedPreset() {
   while (std::getline(in, line)) {
     if (line.rfind("## ", 0) == 0) in_section = line == "## The cluster preset";
     if (!in_section || line.rfind("| `", 0) != 0) continue;
-    // | `etcd-cluster/default/ext4` | survives | survives | loses | why |
+    // | `etcd-cluster/default/ext4` | survives | survives | loses | survives | why |
     std::vector<std::string> cols = absl::StrSplit(line, '|');
-    if (cols.size() < 6) continue;
+    if (cols.size() < 7) continue;
     for (std::string& c : cols) c = std::string(absl::StripAsciiWhitespace(c));
     absl::string_view name = cols[1];
     absl::ConsumePrefix(&name, "`");
     absl::ConsumeSuffix(&name, "`");
-    rows[std::string(name)] = "off=" + cols[2] + " on=" + cols[3] + " lying=" + cols[4];
+    rows[std::string(name)] =
+        "off=" + cols[2] + " on=" + cols[3] + " lying=" + cols[4] + " node-cut=" + cols[5];
   }
   return rows;
 }
@@ -64,7 +65,8 @@ TEST(ClusterPreset, CellsAndExpectedVerdictsAreTheDocumentedOnes) {
   for (const MatrixCell& c : *plan) {
     ASSERT_TRUE(c.custom.has_value()) << c.Name();
     std::string verdicts;
-    for (const ModelKind kind : {ModelKind::kOff, ModelKind::kOn, ModelKind::kLying}) {
+    for (const ModelKind kind :
+         {ModelKind::kOff, ModelKind::kOn, ModelKind::kLying, ModelKind::kNodeCut}) {
       verdicts += std::string(verdicts.empty() ? "" : " ") + std::string(ModelKindName(kind)) +
                   "=" + std::string(ExpectedVerdictName(c.custom->expect.For(kind)));
     }
@@ -73,9 +75,11 @@ TEST(ClusterPreset, CellsAndExpectedVerdictsAreTheDocumentedOnes) {
   EXPECT_EQ(planned, documented);
   // The systems and physics, whatever the table says: etcd fsyncs before an ack, NATS 2.9
   // does not, and Redis has one setting of each.
-  EXPECT_EQ(planned["etcd-cluster/default/ext4"], "off=survives on=survives lying=loses");
-  EXPECT_EQ(planned["nats-cluster/default/ext4"], "off=loses on=loses lying=loses");
-  EXPECT_EQ(planned["redis-cluster/always/ext4"], "off=survives on=survives lying=loses");
+  EXPECT_EQ(planned["etcd-cluster/default/ext4"],
+            "off=survives on=survives lying=loses node-cut=survives");
+  EXPECT_EQ(planned["nats-cluster/default/ext4"].rfind("off=loses on=loses lying=loses", 0), 0u);
+  EXPECT_EQ(planned["redis-cluster/always/ext4"],
+            "off=survives on=survives lying=loses node-cut=survives");
   EXPECT_EQ(planned["redis-cluster/everysec/ext4"].rfind("off=loses", 0), 0u);
 }
 

@@ -5,9 +5,12 @@
 // section of the nodes, the nodes' kept logs and the repro commands through KeepRecording, cells
 // through shards and merge). tests/cluster/redis_vm.sh runs the same on a real cluster.
 #include <filesystem>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -253,6 +256,64 @@ TEST(ClusterReport, TheHtmlDrawsALanePerNodeAndKeepsItThroughShardsAndMerge) {
   const std::string junit = MatrixJunit(*merged);
   EXPECT_THAT(junit, HasSubstr("dropped per node: node 1: 0, node 2: 3"));
   EXPECT_THAT(junit, HasSubstr("\nreproduce: " + std::string(POWERCUT_BIN) + " repro "));
+}
+
+// `matrix --node-cuts K --node-down D`: every cluster cell gets the cuts, with the preset's
+// expectation for a node cut (etcd and Redis `always` survive one; NATS and Redis `everysec` may
+// lose); without the flag a cell has neither; a plan without a cluster cell refuses the flag
+// before any cell runs.
+TEST(ClusterReport, MatrixNodeCutsGoToEveryClusterCellWithThePresetsExpectation) {
+  for (const uint64_t cuts : {uint64_t{0}, uint64_t{2}}) {
+    MatrixOptions o;
+    o.preset = Preset::kCluster;
+    o.cluster_examples = "/examples";
+    o.cluster_launcher = "/launcher/powercut-cluster";
+    o.progress = false;
+    o.replay = *ParseReplayChoice("off", "16", "acks", "1");
+    o.node_cuts = cuts;
+    o.node_down_ms = 500;
+    absl::Mutex mu;
+    std::map<std::string, std::pair<uint64_t, uint64_t>> given;  // cell: cuts, down
+    auto report = RunMatrix(o, [&](const MatrixCell& c, const RunOptions& r) {
+      absl::MutexLock lock(&mu);
+      given[c.Name()] = {r.node_cuts, r.node_down_ms};
+      return RunOutcome{};
+    });
+    ASSERT_TRUE(report.ok()) << report.status();
+    ASSERT_EQ(given.size(), 4u);
+    for (const auto& [cell, cut] : given) {
+      EXPECT_EQ(cut.first, cuts) << cell;
+      EXPECT_EQ(cut.second, 500u) << cell;
+    }
+    std::map<std::string, std::string> expected;  // cell: its node-cut expectation, or ""
+    for (const CellResult& c : report->cells) {
+      const auto it = c.expect.models.find(ModelKind::kNodeCut);
+      expected[c.name] = it == c.expect.models.end() ? std::string()
+                                                     : std::string(ExpectedVerdictName(it->second));
+    }
+    EXPECT_EQ(expected["etcd-cluster/default/ext4"], cuts ? "survives" : "");
+    EXPECT_EQ(expected["nats-cluster/default/ext4"], cuts ? "may-lose" : "");
+    EXPECT_EQ(expected["redis-cluster/always/ext4"], cuts ? "survives" : "");
+    EXPECT_EQ(expected["redis-cluster/everysec/ext4"], cuts ? "may-lose" : "");
+    if (cuts > 0) {
+      EXPECT_EQ(report->parameters["node_cuts"]["cuts"], cuts);
+    } else {
+      EXPECT_FALSE(report->parameters.contains("node_cuts"));
+    }
+  }
+  MatrixOptions o;
+  o.workloads = {"xlog"};
+  o.workload_binary = "/bin/powercut-workload";
+  o.progress = false;
+  o.node_cuts = 1;
+  bool ran = false;
+  auto refused = RunMatrix(o, [&](const MatrixCell&, const RunOptions&) {
+    ran = true;
+    return RunOutcome{};
+  });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("the plan has no cluster cell"));
+  EXPECT_FALSE(ran);
 }
 
 }  // namespace

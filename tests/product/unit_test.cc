@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <optional>
 #include <set>
@@ -334,6 +335,51 @@ TEST(Merge, ShardsMergeToTheUnshardedCells) {
   EXPECT_THAT(table, HasSubstr("xlog/fdatasync/ext4"));
   EXPECT_THAT(table, HasSubstr("COULD NOT RUN (workload-exit)"));
   EXPECT_THAT(MatrixJunit(*merged), HasSubstr("<error type=\"workload-exit\""));
+}
+
+// RunMatrix counts its cells' recordings: the last one done, and only it, is told so whatever
+// order the cells overlap in (the VM runner then hands the recording guest to the checks once);
+// the checking guests a runner reports reach the report, and merged shards add theirs up.
+TEST(Merge, TheLastRecordingIsToldSoAndCheckGuestsAddUpAcrossShards) {
+  auto run = [](const std::string& shard, int* lasts) {
+    MatrixOptions o;
+    o.workloads = {"xlog"};
+    o.workload_binary = "/bin/powercut-workload";
+    o.progress = false;
+    o.cells_in_flight = 3;
+    o.shard = *ParseShard(shard);
+    std::atomic<int> told{0};
+    auto r = RunMatrix(o, [&told](const MatrixCell& c, const RunOptions& options) {
+      const bool last = options.recording_done && options.recording_done();
+      told += last ? 1 : 0;
+      RunOutcome out = FakeCell(c, options);
+      out.check_guests_booted = 1;
+      out.check_guests_adopted = last ? 1 : 0;
+      return out;
+    });
+    *lasts = told.load();
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : MatrixReport{};
+  };
+  int lasts = 0;
+  const MatrixReport all = run("1/1", &lasts);
+  EXPECT_EQ(all.cells.size(), 9u);
+  EXPECT_EQ(lasts, 1);
+  EXPECT_EQ(all.check_guests_booted, 1u);
+  EXPECT_EQ(all.check_guests_adopted, 1u);
+  EXPECT_THAT(HeadlineTable(all), HasSubstr("checking guests: 1 booted, 1 taken over"));
+  std::vector<MatrixReport> shards;
+  for (const char* s : {"1/2", "2/2"}) {
+    auto back = MatrixFromJson(nlohmann::json::parse(MatrixToJson(run(s, &lasts)).dump()));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(lasts, 1) << s;
+    EXPECT_EQ(back->check_guests_adopted, 1u) << s;
+    shards.push_back(*back);
+  }
+  auto merged = MergeReports(shards);
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_EQ(merged->check_guests_booted, 2u);
+  EXPECT_EQ(merged->check_guests_adopted, 2u);
 }
 
 TEST(Merge, RejectsMismatchedDuplicateAndMissingShards) {

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fmt/format.h"
@@ -88,6 +89,16 @@ std::string GuestKernel() {
   return k.ok() ? k->release : "";
 }
 
+// The checking guests of a guest-judged matrix: while recordings are left, the recording guest
+// keeps its core and the checks get the others (at least one guest, booted beside the recording
+// guest); after the last recording, the recording guest itself judges (GuestCheckPool::Grow).
+void ExpectCheckGuests(const nlohmann::json& report) {
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  EXPECT_EQ(report["check_guests"]["adopted"], 1) << report["check_guests"].dump();
+  EXPECT_EQ(report["check_guests"]["booted"], std::max(1, cores - 1))
+      << report["check_guests"].dump();
+}
+
 TEST(UnprivilegedVmTest, HeadlineJudgedInGuestAsOrdinaryUserMatchesRootOnHost) {
   const std::string guest_kernel = GuestKernel();
   ASSERT_FALSE(guest_kernel.empty()) << "no guest kernel in the cache";
@@ -101,6 +112,7 @@ TEST(UnprivilegedVmTest, HeadlineJudgedInGuestAsOrdinaryUserMatchesRootOnHost) {
         RunCommand(fmt::format("{} {} --check-in guest --json {}", POWERCUT_BIN, kHeadline, json));
     ASSERT_NE(r.exit_code, 2) << r.output;
     Verdicts(nlohmann::json::parse(ReadFile(json)), "guest mount", guest_kernel);
+    ExpectCheckGuests(nlohmann::json::parse(ReadFile(json)));
     return;
   }
   // Root: loop mounts, the host kernel judges.
@@ -124,6 +136,7 @@ TEST(UnprivilegedVmTest, HeadlineJudgedInGuestAsOrdinaryUserMatchesRootOnHost) {
   EXPECT_NE(u.output.find("CapEff:\t0000000000000000"), std::string::npos) << u.output;
   const auto guest =
       Verdicts(nlohmann::json::parse(ReadFile(user_json)), "guest mount", guest_kernel);
+  ExpectCheckGuests(nlohmann::json::parse(ReadFile(user_json)));
   for (const auto& [cell, models] : root) {
     ASSERT_TRUE(guest.contains(cell)) << cell;
     ASSERT_EQ(guest.at(cell).size(), models.size()) << cell;

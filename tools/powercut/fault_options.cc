@@ -1,5 +1,6 @@
 #include "tools/powercut/fault_options.h"
 
+#include "base/duration_flag.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
 #include "harness/product/faults/flakey.h"
@@ -23,6 +24,23 @@ void AddFaultOptions(CLI::App* c, FaultArgs* a) {
                 "the disk heals after this long (2s, 500ms); default: it fails for good");
   c->add_option("--flakey-disk", a->flakey_disk,
                 "with --disks N: the disk that fails (1..N, default 1); the others keep working");
+}
+
+void AddNodeCutOptions(CLI::App* c, const std::string& what, uint64_t* cuts, uint64_t* down_ms) {
+  c->add_option("--node-cuts", *cuts,
+                "K more recordings, in each one node (drawn from --seed) loses its power once "
+                "while the workload runs and restarts; every ack must be in the live cluster's "
+                "checker output afterwards (docs/cluster.md); " +
+                    what);
+  c->add_option_function<std::string>(
+      "--node-down",
+      [down_ms](const std::string& text) {
+        absl::StatusOr<absl::Duration> d =
+            ParseDurationFlag("--node-down", text, {.allow_zero = true});
+        if (!d.ok()) throw CLI::ValidationError("--node-down", std::string(d.status().message()));
+        *down_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(*d));
+      },
+      "with --node-cuts: how long the cut node's power stays off (default 2s)");
 }
 
 absl::Status ApplyFaultArgs(const FaultArgs& a, int64_t default_after, uint64_t* live_cuts,

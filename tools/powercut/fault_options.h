@@ -1,5 +1,6 @@
 // The fault-mode flags `powercut run` and `powercut matrix` share (docs/live-cuts.md):
-// --live-cuts N, --flakey MODE, --flakey-after-acks N, --flakey-for DURATION, --flakey-disk K.
+// --live-cuts N, --flakey MODE, --flakey-after-acks N, --flakey-for DURATION, --flakey-disk K;
+// and a cluster's single-node cuts (docs/cluster.md): --node-cuts K, --node-down DURATION.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,11 @@ struct FaultArgs {
 };
 
 void AddFaultOptions(CLI::App* command, FaultArgs* args);
+
+// --node-cuts and --node-down, into `cuts` and `down_ms`; `what` ends --node-cuts' help (which
+// cells or run the cuts apply to).
+void AddNodeCutOptions(CLI::App* command, const std::string& what, uint64_t* cuts,
+                       uint64_t* down_ms);
 
 // Checks the flags and fills `live_cuts` and `flakey` (after_acks defaults to `default_after`).
 absl::Status ApplyFaultArgs(const FaultArgs& args, int64_t default_after, uint64_t* live_cuts,

@@ -50,6 +50,8 @@ struct MatrixArgs {
   bool quiet = false, list = false, no_torn = false, no_expect = false;
   int jobs = 1;  // warm guests recording at once (docs/results.md, "Time to verdict")
   FaultArgs faults;
+  uint64_t node_cuts = 0;
+  uint64_t node_down_ms = 2000;
 };
 
 void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
@@ -129,6 +131,9 @@ void AddMatrixOptions(CLI::App* m, MatrixArgs* a) {
       ->capture_default_str()
       ->check(CLI::Range(1, 16));
   AddFaultOptions(m, &a->faults);
+  AddNodeCutOptions(
+      m, "on every cluster cell (--preset cluster, or a --cells file's cells with nodes)",
+      &a->node_cuts, &a->node_down_ms);
 }
 
 // Every flag checked and turned into the matrix's options (the built-in cells' binary and
@@ -154,6 +159,8 @@ absl::StatusOr<product::MatrixOptions> ParseMatrixArgs(const MatrixArgs& a) {
   RETURN_IF_ERROR(ParseGuestDisk(a.disk_size, &o.disk_bytes));
   RETURN_IF_ERROR(
       ApplyFaultArgs(a.faults, product::kFaultsFlakeyAfterAcks, &o.live_cuts, &o.flakey));
+  o.node_cuts = a.node_cuts;
+  o.node_down_ms = a.node_down_ms;
   o.powercut = SelfPath("powercut");
   o.progress = !a.quiet;
   o.torn = !a.no_torn;
@@ -211,6 +218,9 @@ void ListCells(const std::vector<product::MatrixCell>& plan, const product::Matr
       }
       if (o.live_cuts > 0 || o.preset == product::Preset::kFaults) {
         rows.push_back(product::ModelKind::kLive);
+      }
+      if (o.node_cuts > 0 && c.custom && c.custom->nodes > 0) {
+        rows.push_back(product::ModelKind::kNodeCut);
       }
     }
     if (!o.expect) {  // the raw rule claims no expectation

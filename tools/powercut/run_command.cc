@@ -124,19 +124,7 @@ void AddRunOptions(CLI::App* run, RunArgs* a) {
   run->add_option("--node", a->o.cluster.node_command,
                   "with --nodes: the server each node runs in the foreground (POWERCUT_NODE, "
                   "POWERCUT_NODE_DIR, POWERCUT_NODE_ADDR, POWERCUT_NODE_ADDRS, POWERCUT_NODES)");
-  run->add_option("--node-cuts", a->o.node_cuts,
-                  "with --nodes: K more recordings, in each one node (drawn from --seed) loses "
-                  "its power once while the workload runs and restarts; every ack must be in the "
-                  "live cluster's checker output afterwards (docs/cluster.md)");
-  run->add_option_function<std::string>(
-      "--node-down",
-      [a](const std::string& text) {
-        absl::StatusOr<absl::Duration> d =
-            ParseDurationFlag("--node-down", text, {.allow_zero = true});
-        if (!d.ok()) throw CLI::ValidationError("--node-down", std::string(d.status().message()));
-        a->o.node_down_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(*d));
-      },
-      "with --node-cuts: how long the cut node's power stays off (default 2s)");
+  AddNodeCutOptions(run, "with --nodes", &a->o.node_cuts, &a->o.node_down_ms);
   run->add_option("--cache-per-node", a->cache_per_node,
                   "with --nodes: each node's disk's own cache model on top of --cache, e.g. "
                   "3=lying");

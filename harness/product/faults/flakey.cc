@@ -88,9 +88,13 @@ FlakeyResult JudgeFlakeyRun(const RunOptions& o, const vm::RunResult& run, uint6
 RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& o, vm::GuestPool* pool) {
   RunOutcome out;
   const std::optional<RunFolder> folder = StartRun(o, &out);
-  if (!folder) return out;
+  if (!folder) {
+    if (o.recording_done) o.recording_done();
+    return out;
+  }
   const std::string& dir = folder->dir;
   if (absl::Status s = ValidateFlakey(o.flakey); !s.ok()) {
+    if (o.recording_done) o.recording_done();
     out.error_kind = RunError::kUsage;
     out.error = std::string(s.message());
     return out;
@@ -104,6 +108,7 @@ RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& o, vm::Gues
   spec.checker = o.checker;
   const auto start = std::chrono::steady_clock::now();
   auto run = pool != nullptr ? pool->Record(spec) : vm::RunInVm(env, spec);
+  if (o.recording_done) o.recording_done();
   out.record_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!run.ok()) {

@@ -23,7 +23,7 @@ struct ClusterPresetEntry {
   std::string setting;      // "default", "always", ...
   std::string folder;       // the example's folder under the examples: "etcd"
   std::string node_args;    // appended to node.sh ("" or the setting under test)
-  ExpectedVerdicts expect;  // per cache model: off, on, lying
+  ExpectedVerdicts expect;  // per cache model (off, on, lying) and for a single node's cut
   std::string documented;   // what the system's documentation says (docs/cluster.md quotes it)
 };
 

@@ -38,6 +38,8 @@ absl::Status PlanCellWorkload(const MatrixOptions& o, const MatrixCell& c, CellP
     if (c.custom->checker_timeout_s > 0) r.checker_timeout_s = c.custom->checker_timeout_s;
     if (c.custom->max_acks > 0) r.max_acks = c.custom->max_acks;
     plan.expect = c.custom->expect;
+    // The preset (or a cells file) may say what a node cut should do; a row only with the cuts.
+    if (o.node_cuts == 0) plan.expect.models.erase(ModelKind::kNodeCut);
     if (c.custom->nodes > 0) {
       r.cluster = {.nodes = c.custom->nodes,
                    .node_command = c.custom->node_command,
@@ -83,6 +85,10 @@ void PlanCellCheck(const MatrixOptions& o, const MatrixCell& c, CellPlan& plan) 
   r.mkfs_options = o.mkfs_options;
   r.mount_options = o.mount_options;
   r.workers = o.workers;
+  if (!c.fault && c.custom && c.custom->nodes > 0) {
+    r.node_cuts = o.node_cuts;
+    r.node_down_ms = o.node_down_ms;
+  }
   if (!c.fault) {
     r.live_cuts = o.live_cuts != 0              ? o.live_cuts
                   : o.preset == Preset::kFaults ? kFaultsLiveCuts
@@ -153,6 +159,7 @@ nlohmann::json MatrixParameters(const MatrixOptions& o) {
                         {"after_acks", o.flakey.after_acks},
                         {"window_ms", o.flakey.window.count()}}}};
   if (!o.kernel.empty()) j["kernel"] = o.kernel;  // only then: older reports merge unchanged
+  if (o.node_cuts > 0) j["node_cuts"] = {{"cuts", o.node_cuts}, {"down_ms", o.node_down_ms}};
   if (!o.mkfs_options.empty()) j["mkfs_options"] = o.mkfs_options;
   if (!o.mount_options.empty()) j["mount_options"] = o.mount_options;
   if (!o.fstest.is_null()) {
@@ -188,7 +195,20 @@ CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<harness
                                                          std::chrono::seconds(20), guests);
         }
         if (shared->env.ok() && check_in == CheckIn::kGuest) {
-          shared->check_pool = std::make_unique<vm::GuestCheckPool>(*shared->env);
+          // The recording guests keep their cores while recordings are left: the checking
+          // guests get the others (at least one), and a recording guest's core, with the guest
+          // itself, after the last recording (GuestCheckPool::Grow below). The first checking
+          // guest boots now, beside the recording guest's boot, on a core that boot leaves idle
+          // (docs/run.md, "Where crash states are judged").
+          const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+          shared->check_pool =
+              std::make_unique<vm::GuestCheckPool>(*shared->env, std::max(1, cores - guests));
+          const bool judged = std::any_of(options.fs.begin(), options.fs.end(),
+                                          [](auto f) { return !harness::FileSystemOf(f).raw(); });
+          if (judged && cores > guests) {
+            shared->check_pool->Prewarm(
+                vm::CheckGuestConfig(*shared->env, options.checker, options.fs));
+          }
         }
       }
     }
@@ -201,7 +221,19 @@ CellRunner VmCellRunner(const std::string& agent_hint, const std::vector<harness
     }
     RunOptions with_judges = options;
     with_judges.check_pool = shared->check_pool.get();
-    return RunWithFaults(*shared->env, with_judges, shared->pool.get());
+    if (shared->check_pool != nullptr) {
+      with_judges.recording_done = [shared, counted = options.recording_done] {
+        const bool last = counted && counted();
+        if (last) shared->check_pool->Grow(shared->pool->TakeIdleGuest());
+        return last;
+      };
+    }
+    RunOutcome out = RunWithFaults(*shared->env, with_judges, shared->pool.get());
+    if (shared->check_pool != nullptr) {  // so far, in the command: the matrix keeps the most
+      out.check_guests_booted = shared->check_pool->boots();
+      out.check_guests_adopted = shared->check_pool->adopted();
+    }
+    return out;
   };
 }
 
@@ -213,6 +245,11 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
                              [](const MatrixCell& c) { return !c.custom.has_value(); });
   if (builtin && o.workload_binary.empty()) {
     return absl::InvalidArgumentError("matrix: no powercut-workload binary given");
+  }
+  if (o.node_cuts > 0 && !PlanHasClusters(*plan)) {
+    return absl::InvalidArgumentError(
+        "--node-cuts cuts one node of a cluster: the plan has no cluster cell (--preset cluster, "
+        "or a --cells file whose cells have nodes)");
   }
   if (PlanHasClusters(*plan) && o.cluster_launcher.empty()) {
     return absl::InvalidArgumentError("matrix: no cluster launcher (powercut-cluster) given");
@@ -229,6 +266,9 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
   report.recordings = o.recordings;
   std::vector<std::optional<CellResult>> results(mine.size());
   std::atomic<size_t> finished{0};
+  std::atomic<size_t> recorded{0};
+  absl::Mutex guests_mu;  // report.check_guests_*
+  auto recording_done = [&recorded, cells = mine.size()] { return ++recorded == cells; };
   // One cell: record, check, judge. Several run at once when cells_in_flight > 1.
   auto run_one = [&](size_t i) {
     const MatrixCell& c = mine[i];
@@ -241,6 +281,7 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
     r.checker_timeout_s = o.checker_timeout_s;
     r.max_acks = o.max_acks;
     r.guest = o.guest;
+    r.recording_done = recording_done;
     const absl::Status planned_ok = PlanCellWorkload(o, c, planned);
     PlanCellCheck(o, c, planned);
     // Only when the line is shown: the engine counts the states up front for it (one more
@@ -265,8 +306,17 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
                     .workload_command = r.workload,
                     .checker_command = r.checker};
     if (planned_ok.ok()) {
-      FillCell(run_cell(c, r), &cell);
+      const RunOutcome outcome = run_cell(c, r);
+      {
+        absl::MutexLock lock(&guests_mu);
+        report.check_guests_booted =
+            std::max(report.check_guests_booted, outcome.check_guests_booted);
+        report.check_guests_adopted =
+            std::max(report.check_guests_adopted, outcome.check_guests_adopted);
+      }
+      FillCell(outcome, &cell);
     } else {
+      recording_done();  // none: the cell is refused
       RunOutcome refused;
       refused.error_kind = RunError::kUsage;
       refused.error = std::string(planned_ok.message());
@@ -288,9 +338,15 @@ absl::StatusOr<MatrixReport> RunMatrix(const MatrixOptions& o, const CellRunner&
 nlohmann::json MatrixToJson(const MatrixReport& r) {
   nlohmann::json cells = nlohmann::json::array();
   for (const CellResult& c : r.cells) cells.push_back(CellToJson(c));
-  return {{"schema", "powercut-matrix/1"},      {"parameters", r.parameters}, {"shard", r.shard},
-          {"plan_cells", r.plan_cells},         {"seconds", r.seconds},       {"cells", cells},
-          {"recordings", r.recordings.ToJson()}};
+  return {
+      {"schema", "powercut-matrix/1"},
+      {"parameters", r.parameters},
+      {"shard", r.shard},
+      {"plan_cells", r.plan_cells},
+      {"seconds", r.seconds},
+      {"cells", cells},
+      {"recordings", r.recordings.ToJson()},
+      {"check_guests", {{"booted", r.check_guests_booted}, {"adopted", r.check_guests_adopted}}}};
 }
 
 absl::StatusOr<MatrixReport> MatrixFromJson(const nlohmann::json& j) {
@@ -304,6 +360,10 @@ absl::StatusOr<MatrixReport> MatrixFromJson(const nlohmann::json& j) {
     r.shard = j.at("shard").get<std::string>();
     r.plan_cells = j.at("plan_cells").get<size_t>();
     r.seconds = j.value("seconds", 0.0);
+    if (j.contains("check_guests")) {
+      r.check_guests_booted = j["check_guests"].value("booted", uint64_t{0});
+      r.check_guests_adopted = j["check_guests"].value("adopted", uint64_t{0});
+    }
     // `--no-expect` is the report's: every cell was judged by the raw rule.
     const bool raw_rule = r.parameters.is_object() && !r.parameters.value("expect", true);
     for (const auto& c : j.at("cells")) {

@@ -106,6 +106,11 @@ struct MatrixOptions {
   // runs each of its cells three ways: replay + live cuts, error_writes, drop_writes.
   uint64_t live_cuts = 0;
   RunOptions::Flakey flakey;
+  // A cluster's single-node cuts (`--node-cuts K`, `--node-down D`; docs/cluster.md): K more
+  // recordings of every cluster cell, each with one node cut (RunOptions::node_cuts); a plan
+  // without cluster cells refuses them.
+  uint64_t node_cuts = 0;
+  uint64_t node_down_ms = 2000;
   // Every cell's mkfs and mounts (`--mkfs-options`, `--mount-options`; RunOptions).
   std::string mkfs_options;
   std::string mount_options;
@@ -153,6 +158,10 @@ struct MatrixReport {
   std::vector<CellResult> cells;
   double seconds = 0;
   RecordingStore recordings;  // failing cells' recordings kept for the rebuild commands
+  // Guests booted to judge states, and recording guests that judged after the last recording
+  // (RunOutcome::check_guests_*; summed over merged shards).
+  uint64_t check_guests_booted = 0;
+  uint64_t check_guests_adopted = 0;
 };
 
 // Runs the shard's cells. `run_cell` runs one cell (tests pass a fake; the default boots the VM).

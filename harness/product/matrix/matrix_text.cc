@@ -145,6 +145,10 @@ std::string HeadlineTable(const MatrixReport& r) {
                    r.cells.size(), ok, raw_rule ? "pass" : "as expected", unexpected,
                    raw_rule ? "fail" : "unexpected", errors, r.shard, r.plan_cells, r.seconds,
                    raw_rule ? " (--no-expect: any violation fails)" : "");
+  if (r.check_guests_booted + r.check_guests_adopted > 0) {
+    s += fmt::format("checking guests: {} booted, {} taken over from the recording\n",
+                     r.check_guests_booted, r.check_guests_adopted);
+  }
   std::vector<std::string> kernels;
   for (const CellResult& c : r.cells) {
     if (!c.kernel.empty() && std::find(kernels.begin(), kernels.end(), c.kernel) == kernels.end()) {

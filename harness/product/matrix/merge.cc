@@ -41,6 +41,8 @@ absl::StatusOr<MatrixReport> MergeReports(const std::vector<MatrixReport>& shard
       out.cells.push_back(c);
     }
     out.seconds += s.seconds;
+    out.check_guests_booted += s.check_guests_booted;
+    out.check_guests_adopted += s.check_guests_adopted;
   }
   std::sort(out.cells.begin(), out.cells.end(),
             [](const CellResult& a, const CellResult& b) { return a.index < b.index; });

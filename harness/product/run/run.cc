@@ -473,7 +473,10 @@ std::optional<RunFolder> StartRun(const RunOptions& o, RunOutcome* out) {
 RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::GuestPool* pool) {
   RunOutcome out;
   const std::optional<RunFolder> folder = StartRun(o, &out);
-  if (!folder) return out;
+  if (!folder) {
+    if (o.recording_done) o.recording_done();
+    return out;
+  }
   const std::string& dir = folder->dir;
   const bool temporary = folder->temporary;
   if (!temporary) out.recording_dir = dir;
@@ -489,6 +492,7 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
                  ? pool->Record(spec)
                  : vm::RunInVm(env, spec, o.check_pool != nullptr ? &recorder : nullptr);
   if (o.check_pool != nullptr) o.check_pool->Adopt(std::move(recorder));
+  if (o.recording_done) o.recording_done();
   out.record_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!run.ok()) {

@@ -161,6 +161,10 @@ struct RunOptions {
   double budget_seconds = 0;
   // Set: file-system states are judged in its guests (`--check-in guest`), else on the host.
   vm::GuestCheckPool* check_pool = nullptr;
+  // Called once when the run's recording is over (or will not happen), before its check; says
+  // whether that was the command's last recording. `powercut matrix` counts its cells' recordings
+  // with it, and its VM runner then gives the idle recording guest to `check_pool`.
+  std::function<bool()> recording_done;
   // The fault modes (docs/live-cuts.md), run by RunWithFaults (harness/product/faults/): N live
   // power cuts on top of the replay (harness/product/faults/live_cuts.h); or, with flakey.mode
   // set, one run on a disk that fails after an ack instead of the replay

@@ -182,14 +182,9 @@ class GuestStateJudge : public harness::StateJudge {
 
   absl::Status Connect(const std::vector<harness::SetDisk>& disks,
                        const std::vector<Served>& served) {
-    const GuestConfig need = [&] {
-      GuestConfig c;
-      c.Add({.keep_paths = KeepPathsFor(pool_->env().agent, {}, {spec_.checker})});
-      for (const harness::SetDisk& d : disks) {
-        c.Add({.modules = GuestModulesFor(d.fs, false, false)});
-      }
-      return c;
-    }();
+    std::vector<harness::FsKind> fs;
+    for (const harness::SetDisk& d : disks) fs.push_back(d.fs);
+    const GuestConfig need = CheckGuestConfig(pool_->env(), spec_.checker, fs);
     ASSIGN_OR_RETURN(GuestCheckPool::Leased leased, pool_->Lease(need));
     guest_ = std::move(leased.guest);
     disks_ = std::move(leased.disks);
@@ -370,6 +365,7 @@ class GuestStateJudge : public harness::StateJudge {
 }  // namespace
 
 GuestCheckPool::~GuestCheckPool() {
+  if (prewarm_.joinable()) prewarm_.join();  // its guest comes back to idle_, then goes
   powercut::MutexLock lock(&mu_);
   idle_.clear();
 }
@@ -381,6 +377,14 @@ harness::StateJudgeFactory GuestCheckPool::Factory(const GuestCheckSpec& spec) {
 }
 
 StateDisk::~StateDisk() = default;
+
+GuestConfig CheckGuestConfig(const VmEnvironment& env, const std::string& checker,
+                             const std::vector<harness::FsKind>& fs) {
+  GuestConfig c;
+  c.Add({.keep_paths = KeepPathsFor(env.agent, {}, {checker})});
+  for (const harness::FsKind f : fs) c.Add({.modules = GuestModulesFor(f, false, false)});
+  return c;
+}
 
 GuestCheckPool::GuestCheckPool(const VmEnvironment& env, int max_guests)
     : env_(env),
@@ -448,6 +452,24 @@ void GuestCheckPool::Return(std::unique_ptr<WarmGuest> guest,
   if (usable) idle_.push_back({.guest = std::move(guest), .disks = std::move(disks)});
 }
 
+void GuestCheckPool::Grow(std::unique_ptr<WarmGuest> guest) {
+  {
+    powercut::MutexLock lock(&mu_);
+    ++max_guests_;
+    returned_.SignalAll();  // a judge waiting at the cap may boot one now
+  }
+  Adopt(std::move(guest));
+}
+
+void GuestCheckPool::Prewarm(const GuestConfig& config) {
+  powercut::MutexLock lock(&mu_);
+  if (prewarm_.joinable() || boots_ > 0 || !idle_.empty() || leased_ > 0) return;
+  prewarm_ = std::thread([this, config] {
+    absl::StatusOr<Leased> leased = Lease(config);
+    if (leased.ok()) Return(std::move(leased->guest), std::move(leased->disks));
+  });
+}
+
 void GuestCheckPool::Adopt(std::unique_ptr<WarmGuest> guest) {
   if (guest == nullptr || !guest->usable()) return;
   const VmEnvironment& e = guest->env();
@@ -459,6 +481,7 @@ void GuestCheckPool::Adopt(std::unique_ptr<WarmGuest> guest) {
   powercut::MutexLock lock(&mu_);
   ++adopted_;
   idle_.push_back({.guest = std::move(guest), .disks = {}});
+  returned_.SignalAll();  // a judge waiting at the cap takes it
 }
 
 uint64_t GuestCheckPool::waiting() const {

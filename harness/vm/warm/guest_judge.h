@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -96,6 +97,11 @@ struct StateDisk {
   ~StateDisk();
 };
 
+// What a guest needs to judge states of `fs` with `checker` (the checker's folders kept, the file
+// systems' modules): the lease of every judge, and what Prewarm boots.
+GuestConfig CheckGuestConfig(const VmEnvironment& env, const std::string& checker,
+                             const std::vector<harness::FsKind>& fs);
+
 class GuestCheckPool {
  public:
   // At most `max_guests` checking guests at once (0: one per core): a judge that needs one more
@@ -125,6 +131,13 @@ class GuestCheckPool {
   // first check boots nothing: kept when it booted this pool's kernel, initramfs and agent at the
   // default size (a checking guest's), else shut down. Null: nothing to adopt.
   void Adopt(std::unique_ptr<WarmGuest> guest);
+  // One guest more at once from now on (the core a recording guest had until the command's last
+  // recording), and `guest`, that recording guest, adopted as above when it fits.
+  void Grow(std::unique_ptr<WarmGuest> guest);
+  // Boots one checking guest for `config` in the background (once per pool), so that the first
+  // state does not wait for a boot: a command starts it beside its recording guest's boot, on the
+  // core that boot leaves idle. A failed boot is left to the first Lease to retry and report.
+  void Prewarm(const GuestConfig& config);
   uint64_t adopted() const;
   uint64_t waiting() const;  // judges in Lease waiting for a guest to come back
 
@@ -135,8 +148,9 @@ class GuestCheckPool {
 
  private:
   const VmEnvironment env_;
-  const int max_guests_;
   mutable absl::Mutex mu_;
+  int max_guests_ ABSL_GUARDED_BY(mu_);
+  std::thread prewarm_;     // Prewarm's boot; joined before the guests go
   absl::CondVar returned_;  // a leased guest came back (or its boot failed)
   // Declared disks last in Leased: an idle guest is shut down after its disks' servers stopped.
   std::vector<Leased> idle_ ABSL_GUARDED_BY(mu_);
