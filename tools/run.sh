@@ -57,8 +57,11 @@ case "${1:-}" in
       workloads_unit_test vm_concurrency_test"
     bash tools/install-deps.sh all  # once, before two builds could run apt at the same time
     sanitizer_log=$(mktemp)
-    # A process group of its own, so that a failing suite does not leave it building.
-    setsid bash -c 'cmake --preset asan >/dev/null && cmake --preset tsan >/dev/null &&
+    # A session of its own, so that a failing suite does not leave it building. A new session is
+    # a new scheduler autogroup, which the kernel shares the CPU with as with any other session,
+    # whatever its processes' nice values: the group itself gets the lowest priority.
+    setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true
+      cmake --preset asan >/dev/null && cmake --preset tsan >/dev/null &&
       nice -n 19 cmake --build --preset asan --target $1 &&
       nice -n 19 cmake --build --preset tsan --target $2' _ "$asan_targets" "$tsan_targets" \
       >"$sanitizer_log" 2>&1 &
