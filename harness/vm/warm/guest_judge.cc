@@ -452,14 +452,7 @@ void GuestCheckPool::Return(std::unique_ptr<WarmGuest> guest,
   if (usable) idle_.push_back({.guest = std::move(guest), .disks = std::move(disks)});
 }
 
-void GuestCheckPool::Grow(std::unique_ptr<WarmGuest> guest) {
-  {
-    powercut::MutexLock lock(&mu_);
-    ++max_guests_;
-    returned_.SignalAll();  // a judge waiting at the cap may boot one now
-  }
-  Adopt(std::move(guest));
-}
+void GuestCheckPool::Grow(std::unique_ptr<WarmGuest> guest) { AdoptAndGrow(std::move(guest), 1); }
 
 void GuestCheckPool::Prewarm(const GuestConfig& config) {
   powercut::MutexLock lock(&mu_);
@@ -470,18 +463,26 @@ void GuestCheckPool::Prewarm(const GuestConfig& config) {
   });
 }
 
-void GuestCheckPool::Adopt(std::unique_ptr<WarmGuest> guest) {
-  if (guest == nullptr || !guest->usable()) return;
-  const VmEnvironment& e = guest->env();
-  if (e.kernel.vmlinuz != env_.kernel.vmlinuz || e.initramfs.hash != env_.initramfs.hash ||
-      e.boot_image != env_.boot_image || e.agent != env_.agent || e.accel != env_.accel ||
-      guest->config().memory_mib != 0 || guest->config().cpus != 0) {
-    return;  // its destructor shuts it down
+void GuestCheckPool::Adopt(std::unique_ptr<WarmGuest> guest) { AdoptAndGrow(std::move(guest), 0); }
+
+void GuestCheckPool::AdoptAndGrow(std::unique_ptr<WarmGuest> guest, int more_guests) {
+  bool fits = guest != nullptr && guest->usable();
+  if (fits) {
+    const VmEnvironment& e = guest->env();
+    fits = e.kernel.vmlinuz == env_.kernel.vmlinuz && e.initramfs.hash == env_.initramfs.hash &&
+           e.boot_image == env_.boot_image && e.agent == env_.agent && e.accel == env_.accel &&
+           guest->config().memory_mib == 0 && guest->config().cpus == 0;
   }
+  // One step under the lock: a judge woken by the larger cap must find the adopted guest idle,
+  // not boot another in its place.
   powercut::MutexLock lock(&mu_);
-  ++adopted_;
-  idle_.push_back({.guest = std::move(guest), .disks = {}});
-  returned_.SignalAll();  // a judge waiting at the cap takes it
+  max_guests_ += more_guests;
+  if (fits) {
+    ++adopted_;
+    idle_.push_back({.guest = std::move(guest), .disks = {}});
+  }
+  returned_.SignalAll();  // a judge waiting at the cap takes it, or boots one
+  // A guest that does not fit is shut down by its destructor, after the lock.
 }
 
 uint64_t GuestCheckPool::waiting() const {

@@ -147,6 +147,9 @@ class GuestCheckPool {
   const VmEnvironment& env() const { return env_; }
 
  private:
+  // Adopt, with the cap raised by `more_guests` in the same step.
+  void AdoptAndGrow(std::unique_ptr<WarmGuest> guest, int more_guests);
+
   const VmEnvironment env_;
   mutable absl::Mutex mu_;
   int max_guests_ ABSL_GUARDED_BY(mu_);
