@@ -6,6 +6,7 @@
 #include "absl/strings/cord.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
+#include "harness/check/disk_attribution.h"
 
 namespace powercut::harness {
 namespace {
@@ -167,13 +168,7 @@ absl::StatusOr<Verdict> ModelRun::Judge(const CrashState& state, CheckWorker& w,
     v.dropped.erase(std::remove(v.dropped.begin(), v.dropped.end(), *state.torn_entry),
                     v.dropped.end());
   }
-  const Trace& trace = context_.index.trace();
-  if (trace.disks > 1) {
-    v.dropped_per_disk.assign(trace.disks, {});
-    for (uint64_t e : v.dropped) v.dropped_per_disk[trace.entries[e].disk].push_back(e);
-    if (state.torn_entry) v.torn_disk = trace.entries[*state.torn_entry].disk + 1;
-    v.member = o.set_member;
-  }
+  AttributeToDisks(context_.index.trace(), o.set_member, &v);
   v.rebuild = RebuildCommand(o.powercut, o.trace_path, context_.base, v.state_id);
   if (!o.repro_args.empty()) {
     v.repro = ReproCommand(o.powercut, o.trace_path, v.state_id, o.repro_args);

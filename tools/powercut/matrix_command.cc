@@ -219,7 +219,7 @@ void ListCells(const std::vector<product::MatrixCell>& plan, const product::Matr
       if (o.live_cuts > 0 || o.preset == product::Preset::kFaults) {
         rows.push_back(product::ModelKind::kLive);
       }
-      if (o.node_cuts > 0 && c.custom && c.custom->nodes > 0) {
+      if (o.node_cuts > 0 && c.IsCluster()) {
         rows.push_back(product::ModelKind::kNodeCut);
       }
     }

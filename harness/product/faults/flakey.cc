@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_set.h"
 #include "base/duration_flag.h"
 #include "base/status_macros.h"
@@ -87,14 +88,14 @@ FlakeyResult JudgeFlakeyRun(const RunOptions& o, const vm::RunResult& run, uint6
 
 RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& o, vm::GuestPool* pool) {
   RunOutcome out;
-  const std::optional<RunFolder> folder = StartRun(o, &out);
-  if (!folder) {
+  // Once, however the recording ends or is never made (RunOptions::recording_done).
+  auto recording_done = absl::MakeCleanup([&o] {
     if (o.recording_done) o.recording_done();
-    return out;
-  }
+  });
+  const std::optional<RunFolder> folder = StartRun(o, &out);
+  if (!folder) return out;
   const std::string& dir = folder->dir;
   if (absl::Status s = ValidateFlakey(o.flakey); !s.ok()) {
-    if (o.recording_done) o.recording_done();
     out.error_kind = RunError::kUsage;
     out.error = std::string(s.message());
     return out;
@@ -108,7 +109,7 @@ RunOutcome RunFlakey(const vm::VmEnvironment& env, const RunOptions& o, vm::Gues
   spec.checker = o.checker;
   const auto start = std::chrono::steady_clock::now();
   auto run = pool != nullptr ? pool->Record(spec) : vm::RunInVm(env, spec);
-  if (o.recording_done) o.recording_done();
+  std::move(recording_done).Invoke();
   out.record_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!run.ok()) {

@@ -215,11 +215,14 @@ std::string DisksSectionHtml(const CellResult& c) {
       "<section class=\"{}\" id=\"{}-{}\"><h2>{}: each {}</h2>\n<table class=\"{}\"><thead><tr>"
       "<th>{}</th><th>fs</th><th>writes</th><th>flushes</th><th>FUA writes</th>",
       words, words, c.index, XmlEscape(c.name), word, words, word);
-  const std::vector<TimelineCrash> crashes =
-      c.timeline ? c.timeline->crashes : std::vector<TimelineCrash>{};
-  for (const TimelineCrash& crash : crashes) {
-    h += fmt::format("<th title=\"{}\">dropped in the worst {} state</th>",
-                     XmlEscape(crash.summary), XmlEscape(crash.cache));
+  // Each worst state's dropped writes, counted per disk once for the whole table.
+  std::vector<std::vector<size_t>> dropped;
+  if (c.timeline) {
+    for (const TimelineCrash& crash : c.timeline->crashes) {
+      h += fmt::format("<th title=\"{}\">dropped in the worst {} state</th>",
+                       XmlEscape(crash.summary), XmlEscape(crash.cache));
+      dropped.push_back(DroppedOfEachDisk(*c.timeline, crash, c.disks.size()));
+    }
   }
   h += "<th>log</th></tr></thead><tbody>\n";
   for (size_t d = 0; d < c.disks.size(); ++d) {
@@ -228,9 +231,8 @@ std::string DisksSectionHtml(const CellResult& c) {
         "<tr data-{}=\"{}\"><td>{} {}</td><td>{}</td><td class=\"num\">{}</td><td "
         "class=\"num\">{}</td><td class=\"num\">{}</td>",
         word, d + 1, word, d + 1, XmlEscape(disk.fs), disk.writes, disk.flushes, disk.fua);
-    for (const TimelineCrash& crash : crashes) {
-      h += fmt::format("<td class=\"num\">{}</td>",
-                       DroppedOfEachDisk(*c.timeline, crash, c.disks.size())[d]);
+    for (const std::vector<size_t>& per_disk : dropped) {
+      h += fmt::format("<td class=\"num\">{}</td>", per_disk[d]);
     }
     if (disk.log.empty()) {
       h += "<td class=\"small\">not kept (a passing run's recording is temporary: --keep DIR "

@@ -85,7 +85,7 @@ void PlanCellCheck(const MatrixOptions& o, const MatrixCell& c, CellPlan& plan) 
   r.mkfs_options = o.mkfs_options;
   r.mount_options = o.mount_options;
   r.workers = o.workers;
-  if (!c.fault && c.custom && c.custom->nodes > 0) {
+  if (!c.fault && c.IsCluster()) {
     r.node_cuts = o.node_cuts;
     r.node_down_ms = o.node_down_ms;
   }

@@ -133,6 +133,7 @@ struct MatrixCell {
   uint64_t count = 0;
   std::optional<CustomCell> custom;     // a --cells cell (setting "custom") or a cluster preset's
   std::optional<vm::FlakeyMode> fault;  // none: replayed (and live cuts); else a failing disk
+  bool IsCluster() const { return custom && custom->nodes > 0; }
   std::string Name() const {
     return workload + "/" + setting + "/" + harness::FsName(fs) +
            (custom ? custom->variant : std::string()) +

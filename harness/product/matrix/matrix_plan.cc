@@ -273,8 +273,7 @@ absl::StatusOr<std::vector<MatrixCell>> PlanMatrix(const MatrixOptions& o) {
 }
 
 bool PlanHasClusters(const std::vector<MatrixCell>& plan) {
-  return std::any_of(plan.begin(), plan.end(),
-                     [](const MatrixCell& c) { return c.custom && c.custom->nodes > 0; });
+  return std::any_of(plan.begin(), plan.end(), [](const MatrixCell& c) { return c.IsCluster(); });
 }
 
 }  // namespace powercut::product

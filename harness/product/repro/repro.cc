@@ -14,6 +14,7 @@
 #include "base/scratch_dir.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
+#include "harness/check/disk_attribution.h"
 #include "harness/check/disk_set_check.h"
 #include "harness/check/engine.h"
 #include "harness/check/image_check.h"
@@ -162,14 +163,10 @@ class StateJudge {
       v.torn_entry = state.torn_entry;
       v.torn_units = state.torn_units.Encode();
     }
-    if (disks_.several()) {
-      // Each disk's (node's) own dropped writes, as the run's report names them.
-      const harness::Trace& trace = index_.trace();
-      v.dropped_per_disk.assign(disks_.count(), {});
-      for (uint64_t e : v.dropped) v.dropped_per_disk[trace.entries[e].disk].push_back(e);
-      if (state.torn_entry) v.torn_disk = trace.entries[*state.torn_entry].disk + 1;
-      if (o_.cluster.nodes > 0) v.member = harness::SetMember::kNode;
-    }
+    // Each disk's (node's) own dropped writes, as the run's report names them.
+    harness::AttributeToDisks(
+        index_.trace(),
+        o_.cluster.nodes > 0 ? harness::SetMember::kNode : harness::SetMember::kDisk, &v);
     v.rebuild = fmt::format("{} state materialize --trace trace.log --state {} --out crash.img",
                             o_.powercut, id);
     Judgement result = std::make_pair(v.violation(), v.Describe());

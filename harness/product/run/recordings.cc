@@ -129,9 +129,9 @@ void KeepRecording(const std::string& trace, const std::string& name, const std:
     moved = harness::WriteManifest(harness::ManifestPathFor(new_trace), *manifest);
   }
   for (harness::DiskSummary* d : logs) {
+    if (!moved.ok()) break;  // the recording itself did not follow: nothing is kept
     // A log that cannot follow is said, not a reason to lose the recording.
     const std::string to = dest + "/" + fs::path(d->log).filename().string();
-    if (!moved.ok()) break;
     if (absl::Status log_moved = MoveFile(d->log, to); log_moved.ok()) {
       d->log = to;
     } else {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "absl/cleanup/cleanup.h"
 #include "base/scratch_dir.h"
 #include "base/status_macros.h"
 #include "fmt/format.h"
@@ -472,11 +473,12 @@ std::optional<RunFolder> StartRun(const RunOptions& o, RunOutcome* out) {
 
 RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::GuestPool* pool) {
   RunOutcome out;
-  const std::optional<RunFolder> folder = StartRun(o, &out);
-  if (!folder) {
+  // Once, however the recording ends or is never made (RunOptions::recording_done).
+  auto recording_done = absl::MakeCleanup([&o] {
     if (o.recording_done) o.recording_done();
-    return out;
-  }
+  });
+  const std::optional<RunFolder> folder = StartRun(o, &out);
+  if (!folder) return out;
   const std::string& dir = folder->dir;
   const bool temporary = folder->temporary;
   if (!temporary) out.recording_dir = dir;
@@ -492,7 +494,7 @@ RunOutcome RunWorkload(const vm::VmEnvironment& env, const RunOptions& o, vm::Gu
                  ? pool->Record(spec)
                  : vm::RunInVm(env, spec, o.check_pool != nullptr ? &recorder : nullptr);
   if (o.check_pool != nullptr) o.check_pool->Adopt(std::move(recorder));
-  if (o.recording_done) o.recording_done();
+  std::move(recording_done).Invoke();
   out.record_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!run.ok()) {
